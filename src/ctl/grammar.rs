@@ -1,0 +1,358 @@
+//! The control-line grammar of §4: one JSON object per line, validated into entries
+//! to append, or an error with its errno and a reason a person can act on.
+
+use crate::error::{Error, Result};
+use crate::json::{RawObject, as_string, is_null};
+use crate::store::entry::{NewCompaction, NewEntry};
+use crate::store::index::SessionIndex;
+use crate::store::line::replacement_messages;
+use crate::store::naming::is_valid_session_id;
+use serde_json::value::RawValue;
+
+/// Fields the daemon assigns; a line that sets one is invalid.
+pub const RESERVED: [&str; 3] = ["id", "parent-id", "timestamp"];
+
+/// A root `ctl` line: where the new session lives and its first entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSessionRequest {
+    pub cwd: String,
+    pub session_id: Option<String>,
+    pub first: NewEntry,
+}
+
+/// Validates a line for a session's `ctl`.
+pub fn parse_session_line(line: &[u8]) -> Result<NewEntry> {
+    let text = strict_object_text(line)?;
+    let obj = fields_of(text)?;
+    entry_from(text, obj, false)
+}
+
+/// Validates a line for the root `ctl`: `cwd`, optional `session-id`, first entry.
+pub fn parse_root_line(line: &[u8]) -> Result<NewSessionRequest> {
+    let text = strict_object_text(line)?;
+    let mut obj = fields_of(text)?;
+    let cwd = match take(&mut obj, "cwd") {
+        None => {
+            return Err(Error::invalid(
+                "root ctl lines need \"cwd\" (the session's working directory)",
+            ));
+        }
+        Some(v) => as_string(v).ok_or_else(|| Error::invalid("\"cwd\" must be a string"))?,
+    };
+    if !cwd.starts_with('/') {
+        return Err(Error::invalid(format!(
+            "\"cwd\" must be an absolute path, not {cwd:?}"
+        )));
+    }
+    if cwd.contains('\0') {
+        return Err(Error::invalid("\"cwd\" must not contain NUL"));
+    }
+    let session_id = match take(&mut obj, "session-id") {
+        None => None,
+        Some(v) => {
+            let id =
+                as_string(v).ok_or_else(|| Error::invalid("\"session-id\" must be a string"))?;
+            if !is_valid_session_id(&id) {
+                return Err(Error::invalid(format!(
+                    "\"session-id\" must be 1-64 characters of A-Za-z0-9_- (got {} characters: {:?})",
+                    id.chars().count(),
+                    id.chars().take(70).collect::<String>()
+                )));
+            }
+            Some(id)
+        }
+    };
+    let first = entry_from(text, obj, true)?;
+    Ok(NewSessionRequest {
+        cwd,
+        session_id,
+        first,
+    })
+}
+
+/// The state-dependent half of validation, run under the session's append lock:
+/// `first-kept-entry-id` must name a message entry of this session.
+pub fn check_against(index: &SessionIndex, entry: &NewEntry) -> Result<()> {
+    if let Some(NewCompaction {
+        first_kept: Some(Some(id)),
+        ..
+    }) = &entry.compaction
+        && index.find_message(id).is_none()
+    {
+        return Err(Error::invalid(format!(
+            "first-kept-entry-id {id} is not a message entry of this session"
+        )));
+    }
+    Ok(())
+}
+
+/// UTF-8, strict JSON (no lone surrogates, nesting at most 128 deep), an object.
+fn strict_object_text(line: &[u8]) -> Result<&str> {
+    let text = std::str::from_utf8(line)
+        .map_err(|e| Error::invalid(format!("not valid UTF-8 (byte {})", e.valid_up_to())))?;
+    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(text),
+        Ok(other) => Err(Error::invalid(format!(
+            "not a JSON object (got {})",
+            kind_of(&other)
+        ))),
+        Err(e) => Err(Error::invalid(format!("not JSON: {e}"))),
+    }
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Null => "null",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+type Fields<'a> = Vec<(String, &'a RawValue)>;
+
+fn fields_of(text: &str) -> Result<Fields<'_>> {
+    let obj = RawObject::parse(text).map_err(|e| Error::invalid(format!("not JSON: {e}")))?;
+    let mut out: Fields<'_> = Vec::with_capacity(obj.fields.len());
+    for (k, v) in obj.fields {
+        if out.iter().any(|(seen, _)| *seen == k) {
+            return Err(Error::invalid(format!("field {k:?} is given twice")));
+        }
+        if RESERVED.contains(&k.as_ref()) {
+            return Err(Error::invalid(format!(
+                "{k:?} is assigned by fen-fs; do not set it"
+            )));
+        }
+        out.push((k.into_owned(), v));
+    }
+    Ok(out)
+}
+
+fn take<'a>(fields: &mut Fields<'a>, key: &str) -> Option<&'a RawValue> {
+    let i = fields.iter().position(|(k, _)| k == key)?;
+    Some(fields.remove(i).1)
+}
+
+fn get<'a>(fields: &Fields<'a>, key: &str) -> Option<&'a RawValue> {
+    fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+}
+
+fn raw_fields(fields: Fields<'_>) -> Vec<(String, String)> {
+    fields
+        .into_iter()
+        .map(|(k, v)| (k, v.get().to_string()))
+        .collect()
+}
+
+fn non_empty_role(obj: &Fields<'_>) -> Result<()> {
+    match get(obj, "role").map(as_string) {
+        Some(Some(r)) if !r.is_empty() => Ok(()),
+        Some(_) => Err(Error::invalid("\"role\" must be a non-empty string")),
+        None => Err(Error::invalid(
+            "a message needs \"role\" (or give \"type\")",
+        )),
+    }
+}
+
+/// `removed_any`: whether the line had routing fields (root ctl) taken out, in which
+/// case a shorthand message must be re-assembled from its remaining fields.
+fn entry_from(text: &str, mut fields: Fields<'_>, removed_any: bool) -> Result<NewEntry> {
+    let Some(kind) = take(&mut fields, "type") else {
+        non_empty_role(&fields)?;
+        let raw = if removed_any {
+            let parts: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}:{}", crate::json::quote(k), v.get()))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        } else {
+            text.to_string()
+        };
+        return Ok(NewEntry::message(&raw));
+    };
+    let kind = as_string(kind).ok_or_else(|| Error::invalid("\"type\" must be a string"))?;
+    let mut compaction = None;
+    match kind.as_str() {
+        "" => return Err(Error::invalid("\"type\" must not be empty")),
+        "session" => {
+            return Err(Error::invalid(
+                "type \"session\" is the header, written by fen-fs",
+            ));
+        }
+        "message" => {
+            let m = get(&fields, "message")
+                .ok_or_else(|| Error::invalid("a message entry needs \"message\""))?;
+            let obj = RawObject::parse(m.get())
+                .map_err(|_| Error::invalid("\"message\" must be a JSON object"))?;
+            let inner: Fields<'_> = obj
+                .fields
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v))
+                .collect();
+            non_empty_role(&inner)?;
+        }
+        "compaction" => compaction = Some(validate_compaction(&fields)?),
+        "title" => {
+            get(&fields, "title")
+                .and_then(as_string)
+                .ok_or_else(|| Error::invalid("a title entry needs a string \"title\""))?;
+        }
+        "metadata" => {
+            let d = get(&fields, "data")
+                .ok_or_else(|| Error::invalid("a metadata entry needs \"data\""))?;
+            if !d.get().starts_with('{') {
+                return Err(Error::invalid("\"data\" must be a JSON object"));
+            }
+        }
+        _ => {}
+    }
+    Ok(NewEntry {
+        kind,
+        fields: raw_fields(fields),
+        compaction,
+    })
+}
+
+fn validate_compaction(fields: &Fields<'_>) -> Result<NewCompaction> {
+    let summary = match get(fields, "summary").map(as_string) {
+        Some(Some(s)) if !s.is_empty() => s,
+        _ => {
+            return Err(Error::invalid(
+                "a compaction needs a non-empty string \"summary\"",
+            ));
+        }
+    };
+    let first_kept = get(fields, "first-kept-entry-id");
+    let messages = get(fields, "messages");
+    let (first_kept, replacement_lens) = match (first_kept, messages) {
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid(
+                "give either \"first-kept-entry-id\" or \"messages\", not both",
+            ));
+        }
+        (None, None) => {
+            return Err(Error::invalid(
+                "a compaction needs \"first-kept-entry-id\" (string or null) or \"messages\"",
+            ));
+        }
+        (Some(v), None) if is_null(v) => (Some(None), Vec::new()),
+        (Some(v), None) => match as_string(v) {
+            Some(id) => (Some(Some(id)), Vec::new()),
+            None => {
+                return Err(Error::invalid(
+                    "\"first-kept-entry-id\" must be a string or null",
+                ));
+            }
+        },
+        (None, Some(m)) => {
+            let items = replacement_messages(m.get())
+                .map_err(|e| Error::invalid(format!("\"messages\": {e}")))?;
+            (None, items.iter().map(|i| i.get().len() as u64).collect())
+        }
+    };
+    for key in ["tokens-before", "tokens-after"] {
+        if let Some(v) = get(fields, key)
+            && v.get().parse::<u64>().is_err()
+        {
+            return Err(Error::invalid(format!(
+                "{key:?} must be a non-negative integer"
+            )));
+        }
+    }
+    if let Some(v) = get(fields, "guidance")
+        && !is_null(v)
+        && as_string(v).is_none()
+    {
+        return Err(Error::invalid("\"guidance\" must be a string or null"));
+    }
+    if let Some(v) = get(fields, "trigger")
+        && !matches!(as_string(v).as_deref(), Some("manual" | "auto"))
+    {
+        return Err(Error::invalid("\"trigger\" must be \"manual\" or \"auto\""));
+    }
+    Ok(NewCompaction {
+        first_kept,
+        replacement_lens,
+        summary,
+        has_tokens_before: get(fields, "tokens-before").is_some(),
+        has_tokens_after: get(fields, "tokens-after").is_some(),
+        has_trigger: get(fields, "trigger").is_some(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errno(r: Result<impl std::fmt::Debug>) -> i32 {
+        r.unwrap_err().errno
+    }
+
+    #[test]
+    fn shorthand_keeps_the_writers_bytes() {
+        let e = parse_session_line(br#" {"role":"user",  "content":"hi"} "#).unwrap();
+        assert_eq!(e.message_raw(), Some(r#"{"role":"user",  "content":"hi"}"#));
+        let r = parse_root_line(br#"{"cwd":"/p","role":"user","content":"hi"}"#).unwrap();
+        assert_eq!(r.cwd, "/p");
+        assert_eq!(
+            r.first.message_raw(),
+            Some(r#"{"role":"user","content":"hi"}"#)
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_einval() {
+        for bad in [
+            &b"nope"[..],
+            b"[1]",
+            b"{\"role\":\"\"}",
+            b"{\"role\":\"user\",\"id\":\"x\"}",
+            b"{\"type\":\"message\",\"message\":[1]}",
+            b"{\"type\":\"title\",\"title\":3}",
+            b"{\"type\":\"compaction\",\"summary\":\"s\"}",
+            b"{\"type\":\"compaction\",\"summary\":\"\",\"first-kept-entry-id\":null}",
+            b"{\"type\":\"compaction\",\"summary\":\"s\",\"first-kept-entry-id\":null,\"messages\":[]}",
+            b"{\"type\":\"session\"}",
+            b"{\"role\":\"user\",\"content\":\"\\ud800\"}",
+            b"{\"role\":\"user\",\"content\":\"\xff\"}",
+            b"{\"role\":\"user\",\"role\":\"user\"}",
+        ] {
+            assert_eq!(errno(parse_session_line(bad)), libc::EINVAL, "{}", String::from_utf8_lossy(bad));
+        }
+        let deep = format!(
+            "{{\"role\":\"user\",\"content\":{}{}}}",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        assert_eq!(errno(parse_session_line(deep.as_bytes())), libc::EINVAL);
+        for bad in [
+            &br#"{"role":"user","content":"hi"}"#[..],
+            br#"{"cwd":"rel","role":"user"}"#,
+            br#"{"cwd":"/p","session-id":"a/b","role":"user"}"#,
+            br#"{"cwd":"/p","session-id":"..","role":"user"}"#,
+        ] {
+            assert_eq!(errno(parse_root_line(bad)), libc::EINVAL);
+        }
+        let long = format!(
+            r#"{{"cwd":"/p","session-id":"{}","role":"user"}}"#,
+            "a".repeat(65)
+        );
+        assert_eq!(errno(parse_root_line(long.as_bytes())), libc::EINVAL);
+    }
+
+    #[test]
+    fn compaction_forms() {
+        let c = parse_session_line(
+            br#"{"type":"compaction","summary":"s","first-kept-entry-id":null}"#,
+        )
+        .unwrap();
+        assert_eq!(c.compaction.unwrap().first_kept, Some(None));
+        let c = parse_session_line(br#"{"type":"compaction","summary":"s","messages":[{"role":"user","content":"x"}],"trigger":"auto"}"#).unwrap();
+        let c = c.compaction.unwrap();
+        assert_eq!(c.replacement_lens, vec![29]);
+        assert!(c.has_trigger);
+    }
+}

@@ -1,0 +1,283 @@
+//! Control files (§4), after Plan 9's acme: a line per command, the reply readable
+//! back on the same handle, and a log of recent replies for anyone else.
+//!
+//! This is FUSE-agnostic: the adapter hands bytes from `write`/`flush` to a
+//! `CtlHandle` and copies `read` bytes out of it.
+
+pub mod grammar;
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::session::Session;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+pub const DEFAULT_MAX_ENTRY_BYTES: usize = 16 << 20;
+/// How many replies a fresh handle's `read` shows.
+pub const LOG_LINES: usize = 64;
+
+/// Which control file a handle writes to.
+#[derive(Clone)]
+pub enum CtlTarget {
+    Root,
+    Session(Arc<Session>),
+}
+
+impl CtlTarget {
+    fn log_key(&self) -> String {
+        match self {
+            CtlTarget::Root => String::new(),
+            CtlTarget::Session(s) => format!("{}/{}", s.namespace, s.dir),
+        }
+    }
+}
+
+/// Shared state of all control files of one mount: the store, the limits, the
+/// recent-replies logs and the count of open writers per session.
+pub struct CtlService {
+    pub store: Arc<Store>,
+    pub max_entry_bytes: usize,
+    logs: Mutex<HashMap<String, VecDeque<String>>>,
+    writers: Mutex<HashMap<String, u64>>,
+}
+
+/// One open control file: the partial line carried between writes, and the replies.
+pub struct CtlHandle {
+    pub target: CtlTarget,
+    pub pid: u32,
+    pending: Vec<u8>,
+    replies: Vec<u8>,
+    read_pos: usize,
+    wrote: bool,
+    log_snapshot: Option<Vec<u8>>,
+    counted_as_writer: bool,
+}
+
+/// Outcome of one processed line, for replies and the log.
+type LineResult = std::result::Result<String, Error>;
+
+impl CtlService {
+    pub fn new(store: Arc<Store>, max_entry_bytes: usize) -> Self {
+        CtlService {
+            store,
+            max_entry_bytes,
+            logs: Mutex::new(HashMap::new()),
+            writers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn open(&self, target: CtlTarget, pid: u32, for_writing: bool) -> CtlHandle {
+        if for_writing {
+            *self
+                .writers
+                .lock()
+                .unwrap()
+                .entry(target.log_key())
+                .or_default() += 1;
+        }
+        CtlHandle {
+            target,
+            pid,
+            pending: Vec::new(),
+            replies: Vec::new(),
+            read_pos: 0,
+            wrote: false,
+            log_snapshot: None,
+            counted_as_writer: for_writing,
+        }
+    }
+
+    pub fn release(&self, handle: &CtlHandle) {
+        if handle.counted_as_writer {
+            let mut w = self.writers.lock().unwrap();
+            if let Some(n) = w.get_mut(&handle.target.log_key()) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
+    /// `ctl` handles open for writing on this session now (`meta.json`'s `writers`).
+    pub fn writers(&self, session: &Session) -> u64 {
+        let key = format!("{}/{}", session.namespace, session.dir);
+        self.writers.lock().unwrap().get(&key).copied().unwrap_or(0)
+    }
+
+    /// A `write(2)`: frames lines by `\n`, validates every complete line, and appends
+    /// them all or none. Returns the number of bytes accepted (all of them) or the
+    /// error of the first bad line.
+    pub fn write(&self, h: &mut CtlHandle, data: &[u8]) -> Result<()> {
+        h.wrote = true;
+        let cut = memchr::memrchr(b'\n', data);
+        let tail_len = match cut {
+            Some(i) => data.len() - i - 1,
+            None => h.pending.len() + data.len(),
+        };
+        if tail_len > self.max_entry_bytes {
+            h.pending.clear();
+            let e = Error::too_big(format!(
+                "a line longer than --max-entry-bytes ({}) without a newline",
+                self.max_entry_bytes
+            ));
+            self.record(h, &[Err(e.clone())]);
+            return Err(e);
+        }
+        let Some(cut) = cut else {
+            h.pending.extend_from_slice(data);
+            return Ok(());
+        };
+        let mut complete = std::mem::take(&mut h.pending);
+        complete.extend_from_slice(&data[..cut]);
+        let result = self.process(h, &complete);
+        h.pending = data[cut + 1..].to_vec();
+        if result.is_err() {
+            // The failed write is not consumed: its unterminated rest goes with it.
+            h.pending.clear();
+        }
+        result
+    }
+
+    /// `flush` (each `close`): a final line without `\n` is processed now.
+    pub fn flush(&self, h: &mut CtlHandle) -> Result<()> {
+        if h.pending.is_empty() {
+            return Ok(());
+        }
+        let line = std::mem::take(&mut h.pending);
+        self.process(h, &line)
+    }
+
+    /// `read`: the replies to this handle's writes, or (if it wrote nothing) the log.
+    /// Offsets are ignored: a control file is a stream.
+    pub fn read(&self, h: &mut CtlHandle, size: usize) -> Vec<u8> {
+        let source: &[u8] = if h.wrote {
+            &h.replies
+        } else {
+            if h.log_snapshot.is_none() {
+                let logs = self.logs.lock().unwrap();
+                let lines = logs.get(&h.target.log_key());
+                let text: String = lines
+                    .into_iter()
+                    .flatten()
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                h.log_snapshot = Some(text.into_bytes());
+            }
+            h.log_snapshot.as_deref().unwrap_or_default()
+        };
+        let start = h.read_pos.min(source.len());
+        let end = (start + size).min(source.len());
+        h.read_pos = end;
+        source[start..end].to_vec()
+    }
+
+    /// Validates all lines of `bytes` (which ends without its last `\n`), then appends.
+    fn process(&self, h: &mut CtlHandle, bytes: &[u8]) -> Result<()> {
+        let lines: Vec<&[u8]> = bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
+            .collect();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let results = match &h.target {
+            CtlTarget::Session(s) => self.append_to(s, &lines),
+            CtlTarget::Root => self.create_sessions(&lines),
+        };
+        self.record(h, &results);
+        // The write fails with the first bad line's errno (not a bystander's ECANCELED).
+        let mut errors = results.into_iter().filter_map(|r| r.err());
+        match errors.next() {
+            Some(e) if e.errno == libc::ECANCELED => {
+                Err(errors.find(|e| e.errno != libc::ECANCELED).unwrap_or(e))
+            }
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn check_size(&self, line: &[u8]) -> Result<()> {
+        if line.len() > self.max_entry_bytes {
+            return Err(Error::too_big(format!(
+                "line of {} bytes is over --max-entry-bytes ({})",
+                line.len(),
+                self.max_entry_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    fn append_to(&self, session: &Session, lines: &[&[u8]]) -> Vec<LineResult> {
+        let parsed: Vec<Result<_>> = lines
+            .iter()
+            .map(|l| {
+                self.check_size(l)
+                    .and_then(|_| grammar::parse_session_line(l))
+            })
+            .collect();
+        if parsed.iter().any(|p| p.is_err()) {
+            return not_appended(parsed);
+        }
+        let entries: Vec<_> = parsed.into_iter().map(|p| p.unwrap()).collect();
+        match session.append(&entries, &grammar::check_against, self.store.append) {
+            Ok(ids) => ids.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e); entries.len()],
+        }
+    }
+
+    fn create_sessions(&self, lines: &[&[u8]]) -> Vec<LineResult> {
+        let parsed: Vec<Result<_>> = lines
+            .iter()
+            .map(|l| self.check_size(l).and_then(|_| grammar::parse_root_line(l)))
+            .collect();
+        if parsed.iter().any(|p| p.is_err()) {
+            return not_appended(parsed);
+        }
+        parsed
+            .into_iter()
+            .map(|p| {
+                let req = p.unwrap();
+                let (s, id) = self.store.create_session(
+                    &req.cwd,
+                    req.session_id.as_deref(),
+                    &req.first,
+                    &grammar::check_against,
+                )?;
+                Ok(format!("{id} {}/{}", s.namespace, s.dir))
+            })
+            .collect()
+    }
+
+    /// Writes the reply lines to the handle and to the control file's log.
+    fn record(&self, h: &mut CtlHandle, results: &[LineResult]) {
+        let now = crate::store::naming::timestamp(chrono::Utc::now());
+        let mut logs = self.logs.lock().unwrap();
+        let log = logs.entry(h.target.log_key()).or_default();
+        for r in results {
+            let reply = match r {
+                Ok(text) => format!("ok {text}"),
+                Err(e) => format!("err {} {}", e.errno_name(), e.reason.replace('\n', " ")),
+            };
+            h.replies.extend_from_slice(reply.as_bytes());
+            h.replies.push(b'\n');
+            log.push_back(format!("{now} pid={} {reply}", h.pid));
+            while log.len() > LOG_LINES {
+                log.pop_front();
+            }
+        }
+    }
+}
+
+/// Replies for a write that had a bad line: each bad line says why; the good ones say
+/// they were not appended because of it.
+fn not_appended<T>(parsed: Vec<Result<T>>) -> Vec<LineResult> {
+    let first_bad = parsed.iter().position(|p| p.is_err()).unwrap_or(0) + 1;
+    parsed
+        .into_iter()
+        .map(|p| match p {
+            Err(e) => Err(e),
+            Ok(_) => Err(Error::new(
+                libc::ECANCELED,
+                format!("not appended: line {first_bad} of the same write is invalid"),
+            )),
+        })
+        .collect()
+}

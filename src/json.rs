@@ -1,0 +1,90 @@
+//! Small JSON helpers on top of serde_json: an object's top-level fields in file order
+//! as raw (unparsed) slices of the input. This is how messages stay byte-for-byte what
+//! the writer sent, and how the loader finds where a message sits inside its line.
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+/// A JSON object's top-level fields in order, values left raw.
+pub struct RawObject<'a> {
+    pub fields: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'a> RawObject<'a> {
+    /// Parses `text` as one JSON object (surrounding whitespace allowed).
+    pub fn parse(text: &'a str) -> Result<Self, String> {
+        let obj: RawObject<'a> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        Ok(obj)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+}
+
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObject<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjVisitor;
+        impl<'de> Visitor<'de> for ObjVisitor {
+            type Value = RawObject<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::new();
+                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                    fields.push((k.0, v));
+                }
+                Ok(RawObject { fields })
+            }
+        }
+        d.deserialize_map(ObjVisitor)
+    }
+}
+
+/// Where `inner` (a sub-slice of `outer`) starts inside `outer`.
+pub fn offset_in(outer: &str, inner: &str) -> usize {
+    inner.as_ptr() as usize - outer.as_ptr() as usize
+}
+
+/// The raw value as a string, if it is a JSON string.
+pub fn as_string(v: &RawValue) -> Option<String> {
+    serde_json::from_str::<String>(v.get()).ok()
+}
+
+pub fn is_null(v: &RawValue) -> bool {
+    v.get() == "null"
+}
+
+/// JSON-encodes a string.
+pub fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialize")
+}

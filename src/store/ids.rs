@@ -1,0 +1,72 @@
+//! Entry ids: UUIDv7, strictly increasing within a session even when the clock steps
+//! back or another process wrote the previous entry.
+
+use uuid::Uuid;
+
+/// A UUIDv7 greater than `last` (when `last` is a UUID). When the clock would give a
+/// smaller one, the 74 random bits of `last` are used as a counter and incremented
+/// (RFC 9562 §6.2 method 2), carrying into the timestamp on overflow.
+pub fn next_entry_id(last: Option<&str>) -> Uuid {
+    let fresh = Uuid::now_v7();
+    let Some(last) = last.and_then(|s| Uuid::parse_str(s).ok()) else {
+        return fresh;
+    };
+    if fresh > last {
+        return fresh;
+    }
+    let v = last.as_u128();
+    let ts = v >> 80;
+    let rand_a = (v >> 64) & 0xfff;
+    let rand_b = v & ((1u128 << 62) - 1);
+    let counter = (rand_a << 62) | rand_b;
+    let (ts, counter) = if counter + 1 >= (1u128 << 74) {
+        (ts + 1, 0)
+    } else {
+        (ts, counter + 1)
+    };
+    let rand_a = counter >> 62;
+    let rand_b = counter & ((1u128 << 62) - 1);
+    Uuid::from_u128((ts << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b)
+}
+
+/// A 128-bit key for an entry id: the UUID itself, or a hash of a foreign id string.
+/// Used to find `first-kept-entry-id` targets without keeping id strings in memory.
+pub fn id_key(id: &str) -> u128 {
+    if let Ok(u) = Uuid::parse_str(id) {
+        return u.as_u128();
+    }
+    // FNV-1a, 128-bit: stable across runs (the persisted cache may hold these keys).
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for b in id.bytes() {
+        h ^= b as u128;
+        h = h.wrapping_mul(0x0000000001000000000000000000013B);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_increase_even_when_last_is_in_the_future() {
+        let future = "ffffffff-ffff-7fff-bfff-fffffffffffe";
+        let a = next_entry_id(Some(future));
+        assert!(a > Uuid::parse_str(future).unwrap());
+        assert_eq!(a.get_version_num(), 7);
+        let b = next_entry_id(Some(&a.to_string()));
+        assert!(b > a);
+        let c = next_entry_id(Some(&b.to_string()));
+        assert!(c > b, "carry into timestamp keeps order");
+    }
+
+    #[test]
+    fn ids_are_v7_and_fresh_ones_are_used_when_larger() {
+        let a = next_entry_id(None);
+        let b = next_entry_id(Some(&a.to_string()));
+        assert!(b > a);
+        assert_eq!(b.get_version_num(), 7);
+        assert_eq!(id_key(&a.to_string()), a.as_u128());
+        assert_ne!(id_key("foreign-1"), id_key("foreign-2"));
+    }
+}

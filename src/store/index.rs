@@ -1,0 +1,463 @@
+//! The per-session index: offsets and counters that every view is computed from, kept
+//! up to date by parsing only the bytes appended since the last refresh.
+//!
+//! The index never holds the transcript's contents, only where things are. The few
+//! small derived values a picker needs on every listing (title, preview, merged
+//! metadata, role names) are kept as values: re-reading them would cost a read per
+//! session per `ls`.
+
+use super::ids::id_key;
+use super::line::{Body, CompactionFields, FirstKept, Header, Line, parse_line};
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+/// What identifies one state of a file on disk; a change in any field means the index
+/// must look again. Growth is parsed incrementally; anything else reloads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+impl FileStamp {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+        }
+    }
+}
+
+/// Where one message's JSON sits in the transcript, plus running totals so that any
+/// suffix of the conversation has an O(1) size and token count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageRec {
+    /// Absolute file offset of the message object's first byte.
+    pub start: u64,
+    pub len: u32,
+    /// `id_key` of the entry id (0 for entries without id).
+    pub key: [u64; 2],
+    /// Sum over messages up to and including this one of `len + 2` (the `,\n`).
+    pub out_end: u64,
+    /// Sum over messages up to and including this one of the token estimate.
+    pub tokens_end: u64,
+}
+
+/// Append-only list of messages shared with open snapshots: a snapshot remembers how
+/// many records it saw and never looks past that, so appends never disturb it.
+pub type MessageTable = Arc<RwLock<Vec<MessageRec>>>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompactionForm {
+    /// Message index of `first-kept-entry-id`, or `None` for an explicit null.
+    FirstKept(Option<usize>),
+    /// `messages` given: how many replacement messages.
+    Replacement(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionRec {
+    pub line_start: u64,
+    pub line_len: u64,
+    pub id: Option<String>,
+    pub timestamp: Option<String>,
+    /// Number of message entries before this compaction.
+    pub msgs_before: usize,
+    /// `Err(reason)` when §3 says to ignore it.
+    pub validity: std::result::Result<CompactionForm, String>,
+    /// Bytes and tokens of the items the projection puts before kept messages
+    /// (the synthetic summary message, or the replacement messages).
+    pub head_bytes: u64,
+    pub head_items: usize,
+    pub head_tokens: u64,
+    pub tokens_before: Option<u64>,
+    pub tokens_after: Option<u64>,
+    pub trigger: Option<String>,
+}
+
+impl CompactionRec {
+    pub fn is_valid(&self) -> bool {
+        self.validity.is_ok()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SessionIndex {
+    pub file: FileStamp,
+    /// End of the last complete (`\n`-terminated) line parsed.
+    pub parsed_len: u64,
+    /// Complete lines seen (for line numbers).
+    pub lines: u64,
+    pub header: Option<Header>,
+    pub entries: u64,
+    pub malformed_lines: u64,
+    /// Bytes after the last `\n`: a torn line (or one being written right now).
+    pub torn_tail: bool,
+    pub messages: MessageTable,
+    pub roles: BTreeMap<String, u64>,
+    pub compactions: Vec<CompactionRec>,
+    pub latest_valid_compaction: Option<usize>,
+    pub custom_entries: BTreeMap<String, u64>,
+    pub title: Option<String>,
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub preview: Option<String>,
+    /// (start, len) of the first user message's JSON, for summaries.
+    pub first_user_message: Option<(u64, u32)>,
+    pub updated_at: Option<String>,
+    pub last_entry_id: Option<String>,
+    last_key: Option<u128>,
+    /// False once an id is not greater than the one before (foreign or corrupt file):
+    /// id look-ups then scan instead of binary-searching.
+    pub ids_monotonic: bool,
+    pub transcript_tokens: u64,
+}
+
+/// Token estimate of §2.2: `ceil(bytes / 4)`.
+pub fn tokens_of(bytes: u64) -> u64 {
+    bytes.div_ceil(4)
+}
+
+pub const PREVIEW_CHARS: usize = 120;
+
+const READ_CHUNK: usize = 4 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    Unchanged,
+    /// Parsed this many new bytes.
+    Grew(u64),
+    /// The file was truncated, replaced or rewritten: loaded from scratch.
+    Reloaded,
+}
+
+impl SessionIndex {
+    pub fn new() -> Self {
+        SessionIndex {
+            ids_monotonic: true,
+            ..Default::default()
+        }
+    }
+
+    /// Loads a transcript from scratch.
+    pub fn load(path: &Path) -> Result<Self> {
+        let mut idx = SessionIndex::new();
+        idx.refresh(path)?;
+        Ok(idx)
+    }
+
+    pub fn message_count(&self) -> usize {
+        self.messages.read().unwrap().len()
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.file.size
+    }
+
+    pub fn created_at(&self) -> Option<&str> {
+        self.header.as_ref().and_then(|h| h.timestamp.as_deref())
+    }
+
+    pub fn cwd(&self) -> Option<&str> {
+        self.header.as_ref().and_then(|h| h.cwd.as_deref())
+    }
+
+    pub fn version(&self) -> u64 {
+        self.header.as_ref().map(|h| h.version).unwrap_or(1)
+    }
+
+    /// The malformed count as readers report it: complete bad lines plus a torn tail.
+    pub fn malformed_total(&self) -> u64 {
+        self.malformed_lines + self.torn_tail as u64
+    }
+
+    /// Brings the index up to date with the file: `stat` first; only new bytes are read
+    /// when the file grew; truncation, replacement or a same-size rewrite reload.
+    pub fn refresh(&mut self, path: &Path) -> Result<Refresh> {
+        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path.display(), &e))?;
+        if !meta.file_type().is_file() {
+            return Err(Error::not_found(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
+        let stamp = FileStamp::of(&meta);
+        if stamp == self.file && self.parsed_len <= stamp.size {
+            return Ok(Refresh::Unchanged);
+        }
+        let incremental = stamp.dev == self.file.dev
+            && stamp.ino == self.file.ino
+            && stamp.size >= self.parsed_len
+            && !(stamp.size == self.file.size && stamp.mtime_ns != self.file.mtime_ns)
+            && (self.parsed_len > 0 || self.file.ino != 0);
+        if !incremental {
+            *self = SessionIndex::new();
+        }
+        let file = File::open(path).map_err(|e| Error::io(path.display(), &e))?;
+        let before = self.parsed_len;
+        self.read_from(&file)?;
+        self.file = stamp;
+        self.file.size = self.file.size.max(self.parsed_len);
+        Ok(if incremental {
+            Refresh::Grew(self.parsed_len - before)
+        } else {
+            Refresh::Reloaded
+        })
+    }
+
+    /// Parses every complete line from `parsed_len` to EOF of `file`.
+    pub fn read_from(&mut self, mut file: &File) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        file.seek(SeekFrom::Start(self.parsed_len))
+            .map_err(|e| Error::io("seek transcript", &e))?;
+        let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+        let mut buf_start = self.parsed_len;
+        loop {
+            let old = buf.len();
+            let want = READ_CHUNK.max(old);
+            buf.resize(old + want, 0);
+            let n = file
+                .read(&mut buf[old..])
+                .map_err(|e| Error::io("read transcript", &e))?;
+            buf.truncate(old + n);
+            let consumed = self.ingest(buf_start, &buf);
+            buf.drain(..consumed);
+            buf_start += consumed as u64;
+            if n == 0 {
+                break;
+            }
+        }
+        self.torn_tail = !buf.is_empty();
+        Ok(())
+    }
+
+    /// Parses the complete lines of `bytes` (which start at file offset `start`);
+    /// returns how many bytes were consumed (up to and including the last `\n`).
+    pub fn ingest(&mut self, start: u64, bytes: &[u8]) -> usize {
+        let mut pos = 0;
+        while let Some(nl) = memchr::memchr(b'\n', &bytes[pos..]) {
+            self.ingest_line(start + pos as u64, &bytes[pos..pos + nl]);
+            pos += nl + 1;
+        }
+        if pos > 0 {
+            self.parsed_len = start + pos as u64;
+        }
+        pos
+    }
+
+    fn ingest_line(&mut self, line_start: u64, raw: &[u8]) {
+        self.lines += 1;
+        let mut offset = 0usize;
+        let mut line = raw;
+        if line_start == 0 && line.starts_with(b"\xEF\xBB\xBF") {
+            offset = 3;
+            line = &line[3..];
+        }
+        // A crash on some filesystems leaves runs of NUL bytes: count the run as one
+        // malformed line and keep whatever follows it on the same line.
+        let nuls = line.iter().take_while(|&&b| b == 0).count();
+        if nuls > 0 {
+            self.malformed_lines += 1;
+            offset += nuls;
+            line = &line[nuls..];
+        }
+        let trimmed_end = line
+            .iter()
+            .rposition(|b| !b" \t\r".contains(b))
+            .map_or(0, |p| p + 1);
+        let line = &line[..trimmed_end];
+        if line.is_empty() {
+            return;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            self.malformed_lines += 1;
+            return;
+        };
+        let text_start = line_start + offset as u64;
+        match parse_line(text) {
+            Line::Malformed(_) => self.malformed_lines += 1,
+            Line::Header(h) => {
+                if self.header.is_none() && self.entries == 0 {
+                    self.header = Some(h);
+                }
+            }
+            Line::Entry(entry) => {
+                self.entries += 1;
+                let key = entry.id.as_deref().map(id_key);
+                if let Some(k) = key {
+                    if self.last_key.is_some_and(|last| k <= last) {
+                        self.ids_monotonic = false;
+                    }
+                    self.last_key = Some(k);
+                }
+                let id = entry.id;
+                if id.is_some() {
+                    self.last_entry_id = id.clone();
+                }
+                if entry.timestamp.is_some() {
+                    self.updated_at = entry.timestamp;
+                }
+                match entry.body {
+                    Body::Message { role, raw } => {
+                        let start = text_start + crate::json::offset_in(text, raw) as u64;
+                        self.push_message(start, raw, key.unwrap_or(0), &role);
+                        *self.roles.entry(role).or_default() += 1;
+                    }
+                    Body::Compaction(c) => {
+                        let mut rec = self.compaction_rec(line_start, raw.len() as u64, c);
+                        rec.id = id;
+                        rec.timestamp = self.updated_at.clone();
+                        if rec.is_valid() {
+                            self.latest_valid_compaction = Some(self.compactions.len());
+                        }
+                        self.compactions.push(rec);
+                    }
+                    Body::Title(t) => self.title = Some(t),
+                    Body::Metadata(m) => self.metadata.extend(m),
+                    Body::Custom(t) => *self.custom_entries.entry(t).or_default() += 1,
+                }
+            }
+        }
+    }
+
+    fn push_message(&mut self, start: u64, raw: &str, key: u128, role: &str) {
+        let len = raw.len() as u64;
+        let tokens = tokens_of(len);
+        self.transcript_tokens += tokens;
+        if role == "user" && self.preview.is_none() {
+            self.preview = Some(preview_of(raw));
+            self.first_user_message = Some((start, len as u32));
+        }
+        let mut table = self.messages.write().unwrap();
+        let (out, tok) = table.last().map_or((0, 0), |m| (m.out_end, m.tokens_end));
+        table.push(MessageRec {
+            start,
+            len: len as u32,
+            key: [(key >> 64) as u64, key as u64],
+            out_end: out + len + 2,
+            tokens_end: tok + tokens,
+        });
+    }
+
+    /// Message index of the message entry with this id, if it is one.
+    pub fn find_message(&self, id: &str) -> Option<usize> {
+        let k = id_key(id);
+        let key = [(k >> 64) as u64, k as u64];
+        let table = self.messages.read().unwrap();
+        if self.ids_monotonic {
+            table.binary_search_by(|m| m.key.cmp(&key)).ok()
+        } else {
+            table.iter().position(|m| m.key == key)
+        }
+    }
+
+    fn compaction_rec(
+        &self,
+        line_start: u64,
+        line_len: u64,
+        c: CompactionFields<'_>,
+    ) -> CompactionRec {
+        let msgs_before = self.message_count();
+        let mut rec = CompactionRec {
+            line_start,
+            line_len,
+            id: None,
+            timestamp: None,
+            msgs_before,
+            validity: Err(String::new()),
+            head_bytes: 0,
+            head_items: 0,
+            head_tokens: 0,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            trigger: c.trigger,
+        };
+        let Some(summary) = c.summary else {
+            rec.validity = Err("summary is missing or not a string".into());
+            return rec;
+        };
+        rec.validity = match (c.messages, c.first_kept) {
+            (Some(Ok(items)), _) => {
+                for item in &items {
+                    let n = item.get().len() as u64;
+                    rec.head_bytes += n;
+                    rec.head_tokens += tokens_of(n);
+                }
+                rec.head_items = items.len();
+                Ok(CompactionForm::Replacement(items.len()))
+            }
+            (Some(Err(why)), _) => Err(why),
+            (None, FirstKept::Null) => Ok(CompactionForm::FirstKept(None)),
+            (None, FirstKept::Id(id)) => match self.find_message(&id) {
+                Some(i) => Ok(CompactionForm::FirstKept(Some(i))),
+                None => Err(format!(
+                    "first-kept-entry-id {id} names no message entry before the compaction"
+                )),
+            },
+            (None, FirstKept::WrongType) => {
+                Err("first-kept-entry-id is neither a string nor null".into())
+            }
+            (None, FirstKept::Absent) => {
+                Err("neither first-kept-entry-id nor messages is given".into())
+            }
+        };
+        if matches!(rec.validity, Ok(CompactionForm::FirstKept(_))) {
+            let n = synthetic_summary_message(&summary).len() as u64;
+            rec.head_bytes = n;
+            rec.head_items = 1;
+            rec.head_tokens = tokens_of(n);
+        }
+        rec
+    }
+}
+
+/// The message the projection puts in place of compacted history (§3).
+pub fn synthetic_summary_message(summary: &str) -> String {
+    let text = format!("The conversation before this point was compacted. Summary:\n\n{summary}");
+    format!(
+        "{{\"role\":\"user\",\"content\":{}}}",
+        crate::json::quote(&text)
+    )
+}
+
+/// The text of a message's `content`: a string, or the `text` of its text blocks.
+pub fn message_text(raw: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(raw) else {
+        return String::new();
+    };
+    match v.get("content") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                serde_json::Value::String(s) => Some(s.as_str()),
+                _ => b.get("text").and_then(|t| t.as_str()),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+/// One line, whitespace collapsed, at most 120 characters (an ellipsis marks a cut).
+pub fn preview_of(raw: &str) -> String {
+    one_line(&message_text(raw), PREVIEW_CHARS)
+}
+
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= max_chars {
+        return collapsed;
+    }
+    let mut cut: String = collapsed.chars().take(max_chars - 1).collect();
+    cut.push('…');
+    cut
+}

@@ -1,0 +1,282 @@
+//! The on-disk store (§1): `<root>/<namespace>/<stamp>_<session-id>.jsonl`.
+//!
+//! The store is the single source of truth; nothing here caches what a `stat` cannot
+//! validate. Sessions are looked up by (namespace, dir) and keep their index between
+//! calls so that a refresh parses only new bytes.
+
+pub mod durability;
+pub mod entry;
+pub mod ids;
+pub mod index;
+pub mod line;
+pub mod naming;
+pub mod projection;
+pub mod session;
+
+use crate::error::{Error, Result};
+use durability::FsyncMode;
+use entry::NewEntry;
+use index::SessionIndex;
+use session::{AppendOptions, Check, Session};
+use std::collections::HashMap;
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub struct Store {
+    pub root: PathBuf,
+    pub append: AppendOptions,
+    sessions: Mutex<HashMap<(String, String), Arc<Session>>>,
+}
+
+/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/sessions`, unless `FEN_FS_STORE` is set.
+pub fn default_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FEN_FS_STORE").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
+            PathBuf::from(home).join(".local/state")
+        });
+    state.join("fen").join("sessions")
+}
+
+fn private_dir(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::new(
+            libc::EIO,
+            format!("{} exists and is not a folder", path.display()),
+        )),
+        Err(_) => DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+            .map_err(|e| Error::io(path.display(), &e)),
+    }
+}
+
+fn is_jsonl(name: &str) -> Option<&str> {
+    name.strip_suffix(".jsonl").filter(|s| !s.is_empty())
+}
+
+impl Store {
+    /// Opens (creating with mode 0700 if needed) the store at `root`.
+    pub fn open(root: impl Into<PathBuf>, fsync: FsyncMode) -> Result<Store> {
+        let root = root.into();
+        private_dir(&root)?;
+        Ok(Store {
+            root,
+            append: AppendOptions { fsync },
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Opens an existing store read-only (the CLI's `list`/`show`): never creates it.
+    pub fn open_existing(root: impl Into<PathBuf>) -> Store {
+        Store {
+            root: root.into(),
+            append: AppendOptions::default(),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Session file stems in `ns` (regular `*.jsonl` files only; links are not followed).
+    pub fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
+        let dir = self.root.join(ns);
+        let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(dir.display(), &e))?;
+        if !meta.is_dir() {
+            return Err(Error::not_found(format!("{ns} is not a namespace")));
+        }
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), &e))? {
+            let Ok(entry) = entry else { continue };
+            let Ok(ft) = entry.file_type() else { continue };
+            let name = entry.file_name();
+            if let (true, Some(stem)) = (ft.is_file(), name.to_str().and_then(is_jsonl)) {
+                out.push(stem.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Namespace folders holding at least one session file.
+    pub fn namespaces(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let rd = match std::fs::read_dir(&self.root) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::io(self.root.display(), &e)),
+        };
+        for entry in rd {
+            let Ok(entry) = entry else { continue };
+            let (Ok(ft), Some(name)) = (
+                entry.file_type(),
+                entry.file_name().to_str().map(String::from),
+            ) else {
+                continue;
+            };
+            if ft.is_dir() && self.session_dirs(&name).is_ok_and(|d| !d.is_empty()) {
+                out.push(name);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The session `ns/dir`, if its file exists (as a regular file).
+    pub fn session(&self, ns: &str, dir: &str) -> Result<Arc<Session>> {
+        let path = self.root.join(ns).join(format!("{dir}.jsonl"));
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            _ => {
+                self.sessions
+                    .lock()
+                    .unwrap()
+                    .remove(&(ns.to_string(), dir.to_string()));
+                return Err(Error::not_found(format!("no session {ns}/{dir}")));
+            }
+        }
+        let mut map = self.sessions.lock().unwrap();
+        Ok(map
+            .entry((ns.to_string(), dir.to_string()))
+            .or_insert_with(|| Arc::new(Session::new(ns.to_string(), dir.to_string(), path)))
+            .clone())
+    }
+
+    pub fn sessions_in(&self, ns: &str) -> Result<Vec<Arc<Session>>> {
+        Ok(self
+            .session_dirs(ns)?
+            .iter()
+            .filter_map(|d| self.session(ns, d).ok())
+            .collect())
+    }
+
+    pub fn all_sessions(&self) -> Result<Vec<Arc<Session>>> {
+        let mut out = Vec::new();
+        for ns in self.namespaces()? {
+            out.extend(self.sessions_in(&ns)?);
+        }
+        Ok(out)
+    }
+
+    /// Sessions already known to this process (for the `everysec` sync thread).
+    pub fn known_sessions(&self) -> Vec<Arc<Session>> {
+        self.sessions.lock().unwrap().values().cloned().collect()
+    }
+
+    /// Creates a session whose first entry is `first`; returns it and the entry's id.
+    /// The file is created with O_EXCL and written header-and-entry in one `write(2)`.
+    pub fn create_session(
+        &self,
+        cwd: &str,
+        session_id: Option<&str>,
+        first: &NewEntry,
+        check: Check<'_>,
+    ) -> Result<(Arc<Session>, String)> {
+        check(&SessionIndex::new(), first)?;
+        let id = match session_id {
+            Some(id) => {
+                if !naming::is_valid_session_id(id) {
+                    return Err(Error::invalid("session-id must be 1-64 of A-Za-z0-9_-"));
+                }
+                if self.find_by_session_id(id)?.is_some() {
+                    return Err(Error::new(
+                        libc::EEXIST,
+                        format!("session-id {id} is already in use"),
+                    ));
+                }
+                id.to_string()
+            }
+            None => uuid::Uuid::now_v7().to_string(),
+        };
+        let now = chrono::Utc::now();
+        let ns = naming::slug(cwd);
+        let dir = format!("{}_{id}", naming::stamp(now));
+        let ns_path = self.root.join(&ns);
+        private_dir(&self.root)?;
+        private_dir(&ns_path)?;
+        let path = ns_path.join(format!("{dir}.jsonl"));
+        let header = format!(
+            "{{\"type\":\"session\",\"version\":2,\"id\":{},\"timestamp\":{},\"cwd\":{}}}\n",
+            crate::json::quote(&id),
+            crate::json::quote(&naming::timestamp(now)),
+            crate::json::quote(cwd)
+        );
+        let (line, ids) =
+            session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0);
+        let entry_id = ids.into_iter().next().expect("one entry, one id");
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| Error::io(path.display(), &e))?;
+        let bytes = format!("{header}{line}");
+        if let Err(e) = session::write_all_or_nothing(&file, 0, bytes.as_bytes()) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        if self.append.fsync != FsyncMode::No {
+            // The new name must survive power loss too: sync the file, then its folder.
+            durability::fdatasync(&file).map_err(|e| Error::io("fdatasync", &e))?;
+            if let Ok(d) = std::fs::File::open(&ns_path) {
+                let _ = d.sync_all();
+            }
+        }
+        let session = self.session(&ns, &dir)?;
+        session.refresh()?;
+        Ok((session, entry_id))
+    }
+
+    fn find_by_session_id(&self, id: &str) -> Result<Option<Arc<Session>>> {
+        Ok(self
+            .all_sessions()?
+            .into_iter()
+            .find(|s| s.session_id() == id))
+    }
+
+    /// A session named by id, unique prefix of an id (or of its folder name), or path.
+    pub fn resolve(&self, spec: &str) -> Result<Arc<Session>> {
+        let p = Path::new(spec);
+        if spec.contains('/') || spec.ends_with(".jsonl") {
+            let meta = std::fs::symlink_metadata(p).map_err(|e| Error::io(spec, &e))?;
+            if !meta.is_file() {
+                return Err(Error::not_found(format!("{spec} is not a session file")));
+            }
+            let ns = p
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|n| n.to_str())
+                .unwrap_or("")
+                .to_string();
+            let dir = p
+                .file_stem()
+                .and_then(|n| n.to_str())
+                .unwrap_or("")
+                .to_string();
+            return Ok(Arc::new(Session::new(ns, dir, p.to_path_buf())));
+        }
+        let all = self.all_sessions()?;
+        if let Some(s) = all.iter().find(|s| s.session_id() == spec || s.dir == spec) {
+            return Ok(s.clone());
+        }
+        let matches: Vec<_> = all
+            .into_iter()
+            .filter(|s| s.session_id().starts_with(spec) || s.dir.starts_with(spec))
+            .collect();
+        match matches.len() {
+            0 => Err(Error::not_found(format!("no session matches {spec}"))),
+            1 => Ok(matches[0].clone()),
+            n => Err(Error::invalid(format!(
+                "{spec} matches {n} sessions; give more of the id"
+            ))),
+        }
+    }
+}

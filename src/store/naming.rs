@@ -1,0 +1,84 @@
+//! Names in the store: the namespace slug of a working directory, the creation stamp,
+//! and the `<stamp>_<session-id>.jsonl` file name.
+
+use chrono::{DateTime, Utc};
+
+/// Namespace of a working directory (§1): strip one leading `/`, map `/`, `\`, `:` to
+/// `-`, wrap in `--`. Lossy by design; the header keeps the real cwd.
+pub fn slug(cwd: &str) -> String {
+    let body = cwd.strip_prefix('/').unwrap_or(cwd);
+    let mapped: String = body
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("--{mapped}--")
+}
+
+/// Filename-safe creation stamp, `YYYY-MM-DDTHH-MM-SS-mmmZ`; sorts by time.
+pub fn stamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H-%M-%S-%3fZ").to_string()
+}
+
+/// RFC 3339 UTC with millisecond precision and a `Z` suffix, as entries carry.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// `1–64 of A-Za-z0-9_-`: safe as a path component, no `..`, no `/`.
+pub fn is_valid_session_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+pub fn session_file_name(stamp: &str, session_id: &str) -> String {
+    format!("{stamp}_{session_id}.jsonl")
+}
+
+/// The session id in a file stem `<stamp>_<id>`, if the stem has that shape.
+pub fn session_id_of_dir(dir: &str) -> &str {
+    match dir.split_once('_') {
+        Some((_, id)) if !id.is_empty() => id,
+        _ => dir,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_follows_the_spec() {
+        assert_eq!(slug("/home/u/proj"), "--home-u-proj--");
+        assert_eq!(slug("/"), "----");
+        assert_eq!(slug("/a-b"), slug("/a/b"));
+        assert_eq!(slug("C:\\work\\x"), "--C--work-x--");
+    }
+
+    #[test]
+    fn stamp_is_filename_safe_and_sortable() {
+        let t = DateTime::parse_from_rfc3339("2026-11-21T14:03:11.123Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(stamp(t), "2026-11-21T14-03-11-123Z");
+        assert_eq!(timestamp(t), "2026-11-21T14:03:11.123Z");
+    }
+
+    #[test]
+    fn session_ids() {
+        assert!(is_valid_session_id("abc_DEF-09"));
+        assert!(!is_valid_session_id(""));
+        assert!(!is_valid_session_id("a/b"));
+        assert!(!is_valid_session_id(".."));
+        assert!(!is_valid_session_id(&"x".repeat(65)));
+        assert!(is_valid_session_id(&"x".repeat(64)));
+        assert_eq!(session_id_of_dir("2026-11-21T14-03-11-123Z_ab_c"), "ab_c");
+    }
+}

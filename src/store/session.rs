@@ -1,0 +1,263 @@
+//! One session: its file, its index, and the append path (§1.1 "Writers must").
+
+use super::durability::{FsyncMode, GroupCommit};
+use super::entry::NewEntry;
+use super::ids::next_entry_id;
+use super::index::{Refresh, SessionIndex, tokens_of};
+use super::naming::timestamp;
+use super::projection::Projection;
+use crate::error::{Error, Result};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
+
+pub struct Session {
+    pub namespace: String,
+    /// The file name's stem, `<stamp>_<session-id>`: the session's folder in the mount.
+    pub dir: String,
+    pub path: PathBuf,
+    index: RwLock<SessionIndex>,
+    /// Serializes this daemon's appenders; `flock` serializes against other processes.
+    append_lock: Mutex<()>,
+    commit: GroupCommit,
+    /// The descriptor `everysec` syncs; set by the first append.
+    sync_file: Mutex<Option<File>>,
+}
+
+/// What the appender needs to know beyond the entries.
+#[derive(Debug, Clone, Copy)]
+pub struct AppendOptions {
+    pub fsync: FsyncMode,
+}
+
+impl Default for AppendOptions {
+    fn default() -> Self {
+        AppendOptions {
+            fsync: FsyncMode::Always,
+        }
+    }
+}
+
+/// Something that turns entries into bytes: validation that needs the session's
+/// current state (is `first-kept-entry-id` a message of this session?) runs here,
+/// under the lock, against the up-to-date index.
+pub type Check<'a> = &'a dyn Fn(&SessionIndex, &NewEntry) -> Result<()>;
+
+/// An exclusive `flock` held for as long as this value lives.
+struct FileLock<'a>(&'a File);
+
+impl<'a> FileLock<'a> {
+    fn exclusive(file: &'a File) -> Result<Self> {
+        loop {
+            // SAFETY: valid descriptor; flock has no memory effects.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(FileLock(file));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(Error::io("flock", &e));
+            }
+        }
+    }
+}
+
+impl Drop for FileLock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+impl Session {
+    pub fn new(namespace: String, dir: String, path: PathBuf) -> Self {
+        Session {
+            namespace,
+            dir,
+            path,
+            index: RwLock::new(SessionIndex::new()),
+            append_lock: Mutex::new(()),
+            commit: GroupCommit::default(),
+            sync_file: Mutex::new(None),
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        super::naming::session_id_of_dir(&self.dir)
+    }
+
+    /// The index as of the last refresh.
+    pub fn index(&self) -> RwLockReadGuard<'_, SessionIndex> {
+        self.index.read().unwrap()
+    }
+
+    /// Brings the index up to date (a `stat`, plus parsing any new bytes) and returns it.
+    pub fn current(&self) -> Result<RwLockReadGuard<'_, SessionIndex>> {
+        self.refresh()?;
+        Ok(self.index())
+    }
+
+    pub fn refresh(&self) -> Result<Refresh> {
+        {
+            let idx = self.index.read().unwrap();
+            if let Ok(meta) = std::fs::symlink_metadata(&self.path)
+                && meta.file_type().is_file()
+                && super::index::FileStamp::of(&meta) == idx.file
+            {
+                return Ok(Refresh::Unchanged);
+            }
+        }
+        self.index.write().unwrap().refresh(&self.path)
+    }
+
+    /// Appends `entries` as one all-or-nothing `write(2)`, returning their ids.
+    pub fn append(
+        &self,
+        entries: &[NewEntry],
+        check: Check<'_>,
+        opts: AppendOptions,
+    ) -> Result<Vec<String>> {
+        let _serial = self.append_lock.lock().unwrap();
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ENOENT) {
+                    Error::not_found(format!("session file {} disappeared", self.path.display()))
+                } else {
+                    Error::io(self.path.display(), &e)
+                }
+            })?;
+        let _lock = FileLock::exclusive(&file)?;
+        let size = file.metadata().map_err(|e| Error::io("fstat", &e))?.len();
+        self.refresh()?;
+        let (bytes, ids) = {
+            let idx = self.index.read().unwrap();
+            for e in entries {
+                check(&idx, e)?;
+            }
+            if idx.parsed_len > size {
+                return Err(Error::new(libc::EIO, "session file shrank during append"));
+            }
+            render_batch(&idx, entries, size)
+        };
+        write_all_or_nothing(&file, size, bytes.as_bytes())?;
+        let seq = self.commit.note_written();
+        {
+            let mut idx = self.index.write().unwrap();
+            idx.read_from(&file)?;
+            let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
+            idx.file = super::index::FileStamp::of(&meta);
+        }
+        match opts.fsync {
+            FsyncMode::Always => {
+                drop(_lock);
+                drop(_serial);
+                self.commit
+                    .wait_durable(seq, &file)
+                    .map_err(|e| Error::io("fdatasync", &e))?;
+            }
+            FsyncMode::Everysec => {
+                let mut slot = self.sync_file.lock().unwrap();
+                if slot.is_none() {
+                    *slot = file.try_clone().ok();
+                }
+            }
+            FsyncMode::No => {}
+        }
+        Ok(ids)
+    }
+
+    /// For `everysec`: sync if anything was written since the last sync.
+    pub fn sync_if_dirty(&self) -> std::io::Result<()> {
+        if !self.commit.is_dirty() {
+            return Ok(());
+        }
+        match self.sync_file.lock().unwrap().as_ref() {
+            Some(f) => self.commit.sync_now(f),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Serializes a batch: ids chained from the file's last entry, `\n` first when the
+/// file ends in a torn line, computed compaction fields filled in.
+pub(crate) fn render_batch(
+    idx: &SessionIndex,
+    entries: &[NewEntry],
+    size: u64,
+) -> (String, Vec<String>) {
+    let mut out = String::new();
+    if size > idx.parsed_len {
+        out.push('\n');
+    }
+    let mut parent = idx.last_entry_id.clone();
+    let now = timestamp(chrono::Utc::now());
+    let mut ids = Vec::with_capacity(entries.len());
+    let table = idx.messages.read().unwrap();
+    let proj = Projection::of(idx);
+    // Running context size, so a compaction's tokens-before counts earlier lines of
+    // this same batch; `kept_from_tokens` finds the tokens of a kept suffix.
+    let mut context = proj.context_tokens(&table);
+    let mut batch_message_tokens = 0u64;
+    for e in entries {
+        let id = next_entry_id(parent.as_deref()).to_string();
+        let mut extra: Vec<(&str, String)> = Vec::new();
+        if let Some(raw) = e.message_raw() {
+            let t = tokens_of(raw.len() as u64);
+            context += t;
+            batch_message_tokens += t;
+        }
+        if let Some(c) = &e.compaction {
+            let head = match &c.first_kept {
+                Some(_) => {
+                    tokens_of(super::index::synthetic_summary_message(&c.summary).len() as u64)
+                }
+                None => c.replacement_lens.iter().map(|&n| tokens_of(n)).sum(),
+            };
+            let kept = match &c.first_kept {
+                Some(Some(k)) => match idx.find_message(k) {
+                    Some(i) => {
+                        let before = if i == 0 { 0 } else { table[i - 1].tokens_end };
+                        table.last().map_or(0, |m| m.tokens_end) - before + batch_message_tokens
+                    }
+                    None => 0,
+                },
+                _ => 0,
+            };
+            let after = head + kept;
+            if !c.has_tokens_before {
+                extra.push(("tokens-before", context.to_string()));
+            }
+            if !c.has_tokens_after {
+                extra.push(("tokens-after", after.to_string()));
+            }
+            if !c.has_trigger {
+                extra.push(("trigger", "\"manual\"".to_string()));
+            }
+            context = after;
+        }
+        out.push_str(&e.to_line(&id, parent.as_deref(), &now, &extra));
+        parent = Some(id.clone());
+        ids.push(id);
+    }
+    (out, ids)
+}
+
+/// One `write(2)` on the O_APPEND descriptor; a short or failed write is undone by
+/// truncating back to `old_size`, so no partial line is ever left behind.
+pub(crate) fn write_all_or_nothing(file: &File, old_size: u64, bytes: &[u8]) -> Result<()> {
+    let mut f = file;
+    let result = f.write(bytes);
+    let failure = match result {
+        Ok(n) if n == bytes.len() => return Ok(()),
+        Ok(_) => std::io::Error::from_raw_os_error(libc::ENOSPC),
+        Err(e) => e,
+    };
+    let _ = file.set_len(old_size);
+    Err(Error::io("append", &failure))
+}

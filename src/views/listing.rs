@@ -1,0 +1,116 @@
+//! One line per session for pickers: `index.json` (§2.2), `fen-fs list` and its table.
+
+use crate::store::index::SessionIndex;
+use crate::store::session::Session;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Listing {
+    pub dir: String,
+    pub id: String,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    pub preview: Option<String>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+    pub messages: usize,
+}
+
+impl Listing {
+    pub fn of(session: &Session, idx: &SessionIndex) -> Self {
+        Listing {
+            dir: session.dir.clone(),
+            id: super::meta::session_id(session, idx),
+            cwd: idx.cwd().map(String::from),
+            title: idx.title.clone(),
+            preview: idx.preview.clone(),
+            created_at: idx.created_at().map(String::from),
+            updated_at: idx
+                .updated_at
+                .clone()
+                .or_else(|| idx.created_at().map(String::from)),
+            messages: idx.message_count(),
+        }
+    }
+}
+
+/// Newest first by `updated_at` (RFC 3339 UTC strings sort as times), then by folder.
+pub fn sort_newest_first(list: &mut [Listing]) {
+    list.sort_by(|a, b| {
+        b.updated_at
+            .cmp(&a.updated_at)
+            .then_with(|| b.dir.cmp(&a.dir))
+    });
+}
+
+/// A JSON array with one object per line (grep- and jq-friendly), like conversation.json.
+pub fn render_json(list: &[Listing]) -> Vec<u8> {
+    if list.is_empty() {
+        return b"[]\n".to_vec();
+    }
+    let mut out = b"[\n".to_vec();
+    for (i, l) in list.iter().enumerate() {
+        out.extend(serde_json::to_vec(l).expect("listing serializes"));
+        out.extend_from_slice(if i + 1 == list.len() { b"\n" } else { b",\n" });
+    }
+    out.extend_from_slice(b"]\n");
+    out
+}
+
+/// The aligned table of `fen-fs list`: updated (local time), messages, title or preview, dir.
+pub fn render_table(list: &[Listing]) -> String {
+    let rows: Vec<[String; 4]> = list
+        .iter()
+        .map(|l| {
+            [
+                l.updated_at
+                    .as_deref()
+                    .map(super::local_time)
+                    .unwrap_or_default(),
+                l.messages.to_string(),
+                crate::store::index::one_line(
+                    l.title
+                        .as_deref()
+                        .or(l.preview.as_deref())
+                        .unwrap_or("(empty)"),
+                    50,
+                ),
+                l.dir.clone(),
+            ]
+        })
+        .collect();
+    let header = ["UPDATED", "MSGS", "TITLE", "DIR"].map(String::from);
+    let mut widths = [0usize; 4];
+    for r in std::iter::once(&header).chain(rows.iter()) {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(rows.iter()) {
+        let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
+        out.push_str(&format!(
+            "{}  {:>w1$}  {}  {}\n",
+            pad(&r[0], widths[0]),
+            r[1],
+            pad(&r[2], widths[2]),
+            r[3],
+            w1 = widths[1]
+        ));
+    }
+    out
+}
+
+/// Every session of namespace `ns`, newest first: `index.json`, and `latest` is the
+/// first of them.
+pub fn namespace(store: &crate::store::Store, ns: &str) -> crate::Result<Vec<Listing>> {
+    let mut out = Vec::new();
+    for s in store.sessions_in(ns)? {
+        // A session deleted or unreadable mid-listing is left out, not fatal.
+        if let Ok(idx) = s.current() {
+            out.push(Listing::of(&s, &idx));
+        }
+    }
+    sort_newest_first(&mut out);
+    Ok(out)
+}

@@ -1,0 +1,120 @@
+//! Views (§2.2): what a reader of the mount (or `fen-fs show`) sees, each a pure
+//! function of a session's index and its append-only file.
+
+pub mod conversation;
+pub mod listing;
+pub mod meta;
+pub mod summary;
+
+use crate::error::{Error, Result};
+use crate::store::session::Session;
+use conversation::ConversationSnapshot;
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum ViewKind {
+    Transcript,
+    Conversation,
+    Summary,
+    Meta,
+}
+
+impl ViewKind {
+    pub const ALL: [ViewKind; 4] = [
+        ViewKind::Transcript,
+        ViewKind::Conversation,
+        ViewKind::Summary,
+        ViewKind::Meta,
+    ];
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            ViewKind::Transcript => "transcript.jsonl",
+            ViewKind::Conversation => "conversation.json",
+            ViewKind::Summary => "summary.txt",
+            ViewKind::Meta => "meta.json",
+        }
+    }
+}
+
+/// One open view: its bytes never change, whatever is appended meanwhile.
+pub enum Snapshot {
+    Bytes(Vec<u8>),
+    Conversation(ConversationSnapshot),
+    /// The transcript itself: append-only, so bytes once read never change and a
+    /// handle may follow growth (`tail -f`). Reads and size go to the descriptor.
+    Transcript(File),
+}
+
+impl Snapshot {
+    pub fn size(&self) -> u64 {
+        match self {
+            Snapshot::Bytes(b) => b.len() as u64,
+            Snapshot::Conversation(c) => c.size(),
+            Snapshot::Transcript(file) => file.metadata().map(|m| m.len()).unwrap_or(0),
+        }
+    }
+
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        match self {
+            Snapshot::Bytes(b) => {
+                let start = (offset as usize).min(b.len());
+                let end = start.saturating_add(len).min(b.len());
+                Ok(b[start..end].to_vec())
+            }
+            Snapshot::Conversation(c) => c.read_at(offset, len),
+            Snapshot::Transcript(file) => {
+                let mut buf = vec![0u8; len];
+                let mut got = 0;
+                while got < len {
+                    match file.read_at(&mut buf[got..], offset + got as u64) {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(Error::io("read transcript", &e)),
+                    }
+                }
+                buf.truncate(got);
+                Ok(buf)
+            }
+        }
+    }
+}
+
+/// Opens the session file for reading, never through a symlink.
+pub fn open_transcript(session: &Session) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&session.path)
+        .map_err(|e| Error::io(session.path.display(), &e))
+}
+
+/// Renders `kind` of `session` as it is now. `writers` is the open `ctl` handle count.
+pub fn snapshot(session: &Session, kind: ViewKind, writers: u64) -> Result<Snapshot> {
+    // Open first, then refresh: the index may then know less than the descriptor can
+    // read, never more.
+    let file = open_transcript(session)?;
+    if kind == ViewKind::Transcript {
+        return Ok(Snapshot::Transcript(file));
+    }
+    let idx = session.current()?;
+    Ok(match kind {
+        ViewKind::Transcript => unreachable!("served above"),
+        ViewKind::Conversation => Snapshot::Conversation(ConversationSnapshot::new(&idx, file)?),
+        ViewKind::Meta => Snapshot::Bytes(meta::render(session, &idx, writers)),
+        ViewKind::Summary => Snapshot::Bytes(summary::render(session, &idx, &file)),
+    })
+}
+
+/// A timestamp shown in the local time zone, to the second.
+pub fn local_time(rfc3339: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(t) => t
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d %H:%M:%S %Z")
+            .to_string(),
+        Err(_) => rfc3339.to_string(),
+    }
+}
