@@ -1,0 +1,309 @@
+//! The mount's lifecycle: detaching with a readiness pipe, the notifier and sync
+//! threads, clean unmount on SIGINT/SIGTERM, and clearing stale mounts.
+
+use crate::ctl::{CtlService, DEFAULT_MAX_ENTRY_BYTES};
+use crate::error::{Error, Result};
+use crate::fs::FenFs;
+use crate::store::durability::FsyncMode;
+use crate::store::{Store, default_root};
+use fuser::{Config, INodeNo, MountOption, SessionACL};
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The environment variable carrying the readiness pipe to a detached daemon.
+const READY_FD_ENV: &str = "FEN_FS_READY_FD";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct MountArgs {
+    pub mountpoint: PathBuf,
+    /// The store folder (else $FEN_FS_STORE, else $XDG_STATE_HOME/fen/sessions).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    /// Stay attached to the terminal instead of leaving a daemon.
+    #[arg(long)]
+    pub foreground: bool,
+    /// When an acknowledged append reaches the disk.
+    #[arg(long, value_enum, default_value = "always")]
+    pub fsync: FsyncMode,
+    /// Let other users see the mount (needs user_allow_other for non-root).
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Request-handling threads.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Where the detached daemon logs (RUST_LOG sets the level).
+    #[arg(long)]
+    pub log_file: Option<PathBuf>,
+    /// Longest accepted ctl line (and unterminated buffer), in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_ENTRY_BYTES)]
+    pub max_entry_bytes: usize,
+}
+
+fn os_error(what: impl std::fmt::Display) -> Error {
+    Error::io(what, &std::io::Error::last_os_error())
+}
+
+/// Refuses a mount point that is missing, not a folder, or a stale mount.
+fn check_mountpoint(mp: &Path) -> Result<()> {
+    match std::fs::metadata(mp) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::invalid(format!("{} is not a folder", mp.display()))),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(Error::new(
+            libc::ENOTCONN,
+            format!(
+                "{} is a stale mount of a fen-fs daemon that died (Transport endpoint is not connected).\n\
+                 Clear it with: fen-fs umount {}",
+                mp.display(),
+                mp.display()
+            ),
+        )),
+        Err(e) => Err(Error::io(mp.display(), &e)),
+    }
+}
+
+pub fn mount(args: MountArgs) -> Result<ExitCode> {
+    check_mountpoint(&args.mountpoint)?;
+    let root = args.store.clone().unwrap_or_else(default_root);
+    Store::open(&root, args.fsync)?;
+    if args.foreground {
+        let ready = std::env::var(READY_FD_ENV)
+            .ok()
+            .and_then(|v| v.parse::<i32>().ok());
+        // SAFETY: the fd was created for us by the parent `mount` and is ours alone.
+        let ready = ready.map(|fd| unsafe { std::fs::File::from_raw_fd(fd) });
+        return serve(args, root, ready);
+    }
+    detach(&args, &root)
+}
+
+/// Starts `fen-fs mount --foreground` as a daemon in its own session and waits until
+/// it says the mount is ready (or why it is not).
+fn detach(args: &MountArgs, root: &Path) -> Result<ExitCode> {
+    let mut fds = [0i32; 2];
+    // SAFETY: valid out-array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_error("pipe"));
+    }
+    // SAFETY: both fds were just created and are owned here.
+    let (mut reader, writer) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", &e))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("mount")
+        .arg(&args.mountpoint)
+        .arg("--foreground")
+        .arg("--store")
+        .arg(root)
+        .arg("--fsync")
+        .arg(format!("{:?}", args.fsync).to_lowercase())
+        .arg("--threads")
+        .arg(args.threads.to_string())
+        .arg("--max-entry-bytes")
+        .arg(args.max_entry_bytes.to_string());
+    if args.allow_other {
+        cmd.arg("--allow-other");
+    }
+    let stderr = match &args.log_file {
+        Some(path) => std::process::Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Error::io(path.display(), &e))?,
+        ),
+        None => std::process::Stdio::null(),
+    };
+    let child_fd = fds[1];
+    cmd.env(READY_FD_ENV, child_fd.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            // Keep the readiness pipe open across exec.
+            let flags = libc::fcntl(child_fd, libc::F_GETFD);
+            libc::fcntl(child_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::io("starting the daemon", &e))?;
+    drop(writer);
+    let mut said = String::new();
+    let _ = reader.read_to_string(&mut said);
+    if said.starts_with("ready") {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let _ = child.try_wait();
+    let why = said.trim();
+    Err(Error::new(
+        libc::EIO,
+        if why.is_empty() {
+            "the daemon exited before the mount was ready".to_string()
+        } else {
+            why.to_string()
+        },
+    ))
+}
+
+/// Runs the filesystem until unmounted or signalled.
+fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Result<ExitCode> {
+    let fail = |ready: &mut Option<std::fs::File>, e: Error| {
+        if let Some(r) = ready.as_mut() {
+            let _ = writeln!(r, "{}", e.reason);
+        }
+        Err(e)
+    };
+    // Block the signals in every thread; the main thread takes them with sigwait.
+    let signals = signal_set(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1]);
+    // SAFETY: valid signal set.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
+
+    let store = match Store::open(&root, args.fsync) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return fail(&mut ready, e),
+    };
+    let ctl = Arc::new(CtlService::new(store.clone(), args.max_entry_bytes));
+    let (stale_tx, stale_rx) = std::sync::mpsc::channel::<u64>();
+    let fs = FenFs::new(store.clone(), ctl, stale_tx);
+
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName("fen-fs".into()),
+        MountOption::Subtype("fen-fs".into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoSuid,
+        MountOption::NoDev,
+        MountOption::NoAtime,
+    ];
+    if args.allow_other {
+        config.acl = SessionACL::All;
+    }
+    config.n_threads = Some(args.threads.max(1));
+    config.clone_fd = true;
+    let mut session = match fuser::Session::new(fs, &args.mountpoint, &config) {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(
+                &mut ready,
+                Error::io(format!("mounting {}", args.mountpoint.display()), &e),
+            );
+        }
+    };
+    let mut unmounter = session.unmount_callable();
+    let notifier = session.notifier();
+    std::thread::Builder::new()
+        .name("fen-notify".into())
+        .spawn(move || {
+            for ino in stale_rx {
+                // ENOENT just means the kernel holds nothing for that inode.
+                let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
+            }
+        })
+        .map_err(|e| Error::io("notifier thread", &e))?;
+    if args.fsync == FsyncMode::Everysec {
+        let store = store.clone();
+        std::thread::Builder::new()
+            .name("fen-everysec".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                    for s in store.known_sessions() {
+                        if let Err(e) = s.sync_if_dirty() {
+                            log::error!("everysec fdatasync of {}: {e}", s.path.display());
+                        }
+                    }
+                }
+            })
+            .map_err(|e| Error::io("sync thread", &e))?;
+    }
+    let fuse = std::thread::Builder::new()
+        .name("fen-fuse".into())
+        .spawn(move || {
+            let r = session.run();
+            // Wake the main thread when the kernel ends the session (umount).
+            // SAFETY: sending a signal to our own process.
+            unsafe { libc::kill(libc::getpid(), libc::SIGUSR1) };
+            r
+        })
+        .map_err(|e| Error::io("fuse thread", &e))?;
+    log::info!(
+        "mounted {} at {}",
+        root.display(),
+        args.mountpoint.display()
+    );
+    if let Some(mut r) = ready.take() {
+        let _ = writeln!(r, "ready");
+    }
+    let mut sig = 0;
+    // SAFETY: valid set and out-pointer.
+    unsafe { libc::sigwait(&signals, &mut sig) };
+    if sig != libc::SIGUSR1 {
+        log::info!("signal {sig}: unmounting");
+        if let Err(e) = unmounter.unmount() {
+            log::warn!("unmount: {e}");
+        }
+    }
+    match fuse.join() {
+        Ok(Ok(())) => Ok(ExitCode::SUCCESS),
+        Ok(Err(e)) => Err(Error::io("fuse session", &e)),
+        Err(_) => Err(Error::new(libc::EIO, "fuse thread panicked")),
+    }
+}
+
+fn signal_set(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigemptyset initializes the set before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Unmounts `mp`; a stale mount of a killed daemon is detached lazily.
+pub fn umount(mp: &Path) -> Result<()> {
+    let path = std::ffi::CString::new(mp.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::invalid("mount point contains NUL"))?;
+    // SAFETY: valid C string.
+    if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+        return Ok(());
+    }
+    let first = std::io::Error::last_os_error();
+    if first.raw_os_error() == Some(libc::EPERM) {
+        // Not root: the setuid helper can unmount what this user mounted.
+        let status = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg("-z")
+            .arg(mp)
+            .status();
+        return match status {
+            Ok(s) if s.success() => Ok(()),
+            _ => Err(Error::io(format!("unmounting {}", mp.display()), &first)),
+        };
+    }
+    // SAFETY: as above. A dead connection or a busy mount: detach it.
+    if first.raw_os_error() != Some(libc::EINVAL)
+        && unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } == 0
+    {
+        return Ok(());
+    }
+    Err(Error::io(
+        format!("unmounting {} (is it mounted?)", mp.display()),
+        &first,
+    ))
+}

@@ -1,0 +1,151 @@
+//! Inode numbers for the synthesized tree. Each namespace and each session gets a
+//! slot; its folder and the files in it are `slot << 3 | kind`, so one table entry
+//! serves a whole session folder. Slots are never reused during a mount, so an inode
+//! number always means the same thing.
+
+use crate::views::ViewKind;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Node {
+    Root,
+    RootCtl,
+    Namespace(String),
+    Latest(String),
+    IndexJson(String),
+    SessionDir(String, String),
+    View(String, String, ViewKind),
+    SessionCtl(String, String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Slot {
+    Namespace(String),
+    Session(String, String),
+}
+
+pub const ROOT: u64 = 1;
+pub const ROOT_CTL: u64 = 2;
+
+/// The files of a session folder, in `ls` order, with their kind codes.
+pub const SESSION_FILES: [(&str, u64); 5] = [
+    ("conversation.json", 2),
+    ("ctl", 5),
+    ("meta.json", 4),
+    ("summary.txt", 3),
+    ("transcript.jsonl", 1),
+];
+
+fn view_of(code: u64) -> Option<ViewKind> {
+    Some(match code {
+        1 => ViewKind::Transcript,
+        2 => ViewKind::Conversation,
+        3 => ViewKind::Summary,
+        4 => ViewKind::Meta,
+        _ => return None,
+    })
+}
+
+fn code_of(kind: ViewKind) -> u64 {
+    match kind {
+        ViewKind::Transcript => 1,
+        ViewKind::Conversation => 2,
+        ViewKind::Summary => 3,
+        ViewKind::Meta => 4,
+    }
+}
+
+#[derive(Default)]
+pub struct InodeTable {
+    inner: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    slots: Vec<Slot>,
+    by_slot: HashMap<Slot, u64>,
+}
+
+impl Table {
+    fn slot(&mut self, s: Slot) -> u64 {
+        if let Some(&n) = self.by_slot.get(&s) {
+            return n;
+        }
+        self.slots.push(s.clone());
+        let n = self.slots.len() as u64;
+        self.by_slot.insert(s, n);
+        n
+    }
+}
+
+impl InodeTable {
+    pub fn ino(&self, node: &Node) -> u64 {
+        let mut t = self.inner.lock().unwrap();
+        match node {
+            Node::Root => ROOT,
+            Node::RootCtl => ROOT_CTL,
+            Node::Namespace(ns) => t.slot(Slot::Namespace(ns.clone())) << 3,
+            Node::Latest(ns) => t.slot(Slot::Namespace(ns.clone())) << 3 | 1,
+            Node::IndexJson(ns) => t.slot(Slot::Namespace(ns.clone())) << 3 | 2,
+            Node::SessionDir(ns, d) => t.slot(Slot::Session(ns.clone(), d.clone())) << 3,
+            Node::View(ns, d, k) => t.slot(Slot::Session(ns.clone(), d.clone())) << 3 | code_of(*k),
+            Node::SessionCtl(ns, d) => t.slot(Slot::Session(ns.clone(), d.clone())) << 3 | 5,
+        }
+    }
+
+    pub fn node(&self, ino: u64) -> Option<Node> {
+        match ino {
+            ROOT => return Some(Node::Root),
+            ROOT_CTL => return Some(Node::RootCtl),
+            _ => {}
+        }
+        let t = self.inner.lock().unwrap();
+        let slot = t.slots.get(((ino >> 3) as usize).checked_sub(1)?)?;
+        let code = ino & 7;
+        Some(match (slot, code) {
+            (Slot::Namespace(ns), 0) => Node::Namespace(ns.clone()),
+            (Slot::Namespace(ns), 1) => Node::Latest(ns.clone()),
+            (Slot::Namespace(ns), 2) => Node::IndexJson(ns.clone()),
+            (Slot::Session(ns, d), 0) => Node::SessionDir(ns.clone(), d.clone()),
+            (Slot::Session(ns, d), 5) => Node::SessionCtl(ns.clone(), d.clone()),
+            (Slot::Session(ns, d), c) => Node::View(ns.clone(), d.clone(), view_of(c)?),
+            _ => return None,
+        })
+    }
+}
+
+/// The node for `name` inside a session folder, if it is one of its files.
+pub fn session_file(ns: &str, dir: &str, name: &str) -> Option<Node> {
+    let (_, code) = SESSION_FILES.iter().find(|(n, _)| *n == name)?;
+    Some(match code {
+        5 => Node::SessionCtl(ns.into(), dir.into()),
+        c => Node::View(ns.into(), dir.into(), view_of(*c)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let t = InodeTable::default();
+        let nodes = [
+            Node::Root,
+            Node::RootCtl,
+            Node::Namespace("--a--".into()),
+            Node::Latest("--a--".into()),
+            Node::IndexJson("--a--".into()),
+            Node::SessionDir("--a--".into(), "d".into()),
+            Node::SessionCtl("--a--".into(), "d".into()),
+            Node::View("--a--".into(), "d".into(), ViewKind::Meta),
+            Node::View("--b--".into(), "e".into(), ViewKind::Transcript),
+        ];
+        for n in &nodes {
+            let ino = t.ino(n);
+            assert_eq!(t.node(ino).as_ref(), Some(n), "{ino}");
+        }
+        assert_eq!(t.node(999), None);
+    }
+}
