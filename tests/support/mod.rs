@@ -1,0 +1,203 @@
+//! Shared harness for mounted tests: a temp store mounted through the real `fen-fs`
+//! binary, unmounted on drop. Without FUSE the tests print SKIPPED loudly and pass,
+//! unless FEN_FS_REQUIRE_FUSE=1 (CI), where they fail instead.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fen-fs")
+}
+
+/// Whether this machine can mount FUSE as this user; if not, SKIPPED (or a panic
+/// when FEN_FS_REQUIRE_FUSE=1).
+pub fn fuse_available(test: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = Path::new("/dev/fuse").exists() && (root || which("fusermount3"));
+    if !ok {
+        if std::env::var("FEN_FS_REQUIRE_FUSE").as_deref() == Ok("1") {
+            panic!(
+                "FUSE is required (FEN_FS_REQUIRE_FUSE=1) but /dev/fuse or permission is missing"
+            );
+        }
+        eprintln!(
+            "\n*** SKIPPED {test}: FUSE not available (no /dev/fuse, or not root and no fusermount3) ***\n"
+        );
+    }
+    ok
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).exists()))
+        .unwrap_or(false)
+}
+
+pub struct Mount {
+    pub tmp: tempfile::TempDir,
+    pub mp: PathBuf,
+    pub store: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl Mount {
+    /// Mounts a fresh temp store (`None`: FUSE unavailable, test skipped).
+    pub fn new(test: &str) -> Option<Mount> {
+        Self::with_args(test, &[])
+    }
+
+    /// As `new`, with extra `fen-fs mount` arguments (e.g. `["--fsync", "no"]`).
+    pub fn with_args(test: &str, args: &[&str]) -> Option<Mount> {
+        if !fuse_available(test) {
+            return None;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mp = tmp.path().join("mnt");
+        let store = tmp.path().join("store");
+        std::fs::create_dir(&mp).unwrap();
+        let m = Mount {
+            tmp,
+            mp,
+            store,
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        m.mount();
+        Some(m)
+    }
+
+    /// Mounts a given store (e.g. a tmpfs) at a fresh mount point.
+    pub fn on_store(test: &str, store: &Path, args: &[&str]) -> Option<Mount> {
+        if !fuse_available(test) {
+            return None;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mp = tmp.path().join("mnt");
+        std::fs::create_dir(&mp).unwrap();
+        let m = Mount {
+            tmp,
+            mp,
+            store: store.to_path_buf(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        m.mount();
+        Some(m)
+    }
+
+    /// `fen-fs mount` (detached daemon); panics with its stderr if it fails.
+    pub fn mount(&self) {
+        let log = self.tmp.path().join("daemon.log");
+        let out = Command::new(bin())
+            .arg("mount")
+            .arg(&self.mp)
+            .arg("--store")
+            .arg(&self.store)
+            .arg("--log-file")
+            .arg(&log)
+            .args(&self.args)
+            .output()
+            .expect("run fen-fs mount");
+        assert!(
+            out.status.success(),
+            "fen-fs mount failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn umount(&self) -> Output {
+        Command::new(bin())
+            .arg("umount")
+            .arg(&self.mp)
+            .output()
+            .expect("run fen-fs umount")
+    }
+
+    /// The daemon's pid (found by its command line).
+    pub fn daemon_pid(&self) -> Option<i32> {
+        let needle = format!("mount\0{}\0--foreground", self.mp.display());
+        for entry in std::fs::read_dir("/proc").ok()? {
+            let entry = entry.ok()?;
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if let Ok(cmd) = std::fs::read(entry.path().join("cmdline"))
+                && String::from_utf8_lossy(&cmd).contains(&needle)
+            {
+                return Some(pid);
+            }
+        }
+        None
+    }
+
+    /// `kill -9` of the daemon; the mount is left stale (ENOTCONN).
+    pub fn kill9(&self) {
+        let pid = self.daemon_pid().expect("daemon running");
+        // SAFETY: signalling a process we started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}/status")).exists()
+            && std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .is_ok_and(|s| !s.contains("State:\tZ"))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.mp.join(rel)
+    }
+
+    /// Runs `sh -c script` with the mount point as working directory.
+    pub fn sh(&self, script: &str) -> Output {
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(&self.mp)
+            .output()
+            .expect("run sh")
+    }
+
+    /// Creates a session through the root ctl; returns its folder's path in the mount.
+    pub fn create_session(&self, cwd: &str, content: &str) -> PathBuf {
+        use std::io::{Read, Write};
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.path("ctl"))
+            .unwrap();
+        let q = |s: &str| serde_json::to_string(s).unwrap();
+        let line = format!(
+            "{{\"cwd\":{},\"role\":\"user\",\"content\":{}}}",
+            q(cwd),
+            q(content)
+        );
+        f.write_all(format!("{line}\n").as_bytes()).unwrap();
+        let mut reply = String::new();
+        f.read_to_string(&mut reply).unwrap();
+        let rel = reply
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_else(|| panic!("reply {reply:?}"));
+        self.mp.join(rel)
+    }
+
+    /// The backing file of a session folder in the mount.
+    pub fn backing_file(&self, session_dir: &Path) -> PathBuf {
+        let ns = session_dir.parent().unwrap().file_name().unwrap();
+        let dir = session_dir.file_name().unwrap().to_string_lossy();
+        self.store.join(ns).join(format!("{dir}.jsonl"))
+    }
+
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("daemon.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = self.umount();
+    }
+}
