@@ -14,10 +14,10 @@
 //! a 128-bit key and a line number (for duplicate ids, forks and compactions).
 
 use crate::error::{Error, Result};
-use crate::json::{as_string, is_null, RawObject};
-use crate::store::ids::id_key;
-use crate::store::line::{parse_line, Body, CompactionFields, FirstKept, Line};
+use crate::json::{RawObject, as_string, is_null};
 use crate::store::Store;
+use crate::store::ids::id_key;
+use crate::store::line::{Body, CompactionFields, FirstKept, Line, parse_line};
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::OpenOptions;
@@ -45,18 +45,37 @@ pub enum ParentRef {
     NotString,
 }
 
+/// The entry before the one whose `parent-id` is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Before {
+    /// None: this is the first entry, whose `parent-id` must be null.
+    Nothing,
+    Entry {
+        id: String,
+        line: u64,
+    },
+    /// An entry without an id (itself reported).
+    Unknown,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProblemKind {
     /// Not a JSON object with a string `type` (or a `message` without a role, invalid
     /// UTF-8, a run of NUL bytes): readers skip the line.
     Malformed(String),
     /// The file's last bytes have no `\n`: a torn write; readers skip them.
-    TornTail { bytes: u64 },
+    TornTail {
+        bytes: u64,
+    },
     /// A line over [`MAX_LINE_BYTES`]: not checked.
-    TooLong { bytes: u64 },
+    TooLong {
+        bytes: u64,
+    },
     /// Line 1 is not a `{"type":"session",…}` header (and no header precedes the first
     /// entry). `ids`: the entries carry ids, so they were checked as version 2.
-    MissingHeader { ids: bool },
+    MissingHeader {
+        ids: bool,
+    },
     /// A session header after the first one, or after entries: readers ignore it.
     StrayHeader,
     /// Not a problem: a version-1 transcript, whose entries have no ids, so the
@@ -64,12 +83,11 @@ pub enum ProblemKind {
     Version1,
     /// A version-2 entry without a string `id`.
     MissingId,
-    /// `parent-id` is not the id of the entry before it. `expected`: that entry's id
-    /// and line (`None` for the first entry, which must have a null parent);
-    /// `names_line`: the line of the earlier entry `parent-id` does name, if any.
+    /// `parent-id` is not the id of the entry before it (`before`); `names_line`: the
+    /// line of the earlier entry `parent-id` does name, if any.
     BrokenChain {
         found: ParentRef,
-        expected: Option<(String, u64)>,
+        before: Before,
         names_line: Option<u64>,
     },
     /// Another entry (on `other_line`) has the same `parent-id` (`None`: null).
@@ -77,7 +95,10 @@ pub enum ProblemKind {
         parent: Option<String>,
         other_line: u64,
     },
-    DuplicateId { id: String, first_line: u64 },
+    DuplicateId {
+        id: String,
+        first_line: u64,
+    },
     /// The id is not greater than the id of the entry before it.
     IdNotIncreasing {
         id: String,
@@ -141,9 +162,7 @@ pub fn check_file(path: &Path) -> Result<Report> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| Error::io(path.display(), &e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::io(path.display(), &e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path.display(), &e))?;
     if !meta.file_type().is_file() {
         return Err(Error::not_found(format!(
             "{} is not a regular file",
@@ -271,7 +290,11 @@ enum Mode {
 enum Prev {
     #[default]
     Start,
-    Known { id: String, key: u128, line: u64 },
+    Known {
+        id: String,
+        key: u128,
+        line: u64,
+    },
     /// It had no id (or could not be read): the next link is not checked.
     Unknown,
 }
@@ -327,13 +350,13 @@ impl Checker {
         line = &line[more..];
         if nuls > 0 {
             let s = if nuls == 1 { "" } else { "s" };
-            self.push(ProblemKind::Malformed(format!("a run of {nuls} NUL byte{s}")));
+            self.push(ProblemKind::Malformed(format!(
+                "a run of {nuls} NUL byte{s}"
+            )));
         }
         if raw.dropped > 0 {
             self.push(ProblemKind::TooLong { bytes: raw.total() });
-            if self.header || self.mode != Mode::Undecided {
-                self.prev = Prev::Unknown;
-            }
+            self.prev = Prev::Unknown;
             return;
         }
         let end = line
@@ -348,7 +371,10 @@ impl Checker {
             Ok(t) => t,
             Err(e) => {
                 let at = e.valid_up_to();
-                self.push(ProblemKind::Malformed(format!("not valid UTF-8 (byte {})", at + 1)));
+                self.push(ProblemKind::Malformed(format!(
+                    "not valid UTF-8 (at byte {} of the line)",
+                    at + 1
+                )));
                 return;
             }
         };
@@ -455,15 +481,14 @@ impl Checker {
             }
             self.parents.insert(pkey, self.lineno);
         }
-        let expected = match &self.prev {
-            Prev::Start => None,
-            Prev::Known { id, line, .. } => Some((id.clone(), *line)),
-            Prev::Unknown => {
-                if pkey.is_some() {
-                    return;
-                }
-                None
-            }
+        let before = match &self.prev {
+            Prev::Start => Before::Nothing,
+            Prev::Known { id, line, .. } => Before::Entry {
+                id: id.clone(),
+                line: *line,
+            },
+            Prev::Unknown if pkey.is_some() => return,
+            Prev::Unknown => Before::Unknown,
         };
         let linked = match (&self.prev, pkey) {
             (Prev::Start, Some(None)) => true,
@@ -471,10 +496,13 @@ impl Checker {
             _ => false,
         };
         if !linked {
-            let names_line = pkey.flatten().and_then(|k| self.ids.get(&k)).map(|i| i.line);
+            let names_line = pkey
+                .flatten()
+                .and_then(|k| self.ids.get(&k))
+                .map(|i| i.line);
             self.push(ProblemKind::BrokenChain {
                 found,
-                expected,
+                before,
                 names_line,
             });
         }
@@ -487,9 +515,8 @@ impl Checker {
         }
         match (c.messages, c.first_kept) {
             (Some(Ok(_)), _) => Ok(()),
-            (Some(Err(why)), _) => Err(why),
-            (None, FirstKept::Null) => Ok(()),
-            (None, FirstKept::Id(id)) => match self.ids.get(&id_key(&id)) {
+            (_, FirstKept::Null) => Ok(()),
+            (_, FirstKept::Id(id)) => match self.ids.get(&id_key(&id)) {
                 Some(i) if i.message => Ok(()),
                 Some(i) => Err(format!(
                     "first-kept-entry-id {} names line {}, which is not a message entry",
@@ -501,6 +528,7 @@ impl Checker {
                     show(&id)
                 )),
             },
+            (Some(Err(why)), _) => Err(why),
             (None, FirstKept::WrongType) => {
                 Err("first-kept-entry-id is neither a string nor null".into())
             }
@@ -554,8 +582,7 @@ fn malformed_reason(text: &str, why: String) -> String {
 fn show(s: &str) -> String {
     let plain = !s.is_empty()
         && s.len() <= 80
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
     if plain {
         return s.to_string();
@@ -605,33 +632,35 @@ impl fmt::Display for ProblemKind {
                  entries have no ids: read as version 1, chain not checked",
             ),
             StrayHeader => f.write_str("session header after the first line (ignored by readers)"),
-            Version1 => f.write_str(
-                "note: version-1 transcript: entries have no ids, chain not checked",
-            ),
+            Version1 => {
+                f.write_str("note: version-1 transcript: entries have no ids, chain not checked")
+            }
             MissingId => f.write_str("entry without a string \"id\""),
             BrokenChain {
                 found,
-                expected,
+                before,
                 names_line,
             } => {
                 f.write_str("broken chain: ")?;
-                match found {
-                    ParentRef::Absent => f.write_str("no \"parent-id\"")?,
-                    ParentRef::NotString => f.write_str("parent-id is neither a string nor null")?,
-                    _ => write!(f, "parent-id is {found}")?,
-                }
-                match names_line {
-                    Some(l) => write!(f, ", the entry on line {l},")?,
-                    None if matches!(found, ParentRef::Id(_)) => {
-                        f.write_str(", which names no earlier entry,")?
+                match (found, names_line) {
+                    (ParentRef::Absent, _) => f.write_str("no \"parent-id\"")?,
+                    (ParentRef::NotString, _) => {
+                        f.write_str("parent-id is neither a string nor null")?
                     }
-                    None => {}
-                }
-                match expected {
-                    Some((id, line)) => {
-                        write!(f, " but the entry before it is {} (line {line})", show(id))
+                    (ParentRef::Null, _) => f.write_str("parent-id is null")?,
+                    (ParentRef::Id(p), Some(l)) => {
+                        write!(f, "parent-id {} names line {l}", show(p))?
                     }
-                    None => f.write_str(" but this is the first entry (expected null)"),
+                    (ParentRef::Id(p), None) => {
+                        write!(f, "parent-id {} names no earlier entry", show(p))?
+                    }
+                }
+                match before {
+                    Before::Entry { id, line } => {
+                        write!(f, " (expected {}, the id of line {line})", show(id))
+                    }
+                    Before::Nothing => f.write_str(" (expected null: this is the first entry)"),
+                    Before::Unknown => Ok(()),
                 }
             }
             Fork {
@@ -690,11 +719,7 @@ pub fn render(label: &str, report: &Report) -> String {
 /// Checks every session of the store (or the one `session` names), writing one block
 /// per session with something to report and a final count line. Returns
 /// (sessions checked, sessions with problems).
-pub fn run_to(
-    store: &Store,
-    session: Option<&str>,
-    out: &mut dyn Write,
-) -> Result<(usize, usize)> {
+pub fn run_to(store: &Store, session: Option<&str>, out: &mut dyn Write) -> Result<(usize, usize)> {
     let sessions = match session {
         Some(spec) => vec![store.resolve(spec)?],
         None => store.all_sessions()?,

@@ -384,6 +384,9 @@ impl SessionIndex {
             rec.validity = Err("summary is missing or not a string".into());
             return rec;
         };
+        // §3 read literally: valid when `messages` is a valid list, OR first-kept is
+        // null, OR it names an earlier message. A bad `messages` beside a good
+        // first-kept still leaves the compaction valid (in first-kept form).
         rec.validity = match (c.messages, c.first_kept) {
             (Some(Ok(items)), _) => {
                 for item in &items {
@@ -394,14 +397,14 @@ impl SessionIndex {
                 rec.head_items = items.len();
                 Ok(CompactionForm::Replacement(items.len()))
             }
-            (Some(Err(why)), _) => Err(why),
-            (None, FirstKept::Null) => Ok(CompactionForm::FirstKept(None)),
-            (None, FirstKept::Id(id)) => match self.find_message(&id) {
+            (_, FirstKept::Null) => Ok(CompactionForm::FirstKept(None)),
+            (_, FirstKept::Id(id)) => match self.find_message(&id) {
                 Some(i) => Ok(CompactionForm::FirstKept(Some(i))),
                 None => Err(format!(
                     "first-kept-entry-id {id} names no message entry before the compaction"
                 )),
             },
+            (Some(Err(why)), _) => Err(why),
             (None, FirstKept::WrongType) => {
                 Err("first-kept-entry-id is neither a string nor null".into())
             }
