@@ -7,23 +7,22 @@ use crate::views::listing::{Listing, sort_newest_first};
 /// Sessions newest first: all of them, or those whose header `cwd` is `cwd` (the slug
 /// is lossy, so the namespace only narrows the search).
 pub fn list(store: &Store, cwd: Option<&str>) -> Result<Vec<Listing>> {
-    let sessions = match cwd {
+    let namespaces = match cwd {
         Some(cwd) => {
             let ns = crate::store::naming::slug(cwd);
-            if store.root.join(&ns).is_dir() {
-                store.sessions_in(&ns)?
-            } else {
-                Vec::new()
-            }
+            // symlink_metadata: a symlinked namespace is not followed (it lists nothing).
+            let is_dir = std::fs::symlink_metadata(store.root.join(&ns)).is_ok_and(|m| m.is_dir());
+            if is_dir { vec![ns] } else { Vec::new() }
         }
-        None => store.all_sessions()?,
+        None => store.namespaces()?,
     };
     let mut out = Vec::new();
-    for s in sessions {
-        let Ok(idx) = s.current() else { continue };
-        if cwd.is_none_or(|c| idx.cwd() == Some(c)) {
-            out.push(Listing::of(&s, &idx));
-        }
+    for ns in namespaces {
+        out.extend(
+            crate::catalog::namespace(store, &ns)?
+                .into_iter()
+                .filter(|l| cwd.is_none_or(|c| l.cwd.as_deref() == Some(c))),
+        );
     }
     sort_newest_first(&mut out);
     Ok(out)

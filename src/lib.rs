@@ -7,6 +7,7 @@ pub mod error;
 pub mod json;
 
 pub use error::{Error, Result};
+pub mod catalog;
 pub mod cli;
 pub mod ctl;
 pub mod daemon;

@@ -102,7 +102,7 @@ impl FenFs {
     }
 
     fn latest(&self, ns: &str) -> Result<String> {
-        listing::namespace(&self.store, ns)?
+        crate::catalog::namespace(&self.store, ns)?
             .into_iter()
             .next()
             .map(|l| l.dir)
@@ -137,12 +137,12 @@ impl FenFs {
             }
             Node::IndexJson(ns) => {
                 let m = self.namespace_meta(ns)?;
-                let size = match snapshot {
-                    Some(s) => s.size(),
-                    None => {
-                        listing::render_json(&listing::namespace(&self.store, ns)?).len() as u64
-                    }
-                };
+                let size =
+                    match snapshot {
+                        Some(s) => s.size(),
+                        None => listing::render_json(&crate::catalog::namespace(&self.store, ns)?)
+                            .len() as u64,
+                    };
                 self.attr(ino, FileType::RegularFile, 0o444, size, mtime_of(&m))
             }
             Node::SessionDir(ns, dir) | Node::SessionCtl(ns, dir) | Node::View(ns, dir, _) => {
@@ -277,7 +277,7 @@ impl FenFs {
         }
         match node {
             Node::IndexJson(ns) => {
-                let bytes = listing::render_json(&listing::namespace(&self.store, ns)?);
+                let bytes = listing::render_json(&crate::catalog::namespace(&self.store, ns)?);
                 Ok((
                     OpenFile::View(Snapshot::Bytes(bytes)),
                     FopenFlags::FOPEN_DIRECT_IO,
@@ -625,7 +625,9 @@ impl Filesystem for FenFs {
         _size: u32,
         reply: fuser::ReplyXattr,
     ) {
-        reply.error(Errno::from_i32(libc::ENODATA));
+        // ENOSYS (not ENODATA): the kernel then stops asking, instead of sending a
+        // getxattr per file on every `ls -l`.
+        reply.error(Errno::ENOSYS);
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: fuser::ReplyXattr) {

@@ -50,7 +50,7 @@ mod tests {
 
     #[test]
     fn ids_increase_even_when_last_is_in_the_future() {
-        let future = "ffffffff-ffff-7fff-bfff-fffffffffffe";
+        let future = "7fffffff-ffff-7fff-bfff-fffffffffffe";
         let a = next_entry_id(Some(future));
         assert!(a > Uuid::parse_str(future).unwrap());
         assert_eq!(a.get_version_num(), 7);

@@ -221,13 +221,12 @@ impl SessionIndex {
         let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut buf_start = self.parsed_len;
         loop {
-            let old = buf.len();
-            let want = READ_CHUNK.max(old);
-            buf.resize(old + want, 0);
-            let n = file
-                .read(&mut buf[old..])
+            // read_to_end on a bounded reader: no zero-filling of a big buffer per
+            // pass (this runs on every append, under the file lock).
+            let n = (&mut file)
+                .take(READ_CHUNK as u64)
+                .read_to_end(&mut buf)
                 .map_err(|e| Error::io("read transcript", &e))?;
-            buf.truncate(old + n);
             let consumed = self.ingest(buf_start, &buf);
             buf.drain(..consumed);
             buf_start += consumed as u64;
@@ -297,6 +296,9 @@ impl SessionIndex {
                         self.ids_monotonic = false;
                     }
                     self.last_key = Some(k);
+                } else if self.last_key.is_some() {
+                    // An id-less entry after ids (key 0 in the table): no longer sorted.
+                    self.ids_monotonic = false;
                 }
                 let id = entry.id;
                 if id.is_some() {

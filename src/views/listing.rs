@@ -100,17 +100,3 @@ pub fn render_table(list: &[Listing]) -> String {
     }
     out
 }
-
-/// Every session of namespace `ns`, newest first: `index.json`, and `latest` is the
-/// first of them.
-pub fn namespace(store: &crate::store::Store, ns: &str) -> crate::Result<Vec<Listing>> {
-    let mut out = Vec::new();
-    for s in store.sessions_in(ns)? {
-        // A session deleted or unreadable mid-listing is left out, not fatal.
-        if let Ok(idx) = s.current() {
-            out.push(Listing::of(&s, &idx));
-        }
-    }
-    sort_newest_first(&mut out);
-    Ok(out)
-}
