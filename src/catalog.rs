@@ -17,6 +17,16 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// The catalog of one mount (or one CLI run): persisted caches loaded once per
+/// namespace, and the newest session update seen per namespace (its folder mtime).
+#[derive(Default)]
+pub struct Catalog {
+    caches: Mutex<HashMap<String, NamespaceCache>>,
+    last_update: Mutex<HashMap<String, SystemTime>>,
+}
 
 pub const CACHE_DIR: &str = ".fen-cache";
 const CACHE_VERSION: u32 = 1;
@@ -73,10 +83,47 @@ fn save(store: &Store, ns: &str, cache: &NamespaceCache) {
     }
 }
 
-/// Every session of namespace `ns`, newest first.
-pub fn namespace(store: &Store, ns: &str) -> Result<Vec<Listing>> {
-    let mut cache = load(store, ns);
+impl Catalog {
+    /// Records that a session of `ns` was updated at `t` (a file mtime).
+    pub fn observe(&self, ns: &str, t: SystemTime) {
+        let mut map = self.last_update.lock().unwrap();
+        let e = map.entry(ns.to_string()).or_insert(t);
+        if t > *e {
+            *e = t;
+        }
+    }
+
+    /// The newest session update this catalog has seen in `ns`.
+    pub fn last_update(&self, ns: &str) -> Option<SystemTime> {
+        self.last_update.lock().unwrap().get(ns).copied()
+    }
+
+    /// Every session of namespace `ns`, newest first.
+    pub fn namespace(&self, store: &Store, ns: &str) -> Result<Vec<Listing>> {
+        let mut caches = self.caches.lock().unwrap();
+        let cache = caches
+            .entry(ns.to_string())
+            .or_insert_with(|| load(store, ns));
+        let (out, changed, newest) = list(store, ns, cache)?;
+        if changed {
+            save(store, ns, cache);
+        }
+        drop(caches);
+        if let Some(newest) = newest {
+            self.observe(ns, newest);
+        }
+        Ok(out)
+    }
+}
+
+/// Listings of `ns` (newest first), whether `cache` changed, and the newest file mtime.
+fn list(
+    store: &Store,
+    ns: &str,
+    cache: &mut NamespaceCache,
+) -> Result<(Vec<Listing>, bool, Option<SystemTime>)> {
     let mut changed = false;
+    let mut newest: Option<SystemTime> = None;
     let mut out = Vec::new();
     let dirs = store.session_dirs(ns)?;
     for dir in &dirs {
@@ -120,6 +167,7 @@ pub fn namespace(store: &Store, ns: &str) -> Result<Vec<Listing>> {
                 l
             }
         };
+        newest = newest.max(meta.modified().ok());
         out.push(listing);
     }
     if cache.sessions.len() != dirs.len() {
@@ -127,10 +175,7 @@ pub fn namespace(store: &Store, ns: &str) -> Result<Vec<Listing>> {
         cache.sessions.retain(|d, _| present.contains(d));
         changed = true;
     }
-    if changed {
-        cache.version = CACHE_VERSION;
-        save(store, ns, &cache);
-    }
+    cache.version = CACHE_VERSION;
     sort_newest_first(&mut out);
-    Ok(out)
+    Ok((out, changed, newest))
 }

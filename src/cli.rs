@@ -16,10 +16,12 @@ pub fn list(store: &Store, cwd: Option<&str>) -> Result<Vec<Listing>> {
         }
         None => store.namespaces()?,
     };
+    let catalog = crate::catalog::Catalog::default();
     let mut out = Vec::new();
     for ns in namespaces {
         out.extend(
-            crate::catalog::namespace(store, &ns)?
+            catalog
+                .namespace(store, &ns)?
                 .into_iter()
                 .filter(|l| cwd.is_none_or(|c| l.cwd.as_deref() == Some(c))),
         );

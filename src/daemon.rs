@@ -48,20 +48,30 @@ fn os_error(what: impl std::fmt::Display) -> Error {
     Error::io(what, &std::io::Error::last_os_error())
 }
 
-/// Refuses a mount point that is missing, not a folder, or a stale mount.
+fn stale_mount(mp: &Path) -> Error {
+    Error::new(
+        libc::ENOTCONN,
+        format!(
+            "{} is a stale mount of a fen-fs daemon that died (Transport endpoint is not connected).\n\
+             Clear it with: fen-fs umount {}",
+            mp.display(),
+            mp.display()
+        ),
+    )
+}
+
+/// Refuses a mount point that is missing, not a folder, or a stale mount. Opening the
+/// folder always reaches a (dead) daemon; a `stat` may be answered from the kernel's
+/// attribute cache.
 fn check_mountpoint(mp: &Path) -> Result<()> {
-    match std::fs::metadata(mp) {
+    let probe = std::fs::metadata(mp).and_then(|m| std::fs::read_dir(mp).map(|_| m));
+    match probe {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(Error::invalid(format!("{} is not a folder", mp.display()))),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(Error::new(
-            libc::ENOTCONN,
-            format!(
-                "{} is a stale mount of a fen-fs daemon that died (Transport endpoint is not connected).\n\
-                 Clear it with: fen-fs umount {}",
-                mp.display(),
-                mp.display()
-            ),
-        )),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(stale_mount(mp)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Err(Error::invalid(format!("{} is not a folder", mp.display())))
+        }
         Err(e) => Err(Error::io(mp.display(), &e)),
     }
 }
@@ -195,6 +205,9 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
     config.clone_fd = true;
     let mut session = match fuser::Session::new(fs, &args.mountpoint, &config) {
         Ok(s) => s,
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+            return fail(&mut ready, stale_mount(&args.mountpoint));
+        }
         Err(e) => {
             return fail(
                 &mut ready,

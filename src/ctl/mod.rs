@@ -51,6 +51,8 @@ pub struct CtlHandle {
     wrote: bool,
     log_snapshot: Option<Vec<u8>>,
     counted_as_writer: bool,
+    /// Who wrote last (the kernel's lock owner: one per process's file table).
+    writer: Option<u64>,
 }
 
 /// Outcome of one processed line, for replies and the log.
@@ -84,6 +86,7 @@ impl CtlService {
             wrote: false,
             log_snapshot: None,
             counted_as_writer: for_writing,
+            writer: None,
         }
     }
 
@@ -105,8 +108,10 @@ impl CtlService {
     /// A `write(2)`: frames lines by `\n`, validates every complete line, and appends
     /// them all or none. Returns the number of bytes accepted (all of them) or the
     /// error of the first bad line.
-    pub fn write(&self, h: &mut CtlHandle, data: &[u8]) -> Result<()> {
+    /// `writer` identifies the writing process's descriptor table (FUSE lock owner).
+    pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<()> {
         h.wrote = true;
+        h.writer = writer.or(h.writer);
         let cut = memchr::memrchr(b'\n', data);
         let tail_len = match cut {
             Some(i) => data.len() - i - 1,
@@ -136,9 +141,17 @@ impl CtlService {
         result
     }
 
-    /// `flush` (each `close`): a final line without `\n` is processed now.
-    pub fn flush(&self, h: &mut CtlHandle) -> Result<()> {
+    /// `flush` (each `close`): a final line without `\n` is processed now — unless the
+    /// closer is another process than the writer (a forked child closing its inherited
+    /// copy must not cut the writer's half-written line in two). `closer: None` (the
+    /// last release) always processes it.
+    pub fn flush(&self, h: &mut CtlHandle, closer: Option<u64>) -> Result<()> {
         if h.pending.is_empty() {
+            return Ok(());
+        }
+        if let (Some(c), Some(w)) = (closer, h.writer)
+            && c != w
+        {
             return Ok(());
         }
         let line = std::mem::take(&mut h.pending);

@@ -3,6 +3,7 @@
 
 pub mod inodes;
 
+use crate::catalog::Catalog;
 use crate::ctl::{CtlHandle, CtlService, CtlTarget};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -21,14 +22,27 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-/// Attributes are never cached by the kernel: sizes and mtimes come from store files
-/// that other processes append to behind our back, the spec wants that visible on the
-/// next access, and a `getattr` is one cheap request (a `stat` plus O(1) arithmetic).
-const ATTR_TTL: Duration = Duration::ZERO;
+/// Files' attributes are never cached by the kernel: sizes come from store files that
+/// other processes append to behind our back, the spec wants that visible on the next
+/// access, and a `getattr` is one cheap request (a `stat` plus O(1) arithmetic).
+const FILE_ATTR_TTL: Duration = Duration::ZERO;
+/// Folders' attributes are cached for a second. With `default_permissions` the kernel
+/// re-checks every ancestor on every path walk: with TTL 0 one `ls -l` of a 10,000-
+/// session folder cost 70,000 GETATTRs. A folder's only changing attribute is its
+/// mtime; our own appends invalidate it at once (notifier), other writers' within 1 s.
+const DIR_ATTR_TTL: Duration = Duration::from_secs(1);
 /// Names may be cached for a second: a removed session leaves `readdir` at once, and
 /// a stale cached name only leads to ENOENT from `getattr`/`open`. New names are never
 /// negatively cached (ENOENT replies carry no TTL), so they show up immediately.
 const ENTRY_TTL: Duration = Duration::from_secs(1);
+
+fn attr_ttl(attr: &FileAttr) -> Duration {
+    if attr.kind == FileType::Directory {
+        DIR_ATTR_TTL
+    } else {
+        FILE_ATTR_TTL
+    }
+}
 
 enum OpenFile {
     View(Snapshot),
@@ -38,6 +52,7 @@ enum OpenFile {
 
 pub struct FenFs {
     store: Arc<Store>,
+    catalog: Catalog,
     ctl: Arc<CtlService>,
     inodes: InodeTable,
     handles: Mutex<HashMap<u64, Arc<OpenFile>>>,
@@ -63,6 +78,7 @@ impl FenFs {
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         FenFs {
             store,
+            catalog: Catalog::default(),
             ctl,
             inodes: InodeTable::default(),
             handles: Mutex::new(HashMap::new()),
@@ -102,7 +118,8 @@ impl FenFs {
     }
 
     fn latest(&self, ns: &str) -> Result<String> {
-        crate::catalog::namespace(&self.store, ns)?
+        self.catalog
+            .namespace(&self.store, ns)?
             .into_iter()
             .next()
             .map(|l| l.dir)
@@ -121,8 +138,15 @@ impl FenFs {
                 self.attr(ino, FileType::RegularFile, 0o600, 0, mtime_of(&m))
             }
             Node::Namespace(ns) => {
+                // The newest session update seen (by any access or append), else the
+                // backing folder's mtime: O(1), so `ls -t` of the root sorts by activity
+                // without a stat per session on every path walk.
                 let m = self.namespace_meta(ns)?;
-                self.attr(ino, FileType::Directory, 0o755, 0, mtime_of(&m))
+                let mtime = self
+                    .catalog
+                    .last_update(ns)
+                    .map_or(mtime_of(&m), |t| t.max(mtime_of(&m)));
+                self.attr(ino, FileType::Directory, 0o755, 0, mtime)
             }
             Node::Latest(ns) => {
                 let m = self.namespace_meta(ns)?;
@@ -137,18 +161,23 @@ impl FenFs {
             }
             Node::IndexJson(ns) => {
                 let m = self.namespace_meta(ns)?;
-                let size =
-                    match snapshot {
-                        Some(s) => s.size(),
-                        None => listing::render_json(&crate::catalog::namespace(&self.store, ns)?)
-                            .len() as u64,
-                    };
+                let size = match snapshot {
+                    Some(s) => s.size(),
+                    None => {
+                        listing::render_json(&self.catalog.namespace(&self.store, ns)?).len() as u64
+                    }
+                };
                 self.attr(ino, FileType::RegularFile, 0o444, size, mtime_of(&m))
             }
             Node::SessionDir(ns, dir) | Node::SessionCtl(ns, dir) | Node::View(ns, dir, _) => {
-                let session = self.store.session(ns, dir)?;
-                let m = std::fs::symlink_metadata(&session.path).map_err(|e| Error::io(dir, &e))?;
+                // One stat decides existence, size and mtime; most nodes need no more.
+                let m = match std::fs::symlink_metadata(self.store.session_path(ns, dir)) {
+                    Ok(m) if m.is_file() => m,
+                    _ => return Err(Error::not_found(format!("no session {ns}/{dir}"))),
+                };
                 let mtime = mtime_of(&m);
+                self.catalog.observe(ns, mtime);
+                let session = || self.store.session_unchecked(ns, dir);
                 match node {
                     Node::SessionDir(..) => self.attr(ino, FileType::Directory, 0o755, 0, mtime),
                     Node::SessionCtl(..) => self.attr(ino, FileType::RegularFile, 0o600, 0, mtime),
@@ -157,11 +186,13 @@ impl FenFs {
                             (Some(s), _) => s.size(),
                             (None, ViewKind::Transcript) => m.len(),
                             (None, ViewKind::Conversation) => {
+                                let session = session();
                                 let idx = session.current()?;
                                 let table = idx.messages.read().unwrap();
                                 Projection::of(&idx).size(&table)
                             }
                             (None, k) => {
+                                let session = session();
                                 views::snapshot(&session, *k, self.ctl.writers(&session))?.size()
                             }
                         };
@@ -191,10 +222,7 @@ impl FenFs {
             Node::Namespace(ns) => match name {
                 "latest" => Node::Latest(ns.clone()),
                 "index.json" => Node::IndexJson(ns.clone()),
-                dir => {
-                    self.store.session(ns, dir)?;
-                    Node::SessionDir(ns.clone(), dir.to_string())
-                }
+                dir => Node::SessionDir(ns.clone(), dir.to_string()),
             },
             Node::SessionDir(ns, dir) => inodes::session_file(ns, dir, name).ok_or_else(missing)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
@@ -218,6 +246,11 @@ impl FenFs {
                 }
             }
             Node::Namespace(ns) => {
+                let dirs = self.store.session_dirs(ns)?;
+                if dirs.is_empty() {
+                    // Its last session is gone: so is the namespace.
+                    return Err(Error::not_found(format!("no sessions in {ns}")));
+                }
                 out.push((
                     self.inodes.ino(&Node::Latest(ns.clone())),
                     FileType::Symlink,
@@ -228,7 +261,7 @@ impl FenFs {
                     FileType::RegularFile,
                     "index.json".into(),
                 ));
-                for dir in self.store.session_dirs(ns)? {
+                for dir in dirs {
                     let n = Node::SessionDir(ns.clone(), dir.clone());
                     out.push((self.inodes.ino(&n), FileType::Directory, dir));
                 }
@@ -277,7 +310,7 @@ impl FenFs {
         }
         match node {
             Node::IndexJson(ns) => {
-                let bytes = listing::render_json(&crate::catalog::namespace(&self.store, ns)?);
+                let bytes = listing::render_json(&self.catalog.namespace(&self.store, ns)?);
                 Ok((
                     OpenFile::View(Snapshot::Bytes(bytes)),
                     FopenFlags::FOPEN_DIRECT_IO,
@@ -307,8 +340,19 @@ impl FenFs {
             .ok_or_else(|| Error::not_found("stale inode"))
     }
 
-    fn mark_stale(&self, node: &Node) {
-        let _ = self.stale.lock().unwrap().send(self.inodes.ino(node));
+    /// After our own append: the transcript's cached pages and the cached folder
+    /// mtimes (session and namespace) must go.
+    fn session_changed(&self, ns: String, dir: String) {
+        let stale = [
+            self.inodes
+                .ino(&Node::View(ns.clone(), dir.clone(), ViewKind::Transcript)),
+            self.inodes.ino(&Node::SessionDir(ns.clone(), dir)),
+            self.inodes.ino(&Node::Namespace(ns)),
+        ];
+        let tx = self.stale.lock().unwrap();
+        for ino in stale {
+            let _ = tx.send(ino);
+        }
     }
 }
 
@@ -316,6 +360,9 @@ impl Filesystem for FenFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Lets mmap readers use direct-I/O views (kernel 6.6+); harmless if refused.
         let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        // Attributes come with the listing: `ls -l` of 10,000 sessions is then a
+        // handful of READDIRPLUS requests instead of 10,000 LOOKUPs.
+        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
         let _ = config.set_max_write(1 << 20);
         Ok(())
     }
@@ -329,7 +376,7 @@ impl Filesystem for FenFs {
             self.node_attr(ino, &node, None)
         })();
         match result {
-            Ok(attr) => reply.entry_with_ttls(&ATTR_TTL, &ENTRY_TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &ENTRY_TTL, &attr, Generation(0)),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -344,7 +391,7 @@ impl Filesystem for FenFs {
             .node_of(ino)
             .and_then(|n| self.node_attr(ino.0, &n, snapshot))
         {
-            Ok(attr) => reply.attr(&ATTR_TTL, &attr),
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &attr),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -382,7 +429,7 @@ impl Filesystem for FenFs {
             self.node_attr(ino.0, &node, None)
         })();
         match result {
-            Ok(attr) => reply.attr(&ATTR_TTL, &attr),
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &attr),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -507,7 +554,7 @@ impl Filesystem for FenFs {
         data: &[u8],
         _wf: WriteFlags,
         _flags: OpenFlags,
-        _lock: Option<LockOwner>,
+        lock: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let handle = self.handle(fh);
@@ -515,11 +562,14 @@ impl Filesystem for FenFs {
             reply.error(Errno::EBADF);
             return;
         };
-        let result = self.ctl.write(&mut h.lock().unwrap(), data);
+        let result = self
+            .ctl
+            .write(&mut h.lock().unwrap(), data, lock.map(|l| l.0));
         match result {
             Ok(()) => {
                 if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
-                    self.mark_stale(&Node::View(ns, dir, ViewKind::Transcript));
+                    self.catalog.observe(&ns, SystemTime::now());
+                    self.session_changed(ns, dir);
                 }
                 reply.written(data.len() as u32)
             }
@@ -532,7 +582,7 @@ impl Filesystem for FenFs {
         _req: &Request,
         ino: INodeNo,
         fh: FileHandle,
-        _lock: LockOwner,
+        lock: LockOwner,
         reply: ReplyEmpty,
     ) {
         let handle = self.handle(fh);
@@ -540,11 +590,11 @@ impl Filesystem for FenFs {
             reply.ok();
             return;
         };
-        let result = self.ctl.flush(&mut h.lock().unwrap());
+        let result = self.ctl.flush(&mut h.lock().unwrap(), Some(lock.0));
         match result {
             Ok(()) => {
                 if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
-                    self.mark_stale(&Node::View(ns, dir, ViewKind::Transcript));
+                    self.session_changed(ns, dir);
                 }
                 reply.ok()
             }
@@ -566,7 +616,7 @@ impl Filesystem for FenFs {
         if let Some(OpenFile::Ctl(h)) = removed.as_deref() {
             let mut h = h.lock().unwrap();
             // Normally flushed already; a leftover line is still processed (and logged).
-            let _ = self.ctl.flush(&mut h);
+            let _ = self.ctl.flush(&mut h, None);
             self.ctl.release(&h);
         }
         reply.ok();
@@ -599,6 +649,44 @@ impl Filesystem for FenFs {
         };
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(*ino), i as u64 + 1, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: fuser::ReplyDirectoryPlus,
+    ) {
+        let handle = self.handle(fh);
+        let Some(OpenFile::Dir(entries)) = handle.as_deref() else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        for (i, (ino, _, name)) in entries.iter().enumerate().skip(offset as usize) {
+            // An entry that vanished since opendir is left out.
+            let Some(attr) = self
+                .inodes
+                .node(*ino)
+                .and_then(|n| self.node_attr(*ino, &n, None).ok())
+            else {
+                continue;
+            };
+            // One TTL serves name and attributes here: the shorter of the two.
+            let ttl = attr_ttl(&attr).min(ENTRY_TTL);
+            if reply.add(
+                INodeNo(*ino),
+                i as u64 + 1,
+                name,
+                &ttl,
+                &attr,
+                Generation(0),
+            ) {
                 break;
             }
         }

@@ -131,22 +131,36 @@ impl Store {
 
     /// The session `ns/dir`, if its file exists (as a regular file).
     pub fn session(&self, ns: &str, dir: &str) -> Result<Arc<Session>> {
-        let path = self.root.join(ns).join(format!("{dir}.jsonl"));
+        let path = self.session_path(ns, dir);
         match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_file() => {}
+            Ok(m) if m.is_file() => Ok(self.session_unchecked(ns, dir)),
             _ => {
                 self.sessions
                     .lock()
                     .unwrap()
                     .remove(&(ns.to_string(), dir.to_string()));
-                return Err(Error::not_found(format!("no session {ns}/{dir}")));
+                Err(Error::not_found(format!("no session {ns}/{dir}")))
             }
         }
+    }
+
+    pub fn session_path(&self, ns: &str, dir: &str) -> PathBuf {
+        self.root.join(ns).join(format!("{dir}.jsonl"))
+    }
+
+    /// The session object for `ns/dir` without checking the file (the caller just
+    /// did); its index survives between calls.
+    pub fn session_unchecked(&self, ns: &str, dir: &str) -> Arc<Session> {
         let mut map = self.sessions.lock().unwrap();
-        Ok(map
-            .entry((ns.to_string(), dir.to_string()))
-            .or_insert_with(|| Arc::new(Session::new(ns.to_string(), dir.to_string(), path)))
-            .clone())
+        map.entry((ns.to_string(), dir.to_string()))
+            .or_insert_with(|| {
+                Arc::new(Session::new(
+                    ns.to_string(),
+                    dir.to_string(),
+                    self.session_path(ns, dir),
+                ))
+            })
+            .clone()
     }
 
     pub fn sessions_in(&self, ns: &str) -> Result<Vec<Arc<Session>>> {

@@ -21,8 +21,8 @@ pub fn render(session: &Session, idx: &SessionIndex, file: &File) -> Vec<u8> {
     s.push_str(&"=".repeat(heading.chars().count().clamp(3, WIDTH)));
     s.push('\n');
     let id = super::meta::session_id(session, idx);
-    s.push_str(&format!("id        {id}\n"));
-    s.push_str(&format!("cwd       {}\n", idx.cwd().unwrap_or("(unknown)")));
+    s.push_str(&field("id", &id));
+    s.push_str(&field("cwd", idx.cwd().unwrap_or("(unknown)")));
     s.push_str(&format!(
         "created   {}\n",
         idx.created_at().map(local_time).unwrap_or_default()
@@ -82,6 +82,18 @@ pub fn render(session: &Session, idx: &SessionIndex, file: &File) -> Vec<u8> {
         }
     }
     s.into_bytes()
+}
+
+/// `label     value`, the value wrapped (long paths split) under its own column.
+fn field(label: &str, value: &str) -> String {
+    const COL: usize = 10;
+    let wrapped = wrap(value, WIDTH - COL, &" ".repeat(COL));
+    let wrapped = if wrapped.is_empty() {
+        format!("{}\n", " ".repeat(COL))
+    } else {
+        wrapped
+    };
+    format!("{label:<COL$}{}", &wrapped[COL..])
 }
 
 /// Indented, wrapped paragraphs, at most `max_lines` lines.
