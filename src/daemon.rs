@@ -181,6 +181,7 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
     // SAFETY: valid signal set.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
+    raise_open_file_limit();
     let store = match Store::open(&root, args.fsync) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&mut ready, e),
@@ -273,6 +274,19 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
         Ok(Ok(())) => Ok(ExitCode::SUCCESS),
         Ok(Err(e)) => Err(Error::io("fuse session", &e)),
         Err(_) => Err(Error::new(libc::EIO, "fuse thread panicked")),
+    }
+}
+
+/// Each session appended to keeps its descriptor open, and each open view holds one:
+/// take the hard limit rather than fail with EMFILE at the usual soft 1024.
+fn raise_open_file_limit() {
+    // SAFETY: valid out-pointer; setrlimit only with values getrlimit returned.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
     }
 }
 

@@ -10,9 +10,10 @@ use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 pub struct Session {
     pub namespace: String,
@@ -23,8 +24,8 @@ pub struct Session {
     /// Serializes this daemon's appenders; `flock` serializes against other processes.
     append_lock: Mutex<()>,
     commit: GroupCommit,
-    /// The descriptor `everysec` syncs; set by the first append.
-    sync_file: Mutex<Option<File>>,
+    /// The append descriptor (also what `everysec` syncs); opened by the first append.
+    file: Mutex<Option<Arc<File>>>,
 }
 
 /// What the appender needs to know beyond the entries.
@@ -80,7 +81,7 @@ impl Session {
             index: RwLock::new(SessionIndex::new()),
             append_lock: Mutex::new(()),
             commit: GroupCommit::default(),
-            sync_file: Mutex::new(None),
+            file: Mutex::new(None),
         }
     }
 
@@ -120,18 +121,7 @@ impl Session {
         opts: AppendOptions,
     ) -> Result<Vec<String>> {
         let _serial = self.append_lock.lock().unwrap();
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ENOENT) {
-                    Error::not_found(format!("session file {} disappeared", self.path.display()))
-                } else {
-                    Error::io(self.path.display(), &e)
-                }
-            })?;
+        let file = self.append_file()?;
         let _lock = FileLock::exclusive(&file)?;
         let size = file.metadata().map_err(|e| Error::io("fstat", &e))?.len();
         self.refresh()?;
@@ -149,27 +139,62 @@ impl Session {
         let seq = self.commit.note_written();
         {
             let mut idx = self.index.write().unwrap();
-            idx.read_from(&file)?;
+            if idx.parsed_len == size {
+                // The common case: the new lines are exactly what we just wrote.
+                idx.ingest(size, bytes.as_bytes());
+            } else {
+                // A torn line before ours: parse it (now terminated) with our lines.
+                idx.read_from(&file)?;
+            }
             let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
             idx.file = super::index::FileStamp::of(&meta);
         }
-        match opts.fsync {
-            FsyncMode::Always => {
-                drop(_lock);
-                drop(_serial);
-                self.commit
-                    .wait_durable(seq, &file)
-                    .map_err(|e| Error::io("fdatasync", &e))?;
-            }
-            FsyncMode::Everysec => {
-                let mut slot = self.sync_file.lock().unwrap();
-                if slot.is_none() {
-                    *slot = file.try_clone().ok();
-                }
-            }
-            FsyncMode::No => {}
+        if opts.fsync == FsyncMode::Always {
+            drop(_lock);
+            drop(_serial);
+            self.commit
+                .wait_durable(seq, &file)
+                .map_err(|e| Error::io("fdatasync", &e))?;
         }
         Ok(ids)
+    }
+
+    /// The descriptor appends go through, kept open between appends (an `open` per
+    /// append costs as much as the rest of the work). Reopened when the path now
+    /// names another file (replaced behind our back); ENOENT when it is gone.
+    fn append_file(&self) -> Result<Arc<File>> {
+        let gone = || Error::not_found(format!("session file {} disappeared", self.path.display()));
+        let meta = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.is_file() => m,
+            Ok(_) => return Err(gone()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                *self.file.lock().unwrap() = None;
+                return Err(gone());
+            }
+            Err(e) => return Err(Error::io(self.path.display(), &e)),
+        };
+        let mut slot = self.file.lock().unwrap();
+        if let Some(f) = slot.as_ref()
+            && f.metadata()
+                .is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev())
+        {
+            return Ok(f.clone());
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ENOENT) {
+                    gone()
+                } else {
+                    Error::io(self.path.display(), &e)
+                }
+            })?;
+        let f = Arc::new(f);
+        *slot = Some(f.clone());
+        Ok(f)
     }
 
     /// For `everysec`: sync if anything was written since the last sync.
@@ -177,8 +202,9 @@ impl Session {
         if !self.commit.is_dirty() {
             return Ok(());
         }
-        match self.sync_file.lock().unwrap().as_ref() {
-            Some(f) => self.commit.sync_now(f),
+        let file = self.file.lock().unwrap().clone();
+        match file {
+            Some(f) => self.commit.sync_now(&f),
             None => Ok(()),
         }
     }
