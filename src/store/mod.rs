@@ -225,25 +225,13 @@ impl Store {
         let (line, ids) =
             session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0);
         let entry_id = ids.into_iter().next().expect("one entry, one id");
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| Error::io(path.display(), &e))?;
         let bytes = format!("{header}{line}");
-        if let Err(e) = session::write_all_or_nothing(&file, 0, bytes.as_bytes()) {
-            let _ = std::fs::remove_file(&path);
-            return Err(e);
-        }
-        if self.append.fsync != FsyncMode::No {
-            // The new name must survive power loss too: sync the file, then its folder.
-            durability::fdatasync(&file).map_err(|e| Error::io("fdatasync", &e))?;
-            if let Ok(d) = std::fs::File::open(&ns_path) {
-                let _ = d.sync_all();
-            }
-        }
+        publish_new_file(
+            &ns_path,
+            &path,
+            bytes.as_bytes(),
+            self.append.fsync != FsyncMode::No,
+        )?;
         let session = self.session(&ns, &dir)?;
         session.refresh()?;
         Ok((session, entry_id))
@@ -293,4 +281,84 @@ impl Store {
             ))),
         }
     }
+}
+
+/// Creates `path` holding exactly `bytes`, or nothing: the bytes go into an unnamed
+/// file in `dir` (O_TMPFILE) that is linked into place only once complete, so a crash
+/// never leaves an empty or half-written session file (§1.1: a session file exists
+/// only once its first entry is written). Fails with EEXIST if `path` exists.
+/// Where O_TMPFILE is unsupported, a dot-named temporary file (not `*.jsonl`, so
+/// readers ignore it) is written, hard-linked into place, and removed.
+fn publish_new_file(dir: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let write = |file: &std::fs::File| -> Result<()> {
+        session::write_all_or_nothing(file, 0, bytes)?;
+        if durable {
+            durability::fdatasync(file).map_err(|e| Error::io("fdatasync", &e))?;
+        }
+        Ok(())
+    };
+    let cpath = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::invalid("path contains NUL"))
+    };
+    let target = cpath(path)?;
+    let linked = match OpenOptions::new()
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir)
+    {
+        Ok(file) => {
+            write(&file)?;
+            let fd_path = cpath(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())))?;
+            // SAFETY: valid C strings; linkat has no memory effects.
+            let rc = unsafe {
+                libc::linkat(
+                    libc::AT_FDCWD,
+                    fd_path.as_ptr(),
+                    libc::AT_FDCWD,
+                    target.as_ptr(),
+                    libc::AT_SYMLINK_FOLLOW,
+                )
+            };
+            if rc != 0 {
+                return Err(Error::io(path.display(), &std::io::Error::last_os_error()));
+            }
+            Ok(())
+        }
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) =>
+        {
+            let tmp = dir.join(format!(
+                ".{}.{}.tmp",
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                std::process::id()
+            ));
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&tmp)
+                .map_err(|e| Error::io(tmp.display(), &e))?;
+            let result = write(&file).and_then(|_| {
+                std::fs::hard_link(&tmp, path).map_err(|e| Error::io(path.display(), &e))
+            });
+            let _ = std::fs::remove_file(&tmp);
+            result
+        }
+        Err(e) => Err(Error::io(dir.display(), &e)),
+    };
+    linked?;
+    if durable {
+        // The new name must survive power loss too.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
 }
