@@ -2,42 +2,14 @@
 //! through it, changes made behind its back, `ls -t` order, and the daemon's
 //! lifecycle (stale mounts after `kill -9`, clean unmount on SIGTERM).
 mod support;
+use support::{ctl_ok, meta, out_text};
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn ctl_ok(session: &Path, line: &str) -> String {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(session.join("ctl"))
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
-    let mut reply = String::new();
-    f.read_to_string(&mut reply).unwrap();
-    reply
-        .strip_prefix("ok ")
-        .unwrap_or_else(|| panic!("reply to {line}: {reply:?}"))
-        .trim()
-        .to_string()
-}
-
-fn meta(session: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(session.join("meta.json")).unwrap()).unwrap()
-}
 
 fn is_fuse_mounted(mp: &Path) -> bool {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();

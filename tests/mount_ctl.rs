@@ -2,6 +2,7 @@
 //! replies read back on the same handle, and bad lines failing with the spec's errno,
 //! visibly to a shell, leaving the transcript untouched and the reason in the log.
 mod support;
+use support::out_text;
 
 use std::ffi::CString;
 use std::io::{Read, Write};
@@ -42,15 +43,6 @@ impl Drop for Mounted {
 
 fn mount(test: &str, args: &[&str]) -> Option<Mounted> {
     spawning(|| support::Mount::with_args(test, args)).map(|m| Mounted(Some(m)))
-}
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Writes `bytes` on an `O_RDWR` handle and returns the reply read back (the write

@@ -2,10 +2,11 @@
 //! the bytes read, views are always current, an open handle keeps its snapshot, and
 //! compactions written through `ctl` change `conversation.json` as §3 says.
 mod support;
+use support::{ctl_ok, meta, out_text};
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const VIEWS: [&str; 5] = [
@@ -18,40 +19,6 @@ const VIEWS: [&str; 5] = [
 
 fn q(s: &str) -> String {
     serde_json::to_string(s).unwrap()
-}
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Writes `line` (plus `\n`) on an `O_RDWR` handle and returns the reply read back.
-fn ctl(ctl: &Path, line: &str) -> String {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(ctl)
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
-    let mut reply = String::new();
-    f.read_to_string(&mut reply).unwrap();
-    reply
-}
-
-/// As `ctl`, and returns the id of an `ok <id>` reply.
-fn ctl_ok(session: &Path, line: &str) -> String {
-    let reply = ctl(&session.join("ctl"), line);
-    let id = reply
-        .strip_prefix("ok ")
-        .unwrap_or_else(|| panic!("reply to {line}: {reply:?}"))
-        .trim()
-        .to_string();
-    uuid::Uuid::parse_str(&id).unwrap_or_else(|e| panic!("id {id:?}: {e}"));
-    id
 }
 
 /// Path of a view file: `index.json` lives in the namespace folder.
@@ -76,10 +43,6 @@ fn stat_and_cat(path: &Path) -> (u64, Vec<u8>) {
     let cat = Command::new("cat").arg(path).output().unwrap();
     assert!(cat.status.success(), "cat {path:?}: {}", out_text(&cat));
     (size, cat.stdout)
-}
-
-fn meta(session: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(session.join("meta.json")).unwrap()).unwrap()
 }
 
 /// The lines between `[\n` and `]\n` of a `conversation.json`.

@@ -3,6 +3,7 @@
 //! unless FEN_FS_REQUIRE_FUSE=1 (CI), where they fail instead.
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -200,4 +201,44 @@ impl Drop for Mount {
     fn drop(&mut self) {
         let _ = self.umount();
     }
+}
+
+/// A command's status and output, for assertion messages.
+pub fn out_text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Writes `line` (plus `\n`) on an `O_RDWR` handle of `ctl` and returns the reply.
+pub fn ctl(ctl: &Path, line: &str) -> String {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(ctl)
+        .unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+    let mut reply = String::new();
+    f.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+/// Appends `line` through the session's `ctl`; returns the new entry's id.
+pub fn ctl_ok(session: &Path, line: &str) -> String {
+    let reply = ctl(&session.join("ctl"), line);
+    let id = reply
+        .strip_prefix("ok ")
+        .unwrap_or_else(|| panic!("reply to {line}: {reply:?}"))
+        .trim()
+        .to_string();
+    uuid::Uuid::parse_str(&id).unwrap_or_else(|e| panic!("id {id:?}: {e}"));
+    id
+}
+
+/// The session's `meta.json`, parsed.
+pub fn meta(session: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(session.join("meta.json")).unwrap()).unwrap()
 }
