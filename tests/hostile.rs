@@ -2,6 +2,7 @@
 //! transcript is byte-for-byte unchanged by it, and the daemon keeps serving.
 
 mod support;
+use support::Rng;
 
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
@@ -179,18 +180,6 @@ fn msg(content: &str) -> Vec<u8> {
         serde_json::to_string(content).unwrap()
     )
     .into_bytes()
-}
-
-/// A small xorshift generator (no extra dependency).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 fn vm_hwm_kib(pid: i32) -> u64 {

@@ -10,6 +10,7 @@
 //! `FEN_FS_TORTURE_SEED` replays the random kill moments of an earlier run.
 
 mod support;
+use support::Rng;
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -329,21 +330,6 @@ fn missing(scan: &Scan, acked: &HashMap<String, String>) -> Vec<String> {
         }
     }
     lost
-}
-
-/// A small xorshift generator: no extra dependency, reproducible by seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
 }
 
 fn session_rel(m: &support::Mount, session: &Path) -> (String, String) {

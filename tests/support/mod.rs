@@ -242,3 +242,18 @@ pub fn ctl_ok(session: &Path, line: &str) -> String {
 pub fn meta(session: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(session.join("meta.json")).unwrap()).unwrap()
 }
+
+/// A small xorshift generator: no extra dependency, reproducible by seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
