@@ -11,13 +11,13 @@
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::index::FileStamp;
-use crate::views::listing::{Listing, sort_newest_first};
+use crate::views::listing::{Listing, render_json, sort_newest_first};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// The catalog of one mount (or one CLI run): persisted caches loaded once per
@@ -26,6 +26,28 @@ use std::time::SystemTime;
 pub struct Catalog {
     caches: Mutex<HashMap<String, NamespaceCache>>,
     last_update: Mutex<HashMap<String, SystemTime>>,
+    rendered: Mutex<HashMap<String, Rendered>>,
+}
+
+/// `index.json` and `latest` of a namespace as of one fingerprint: reused while no
+/// session file was added, removed or changed (the check is one `stat` per file).
+#[derive(Clone)]
+pub struct Rendered {
+    fingerprint: u64,
+    pub index_json: Arc<Vec<u8>>,
+    pub latest: Option<String>,
+}
+
+/// A hash of every session file's name and stat: any append, rewrite, new or deleted
+/// file changes it.
+fn fingerprint(files: &[(String, std::fs::Metadata)]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (dir, meta) in files {
+        dir.hash(&mut h);
+        key(&FileStamp::of(meta)).hash(&mut h);
+    }
+    h.finish()
 }
 
 pub const CACHE_DIR: &str = ".fen-cache";
@@ -60,12 +82,49 @@ fn load(store: &Store, ns: &str) -> NamespaceCache {
         .unwrap_or_default()
 }
 
+/// The rendered `index.json` persisted as `<fingerprint hex> <latest>\n<bytes>`: after a
+/// remount, one stat pass that finds every file unchanged serves it as is.
+fn rendered_path(store: &Store, ns: &str) -> PathBuf {
+    store.root.join(CACHE_DIR).join(format!("{ns}.index"))
+}
+
+fn load_rendered(store: &Store, ns: &str) -> Option<Rendered> {
+    let bytes = std::fs::read(rendered_path(store, ns)).ok()?;
+    let nl = memchr::memchr(b'\n', &bytes)?;
+    let head = std::str::from_utf8(&bytes[..nl]).ok()?;
+    let (fp, latest) = head.split_once(' ')?;
+    Some(Rendered {
+        fingerprint: u64::from_str_radix(fp, 16).ok()?,
+        index_json: Arc::new(bytes[nl + 1..].to_vec()),
+        latest: (!latest.is_empty()).then(|| latest.to_string()),
+    })
+}
+
+fn save_rendered(store: &Store, ns: &str, r: &Rendered) {
+    let mut bytes = format!(
+        "{:x} {}\n",
+        r.fingerprint,
+        r.latest.as_deref().unwrap_or("")
+    )
+    .into_bytes();
+    bytes.extend_from_slice(&r.index_json);
+    write_atomically(store, &rendered_path(store, ns), &bytes);
+}
+
 /// Best effort: a cache that cannot be written only costs the next remount a parse.
 fn save(store: &Store, ns: &str, cache: &NamespaceCache) {
+    match serde_json::to_vec(cache) {
+        Ok(bytes) => write_atomically(store, &cache_path(store, ns), &bytes),
+        Err(e) => log::warn!("listing cache of {ns}: {e}"),
+    }
+}
+
+/// Writes a cache file via a temp file and rename, so readers see old or new, whole.
+fn write_atomically(store: &Store, path: &std::path::Path, bytes: &[u8]) {
     let dir = store.root.join(CACHE_DIR);
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    let path = cache_path(store, ns);
-    let tmp = dir.join(format!(".{ns}.{}.tmp", std::process::id()));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = (|| -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -74,8 +133,8 @@ fn save(store: &Store, ns: &str, cache: &NamespaceCache) {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)?;
-        f.write_all(&serde_json::to_vec(cache).map_err(std::io::Error::other)?)?;
-        std::fs::rename(&tmp, &path)
+        f.write_all(bytes)?;
+        std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
         log::warn!("listing cache {}: {e}", path.display());
@@ -100,11 +159,21 @@ impl Catalog {
 
     /// Every session of namespace `ns`, newest first.
     pub fn namespace(&self, store: &Store, ns: &str) -> Result<Vec<Listing>> {
+        let files = store.session_files(ns)?;
+        self.listings(store, ns, &files)
+    }
+
+    fn listings(
+        &self,
+        store: &Store,
+        ns: &str,
+        files: &[(String, std::fs::Metadata)],
+    ) -> Result<Vec<Listing>> {
         let mut caches = self.caches.lock().unwrap();
         let cache = caches
             .entry(ns.to_string())
             .or_insert_with(|| load(store, ns));
-        let (out, changed, newest) = list(store, ns, cache)?;
+        let (out, changed, newest) = list(store, ns, cache, files);
         if changed {
             save(store, ns, cache);
         }
@@ -114,6 +183,35 @@ impl Catalog {
         }
         Ok(out)
     }
+
+    /// `index.json` and `latest` of `ns`, re-rendered only when a file changed.
+    pub fn rendered(&self, store: &Store, ns: &str) -> Result<Rendered> {
+        let files = store.session_files(ns)?;
+        let fp = fingerprint(&files);
+        if let Some(r) = self.rendered.lock().unwrap().get(ns)
+            && r.fingerprint == fp
+        {
+            return Ok(r.clone());
+        }
+        let r = match load_rendered(store, ns).filter(|r| r.fingerprint == fp) {
+            Some(r) => r,
+            None => {
+                let listings = self.listings(store, ns, &files)?;
+                let r = Rendered {
+                    fingerprint: fp,
+                    index_json: Arc::new(render_json(&listings)),
+                    latest: listings.first().map(|l| l.dir.clone()),
+                };
+                save_rendered(store, ns, &r);
+                r
+            }
+        };
+        self.rendered
+            .lock()
+            .unwrap()
+            .insert(ns.to_string(), r.clone());
+        Ok(r)
+    }
 }
 
 /// Listings of `ns` (newest first), whether `cache` changed, and the newest file mtime.
@@ -121,39 +219,20 @@ fn list(
     store: &Store,
     ns: &str,
     cache: &mut NamespaceCache,
-) -> Result<(Vec<Listing>, bool, Option<SystemTime>)> {
+    files: &[(String, std::fs::Metadata)],
+) -> (Vec<Listing>, bool, Option<SystemTime>) {
     let mut changed = false;
     let mut newest: Option<SystemTime> = None;
     let mut out = Vec::new();
-    let dirs = store.session_dirs(ns)?;
-    for dir in &dirs {
-        // A session deleted or unreadable mid-listing is left out, not fatal.
-        let Ok(session) = store.session(ns, dir) else {
-            continue;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(&session.path) else {
-            continue;
-        };
-        let stamp = FileStamp::of(&meta);
-        let in_memory = {
-            let idx = session.index();
-            (idx.file == stamp).then(|| Listing::of(&session, &idx))
-        };
-        let listing = match (in_memory, cache.sessions.get(dir)) {
-            (Some(l), Some(c)) if c.stamp == key(&stamp) && c.listing == l => l,
-            (Some(l), _) => {
-                changed = true;
-                cache.sessions.insert(
-                    dir.clone(),
-                    CachedListing {
-                        stamp: key(&stamp),
-                        listing: l.clone(),
-                    },
-                );
-                l
-            }
-            (None, Some(c)) if c.stamp == key(&stamp) => c.listing.clone(),
-            (None, _) => {
+    for (dir, meta) in files {
+        // A session deleted mid-listing is simply not in `files`.
+        let stamp = key(&FileStamp::of(meta));
+        let listing = match cache.sessions.get(dir) {
+            Some(c) if c.stamp == stamp => c.listing.clone(),
+            _ => {
+                // The in-memory index if it is current, else a parse (incremental
+                // when the index has seen an earlier state of this file).
+                let session = store.session_unchecked(ns, dir);
                 let Ok(idx) = session.current() else { continue };
                 let l = Listing::of(&session, &idx);
                 changed = true;
@@ -170,12 +249,12 @@ fn list(
         newest = newest.max(meta.modified().ok());
         out.push(listing);
     }
-    if cache.sessions.len() != dirs.len() {
-        let present: std::collections::HashSet<&String> = dirs.iter().collect();
+    if cache.sessions.len() != files.len() {
+        let present: std::collections::HashSet<&String> = files.iter().map(|(d, _)| d).collect();
         cache.sessions.retain(|d, _| present.contains(d));
         changed = true;
     }
     cache.version = CACHE_VERSION;
     sort_newest_first(&mut out);
-    Ok((out, changed, newest))
+    (out, changed, newest)
 }

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::fs::FenFs;
 use crate::store::durability::FsyncMode;
 use crate::store::{Store, default_root};
-use fuser::{Config, INodeNo, MountOption, SessionACL};
+use fuser::{Config, MountOption, SessionACL};
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::process::CommandExt;
@@ -34,7 +34,7 @@ pub struct MountArgs {
     #[arg(long)]
     pub allow_other: bool,
     /// Request-handling threads.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 16)]
     pub threads: usize,
     /// Where the detached daemon logs (RUST_LOG sets the level).
     #[arg(long)]
@@ -187,8 +187,8 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
         Err(e) => return fail(&mut ready, e),
     };
     let ctl = Arc::new(CtlService::new(store.clone(), args.max_entry_bytes));
-    let (stale_tx, stale_rx) = std::sync::mpsc::channel::<u64>();
-    let fs = FenFs::new(store.clone(), ctl, stale_tx);
+    let stale = Arc::new(crate::fs::invalidate::Invalidations::default());
+    let fs = FenFs::new(store.clone(), ctl, stale.clone());
 
     let mut config = Config::default();
     config.mount_options = vec![
@@ -220,12 +220,7 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
     let notifier = session.notifier();
     std::thread::Builder::new()
         .name("fen-notify".into())
-        .spawn(move || {
-            for ino in stale_rx {
-                // ENOENT just means the kernel holds nothing for that inode.
-                let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
-            }
-        })
+        .spawn(move || stale.run(notifier))
         .map_err(|e| Error::io("notifier thread", &e))?;
     if args.fsync == FsyncMode::Everysec {
         let store = store.clone();

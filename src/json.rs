@@ -88,3 +88,80 @@ pub fn is_null(v: &RawValue) -> bool {
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
 }
+
+/// Strict validation without building a value: every string is decoded (so lone
+/// surrogate escapes are refused) and nesting is limited by serde_json's recursion
+/// limit (128), but nothing is allocated for the document.
+pub fn validate_strict(text: &str) -> Result<(), serde_json::Error> {
+    serde_json::from_str::<Strict>(text).map(|_| ())
+}
+
+struct Strict;
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Strict;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        while seq.next_element::<Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+        while map.next_entry::<Strict, Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_validation_matches_serde_json_value() {
+        for text in [
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":"\ud800\udc00"}"#,
+            r#"{"a":[1,2.5,-3,true,null,{"b":"c"}]}"#,
+            r#"{"a":1,}"#,
+            r#"[1 2]"#,
+            "{\"a\":\"\u{0}\"}",
+        ] {
+            assert_eq!(
+                validate_strict(text).is_ok(),
+                serde_json::from_str::<serde_json::Value>(text).is_ok(),
+                "{text}"
+            );
+        }
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(validate_strict(&deep).is_err());
+        let ok_depth = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(validate_strict(&ok_depth).is_ok());
+    }
+}

@@ -91,24 +91,24 @@ fn strict_object_text(line: &[u8]) -> Result<&str> {
     let text = std::str::from_utf8(line)
         .map_err(|e| Error::invalid(format!("not valid UTF-8 (byte {})", e.valid_up_to())))?;
     let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(_)) => Ok(text),
-        Ok(other) => Err(Error::invalid(format!(
+    crate::json::validate_strict(text).map_err(|e| Error::invalid(format!("not JSON: {e}")))?;
+    if !text.starts_with('{') {
+        return Err(Error::invalid(format!(
             "not a JSON object (got {})",
-            kind_of(&other)
-        ))),
-        Err(e) => Err(Error::invalid(format!("not JSON: {e}"))),
+            kind_of(text)
+        )));
     }
+    Ok(text)
 }
 
-fn kind_of(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Null => "null",
-        serde_json::Value::Object(_) => "an object",
+/// What a valid JSON text that is not an object is, from its first byte.
+fn kind_of(text: &str) -> &'static str {
+    match text.as_bytes().first() {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
     }
 }
 

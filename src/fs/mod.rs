@@ -2,13 +2,14 @@
 //! `fen_fs::Error` into an errno. No business logic lives here.
 
 pub mod inodes;
+pub mod invalidate;
 
 use crate::catalog::Catalog;
 use crate::ctl::{CtlHandle, CtlService, CtlTarget};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::projection::Projection;
-use crate::views::{self, Snapshot, ViewKind, listing};
+use crate::views::{self, Snapshot, ViewKind};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
@@ -18,7 +19,6 @@ use inodes::{InodeTable, Node, SESSION_FILES};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -35,6 +35,13 @@ const DIR_ATTR_TTL: Duration = Duration::from_secs(1);
 /// a stale cached name only leads to ENOENT from `getattr`/`open`. New names are never
 /// negatively cached (ENOENT replies carry no TTL), so they show up immediately.
 const ENTRY_TTL: Duration = Duration::from_secs(1);
+
+/// The size a `ctl` reports. The kernel serializes direct writes that end past a
+/// file's size (and all O_APPEND writes); below this size, writers on separate
+/// descriptors of one `ctl` reach the daemon concurrently and share `fdatasync`s
+/// (group commit). Small on purpose: readers such as `read_to_string` or Python's
+/// `read()` preallocate `st_size`. Reads ignore offsets (a control file is a stream).
+const CTL_SIZE: u64 = 1 << 20;
 
 fn attr_ttl(attr: &FileAttr) -> Duration {
     if attr.kind == FileType::Directory {
@@ -59,9 +66,8 @@ pub struct FenFs {
     next_fh: AtomicU64,
     uid: u32,
     gid: u32,
-    /// Inodes whose cached pages must go: drained by the notifier thread, because a
-    /// notification sent from inside a request handler can deadlock with the kernel.
-    stale: Mutex<Sender<u64>>,
+    /// Inodes whose cached attributes must go, sent by the notifier thread.
+    stale: Arc<invalidate::Invalidations>,
 }
 
 fn errno(e: &Error) -> Errno {
@@ -73,7 +79,11 @@ fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
 }
 
 impl FenFs {
-    pub fn new(store: Arc<Store>, ctl: Arc<CtlService>, stale: Sender<u64>) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        ctl: Arc<CtlService>,
+        stale: Arc<invalidate::Invalidations>,
+    ) -> Self {
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         FenFs {
@@ -85,7 +95,7 @@ impl FenFs {
             next_fh: AtomicU64::new(1),
             uid,
             gid,
-            stale: Mutex::new(stale),
+            stale,
         }
     }
 
@@ -119,10 +129,8 @@ impl FenFs {
 
     fn latest(&self, ns: &str) -> Result<String> {
         self.catalog
-            .namespace(&self.store, ns)?
-            .into_iter()
-            .next()
-            .map(|l| l.dir)
+            .rendered(&self.store, ns)?
+            .latest
             .ok_or_else(|| Error::not_found(format!("no sessions in {ns}")))
     }
 
@@ -135,7 +143,7 @@ impl FenFs {
             }
             Node::RootCtl => {
                 let m = std::fs::metadata(&self.store.root).map_err(|e| Error::io("store", &e))?;
-                self.attr(ino, FileType::RegularFile, 0o600, 0, mtime_of(&m))
+                self.attr(ino, FileType::RegularFile, 0o600, CTL_SIZE, mtime_of(&m))
             }
             Node::Namespace(ns) => {
                 // The newest session update seen (by any access or append), else the
@@ -163,9 +171,7 @@ impl FenFs {
                 let m = self.namespace_meta(ns)?;
                 let size = match snapshot {
                     Some(s) => s.size(),
-                    None => {
-                        listing::render_json(&self.catalog.namespace(&self.store, ns)?).len() as u64
-                    }
+                    None => self.catalog.rendered(&self.store, ns)?.index_json.len() as u64,
                 };
                 self.attr(ino, FileType::RegularFile, 0o444, size, mtime_of(&m))
             }
@@ -180,7 +186,9 @@ impl FenFs {
                 let session = || self.store.session_unchecked(ns, dir);
                 match node {
                     Node::SessionDir(..) => self.attr(ino, FileType::Directory, 0o755, 0, mtime),
-                    Node::SessionCtl(..) => self.attr(ino, FileType::RegularFile, 0o600, 0, mtime),
+                    Node::SessionCtl(..) => {
+                        self.attr(ino, FileType::RegularFile, 0o600, CTL_SIZE, mtime)
+                    }
                     Node::View(_, _, kind) => {
                         let size = match (snapshot, kind) {
                             (Some(s), _) => s.size(),
@@ -303,14 +311,15 @@ impl FenFs {
         if let Some(target) = ctl_target {
             // A stream: replies are read regardless of offsets, so no page cache.
             let h = self.ctl.open(target, req.pid(), writing);
-            return Ok((OpenFile::Ctl(Mutex::new(h)), FopenFlags::FOPEN_DIRECT_IO));
+            let flags = FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES;
+            return Ok((OpenFile::Ctl(Mutex::new(h)), flags));
         }
         if writing || flags.0 & libc::O_TRUNC != 0 {
             return Err(Error::access("views are read-only; write to ctl instead"));
         }
         match node {
             Node::IndexJson(ns) => {
-                let bytes = listing::render_json(&self.catalog.namespace(&self.store, ns)?);
+                let bytes = self.catalog.rendered(&self.store, ns)?.index_json;
                 Ok((
                     OpenFile::View(Snapshot::Bytes(bytes)),
                     FopenFlags::FOPEN_DIRECT_IO,
@@ -340,19 +349,11 @@ impl FenFs {
             .ok_or_else(|| Error::not_found("stale inode"))
     }
 
-    /// After our own append: the transcript's cached pages and the cached folder
-    /// mtimes (session and namespace) must go.
+    /// After our own append: the session folder's cached attributes (its mtime) must
+    /// go, so `ls -t` is right at once. The transcript needs nothing: its attributes
+    /// are never cached, and the kernel drops its pages when it sees the size change.
     fn session_changed(&self, ns: String, dir: String) {
-        let stale = [
-            self.inodes
-                .ino(&Node::View(ns.clone(), dir.clone(), ViewKind::Transcript)),
-            self.inodes.ino(&Node::SessionDir(ns.clone(), dir)),
-            self.inodes.ino(&Node::Namespace(ns)),
-        ];
-        let tx = self.stale.lock().unwrap();
-        for ino in stale {
-            let _ = tx.send(ino);
-        }
+        self.stale.mark(self.inodes.ino(&Node::SessionDir(ns, dir)));
     }
 }
 
@@ -668,14 +669,21 @@ impl Filesystem for FenFs {
             reply.error(Errno::EBADF);
             return;
         };
-        for (i, (ino, _, name)) in entries.iter().enumerate().skip(offset as usize) {
-            // An entry that vanished since opendir is left out.
-            let Some(attr) = self
-                .inodes
-                .node(*ino)
-                .and_then(|n| self.node_attr(*ino, &n, None).ok())
-            else {
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            let Some(node) = self.inodes.node(*ino) else {
                 continue;
+            };
+            // `latest` and `index.json` cost a pass over the whole namespace, and their
+            // attributes have TTL 0: the kernel asks again (LOOKUP/GETATTR) before any
+            // use, so the listing carries only their type and permissions.
+            let attr = match node {
+                Node::Latest(_) => self.attr(*ino, *kind, 0o777, 0, SystemTime::UNIX_EPOCH),
+                Node::IndexJson(_) => self.attr(*ino, *kind, 0o444, 0, SystemTime::UNIX_EPOCH),
+                // An entry that vanished since opendir is left out.
+                _ => match self.node_attr(*ino, &node, None) {
+                    Ok(a) => a,
+                    Err(_) => continue,
+                },
             };
             // One TTL serves name and attributes here: the shorter of the two.
             let ttl = attr_ttl(&attr).min(ENTRY_TTL);

@@ -193,6 +193,16 @@ impl SessionIndex {
         if stamp == self.file && self.parsed_len <= stamp.size {
             return Ok(Refresh::Unchanged);
         }
+        let file = File::open(path).map_err(|e| Error::io(path.display(), &e))?;
+        self.update(&file, stamp)
+    }
+
+    /// Brings the index up to `stamp`, the state of the open `file` (the appender's
+    /// locked descriptor, or one just opened by path).
+    pub fn update(&mut self, file: &File, stamp: FileStamp) -> Result<Refresh> {
+        if stamp == self.file && self.parsed_len <= stamp.size {
+            return Ok(Refresh::Unchanged);
+        }
         let incremental = stamp.dev == self.file.dev
             && stamp.ino == self.file.ino
             && stamp.size >= self.parsed_len
@@ -201,9 +211,8 @@ impl SessionIndex {
         if !incremental {
             *self = SessionIndex::new();
         }
-        let file = File::open(path).map_err(|e| Error::io(path.display(), &e))?;
         let before = self.parsed_len;
-        self.read_from(&file)?;
+        self.read_from(file)?;
         self.file = stamp;
         self.file.size = self.file.size.max(self.parsed_len);
         Ok(if incremental {

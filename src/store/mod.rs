@@ -105,6 +105,31 @@ impl Store {
         Ok(out)
     }
 
+    /// Session file stems in `ns` with their metadata, in one pass: `DirEntry::metadata`
+    /// stats relative to the open folder (no path walk per file), links not followed.
+    pub fn session_files(&self, ns: &str) -> Result<Vec<(String, std::fs::Metadata)>> {
+        let dir = self.root.join(ns);
+        let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(dir.display(), &e))?;
+        if !meta.is_dir() {
+            return Err(Error::not_found(format!("{ns} is not a namespace")));
+        }
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), &e))? {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(is_jsonl) else {
+                continue;
+            };
+            if let Ok(m) = entry.metadata()
+                && m.is_file()
+            {
+                out.push((stem.to_string(), m));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
     /// Namespace folders holding at least one session file.
     pub fn namespaces(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();

@@ -24,8 +24,9 @@ pub struct Session {
     /// Serializes this daemon's appenders; `flock` serializes against other processes.
     append_lock: Mutex<()>,
     commit: GroupCommit,
-    /// The append descriptor (also what `everysec` syncs); opened by the first append.
-    file: Mutex<Option<Arc<File>>>,
+    /// The append descriptor (also what `everysec` syncs) with the (dev, inode) it
+    /// was opened on; opened by the first append.
+    file: Mutex<Option<(Arc<File>, u64, u64)>>,
 }
 
 /// What the appender needs to know beyond the entries.
@@ -123,8 +124,14 @@ impl Session {
         let _serial = self.append_lock.lock().unwrap();
         let file = self.append_file()?;
         let _lock = FileLock::exclusive(&file)?;
-        let size = file.metadata().map_err(|e| Error::io("fstat", &e))?.len();
-        self.refresh()?;
+        // One fstat under the lock: the size we append at, and whether the index
+        // (ours, or stale after another process's appends) must catch up first.
+        let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
+        let size = meta.len();
+        let stamp = super::index::FileStamp::of(&meta);
+        if self.index.read().unwrap().file != stamp {
+            self.index.write().unwrap().update(&file, stamp)?;
+        }
         let (bytes, ids) = {
             let idx = self.index.read().unwrap();
             for e in entries {
@@ -174,9 +181,8 @@ impl Session {
             Err(e) => return Err(Error::io(self.path.display(), &e)),
         };
         let mut slot = self.file.lock().unwrap();
-        if let Some(f) = slot.as_ref()
-            && f.metadata()
-                .is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev())
+        if let Some((f, dev, ino)) = slot.as_ref()
+            && (*dev, *ino) == (meta.dev(), meta.ino())
         {
             return Ok(f.clone());
         }
@@ -192,8 +198,9 @@ impl Session {
                     Error::io(self.path.display(), &e)
                 }
             })?;
+        let opened = f.metadata().map_err(|e| Error::io("fstat", &e))?;
         let f = Arc::new(f);
-        *slot = Some(f.clone());
+        *slot = Some((f.clone(), opened.dev(), opened.ino()));
         Ok(f)
     }
 
@@ -202,7 +209,12 @@ impl Session {
         if !self.commit.is_dirty() {
             return Ok(());
         }
-        let file = self.file.lock().unwrap().clone();
+        let file = self
+            .file
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|(f, _, _)| f.clone());
         match file {
             Some(f) => self.commit.sync_now(&f),
             None => Ok(()),

@@ -40,7 +40,7 @@ impl ViewKind {
 
 /// One open view: its bytes never change, whatever is appended meanwhile.
 pub enum Snapshot {
-    Bytes(Vec<u8>),
+    Bytes(std::sync::Arc<Vec<u8>>),
     Conversation(ConversationSnapshot),
     /// The transcript itself: append-only, so bytes once read never change and a
     /// handle may follow growth (`tail -f`). Reads and size go to the descriptor.
@@ -103,8 +103,8 @@ pub fn snapshot(session: &Session, kind: ViewKind, writers: u64) -> Result<Snaps
     Ok(match kind {
         ViewKind::Transcript => unreachable!("served above"),
         ViewKind::Conversation => Snapshot::Conversation(ConversationSnapshot::new(&idx, file)?),
-        ViewKind::Meta => Snapshot::Bytes(meta::render(session, &idx, writers)),
-        ViewKind::Summary => Snapshot::Bytes(summary::render(session, &idx, &file)),
+        ViewKind::Meta => Snapshot::Bytes(meta::render(session, &idx, writers).into()),
+        ViewKind::Summary => Snapshot::Bytes(summary::render(session, &idx, &file).into()),
     })
 }
 
