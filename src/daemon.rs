@@ -265,6 +265,10 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
             log::warn!("unmount: {e}");
         }
     }
+    // Large sessions' indexes, so the next mount need not re-parse them.
+    for s in store.known_sessions() {
+        s.persist_if_stale();
+    }
     match fuse.join() {
         Ok(Ok(())) => Ok(ExitCode::SUCCESS),
         Ok(Err(e)) => Err(Error::io("fuse session", &e)),

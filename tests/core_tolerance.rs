@@ -552,7 +552,7 @@ proptest! {
         prop_assert_eq!(out.len() as u64, conv.size());
         let v: Value = serde_json::from_slice(&out).expect("conversation.json is JSON");
         prop_assert!(v.is_array());
-        let session = Session::new("--x--".into(), "x".into(), path.clone());
+        let session = Session::new("--x--".into(), "x".into(), path.clone(), None);
         let m: Value = serde_json::from_slice(&fen_fs::views::meta::render(&session, &idx, 0)).unwrap();
         prop_assert_eq!(m["malformed_lines"].as_u64().unwrap(), idx.malformed_total());
         let _ = fen_fs::views::summary::render(&session, &idx, &file);

@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLock};
 
 /// What identifies one state of a file on disk; a change in any field means the index
 /// must look again. Growth is parsed incrementally; anything else reloads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileStamp {
     pub dev: u64,
     pub ino: u64,
@@ -56,7 +56,7 @@ pub struct MessageRec {
 /// many records it saw and never looks past that, so appends never disturb it.
 pub type MessageTable = Arc<RwLock<Vec<MessageRec>>>;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CompactionForm {
     /// Message index of `first-kept-entry-id`, or `None` for an explicit null.
     FirstKept(Option<usize>),
@@ -64,7 +64,7 @@ pub enum CompactionForm {
     Replacement(usize),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompactionRec {
     pub line_start: u64,
     pub line_len: u64,
@@ -90,7 +90,9 @@ impl CompactionRec {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+/// Serializable for the persisted index cache (`store::index_cache`); the message
+/// table is stored beside it as fixed-size binary records.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SessionIndex {
     pub file: FileStamp,
     /// End of the last complete (`\n`-terminated) line parsed.
@@ -102,6 +104,7 @@ pub struct SessionIndex {
     pub malformed_lines: u64,
     /// Bytes after the last `\n`: a torn line (or one being written right now).
     pub torn_tail: bool,
+    #[serde(skip)]
     pub messages: MessageTable,
     pub roles: BTreeMap<String, u64>,
     pub compactions: Vec<CompactionRec>,
@@ -114,7 +117,7 @@ pub struct SessionIndex {
     pub first_user_message: Option<(u64, u32)>,
     pub updated_at: Option<String>,
     pub last_entry_id: Option<String>,
-    last_key: Option<u128>,
+    last_key: Option<(u64, u64)>,
     /// False once an id is not greater than the one before (foreign or corrupt file):
     /// id look-ups then scan instead of binary-searching.
     pub ids_monotonic: bool,
@@ -301,6 +304,8 @@ impl SessionIndex {
                 self.entries += 1;
                 let key = entry.id.as_deref().map(id_key);
                 if let Some(k) = key {
+                    // (high, low) halves: tuples order like the u128 they split.
+                    let k = ((k >> 64) as u64, k as u64);
                     if self.last_key.is_some_and(|last| k <= last) {
                         self.ids_monotonic = false;
                     }

@@ -12,7 +12,7 @@ pub enum Line<'a> {
     Entry(Entry<'a>),
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Header {
     pub id: Option<String>,
     pub version: u64,
@@ -58,7 +58,23 @@ pub struct CompactionFields<'a> {
 }
 
 /// A JSON object with a non-empty string `role`: what every message must be.
+/// `raw` must already be a valid JSON value (as the loader's line parse guarantees).
 pub fn message_role(raw: &str) -> Option<String> {
+    // Fast path: writers nearly always put the role first. A valid object that starts
+    // `{"role":"<plain>"` has that role (keys are unique in what fen-fs writes; a
+    // duplicate later would be the writer's own ambiguity). Saves a second scan of
+    // every message's content on load.
+    if let Some(rest) = raw.strip_prefix("{\"role\":\"")
+        && let Some(end) = rest.find('"')
+        && !rest[..end].contains('\\')
+        && end > 0
+    {
+        return Some(rest[..end].to_string());
+    }
+    message_role_slow(raw)
+}
+
+fn message_role_slow(raw: &str) -> Option<String> {
     let obj = RawObject::parse(raw).ok()?;
     let role = as_string(obj.get("role")?)?;
     (!role.is_empty()).then_some(role)

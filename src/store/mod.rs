@@ -8,6 +8,7 @@ pub mod durability;
 pub mod entry;
 pub mod ids;
 pub mod index;
+pub mod index_cache;
 pub mod line;
 pub mod naming;
 pub mod projection;
@@ -183,6 +184,7 @@ impl Store {
                     ns.to_string(),
                     dir.to_string(),
                     self.session_path(ns, dir),
+                    Some(index_cache::path_for(&self.root, ns, dir)),
                 ))
             })
             .clone()
@@ -288,7 +290,7 @@ impl Store {
                 .and_then(|n| n.to_str())
                 .unwrap_or("")
                 .to_string();
-            return Ok(Arc::new(Session::new(ns, dir, p.to_path_buf())));
+            return Ok(Arc::new(Session::new(ns, dir, p.to_path_buf(), None)));
         }
         let all = self.all_sessions()?;
         if let Some(s) = all.iter().find(|s| s.session_id() == spec || s.dir == spec) {

@@ -3,7 +3,8 @@
 use super::durability::{FsyncMode, GroupCommit};
 use super::entry::NewEntry;
 use super::ids::next_entry_id;
-use super::index::{Refresh, SessionIndex, tokens_of};
+use super::index::{FileStamp, Refresh, SessionIndex, tokens_of};
+use super::index_cache;
 use super::naming::timestamp;
 use super::projection::Projection;
 use crate::error::{Error, Result};
@@ -20,6 +21,9 @@ pub struct Session {
     /// The file name's stem, `<stamp>_<session-id>`: the session's folder in the mount.
     pub dir: String,
     pub path: PathBuf,
+    cache_file: Option<PathBuf>,
+    /// The file state the persisted index describes, if this process wrote or read it.
+    saved: Mutex<Option<FileStamp>>,
     index: RwLock<SessionIndex>,
     /// Serializes this daemon's appenders; `flock` serializes against other processes.
     append_lock: Mutex<()>,
@@ -74,11 +78,15 @@ impl Drop for FileLock<'_> {
 }
 
 impl Session {
-    pub fn new(namespace: String, dir: String, path: PathBuf) -> Self {
+    /// `cache_file`: where this session's index may be persisted (`None` for a file
+    /// outside a store, e.g. `fen-fs show path/to/file.jsonl`).
+    pub fn new(namespace: String, dir: String, path: PathBuf, cache_file: Option<PathBuf>) -> Self {
         Session {
             namespace,
             dir,
             path,
+            cache_file,
+            saved: Mutex::new(None),
             index: RwLock::new(SessionIndex::new()),
             append_lock: Mutex::new(()),
             commit: GroupCommit::default(),
@@ -102,16 +110,58 @@ impl Session {
     }
 
     pub fn refresh(&self) -> Result<Refresh> {
-        {
+        let meta = {
             let idx = self.index.read().unwrap();
-            if let Ok(meta) = std::fs::symlink_metadata(&self.path)
-                && meta.file_type().is_file()
-                && super::index::FileStamp::of(&meta) == idx.file
-            {
-                return Ok(Refresh::Unchanged);
+            match std::fs::symlink_metadata(&self.path) {
+                Ok(meta) if meta.file_type().is_file() && FileStamp::of(&meta) == idx.file => {
+                    return Ok(Refresh::Unchanged);
+                }
+                Ok(meta) => meta,
+                Err(e) => return Err(Error::io(self.path.display(), &e)),
             }
+        };
+        let mut idx = self.index.write().unwrap();
+        let large = meta.len() >= index_cache::MIN_BYTES;
+        if let (true, 0, Some(cache)) = (large, idx.file.ino, &self.cache_file)
+            && let Some(cached) = index_cache::load(cache, meta.dev(), meta.ino(), meta.len())
+        {
+            *idx = cached;
+            *self.saved.lock().unwrap() = Some(idx.file);
         }
-        self.index.write().unwrap().refresh(&self.path)
+        let before = idx.parsed_len;
+        let result = idx.refresh(&self.path)?;
+        if large && idx.parsed_len - before.min(idx.parsed_len) >= index_cache::MIN_BYTES {
+            self.persist(&idx);
+        }
+        Ok(result)
+    }
+
+    /// Writes the index cache if this session's is large and newer than the saved one.
+    pub fn persist_if_stale(&self) {
+        let idx = self.index.read().unwrap();
+        if idx.file.size >= index_cache::MIN_BYTES && *self.saved.lock().unwrap() != Some(idx.file)
+        {
+            self.persist(&idx);
+        }
+    }
+
+    /// Whether a large session grew by max(1 MiB, size/8) since its index was last
+    /// persisted: rewriting the cache then costs at most ~8 times its size per
+    /// doubling of the transcript, and a restart re-parses at most that much.
+    fn grown_since_saved(&self, idx: &SessionIndex) -> bool {
+        let size = idx.file.size;
+        if size < index_cache::MIN_BYTES || self.cache_file.is_none() {
+            return false;
+        }
+        let saved = self.saved.lock().unwrap().map_or(0, |s| s.size);
+        size.saturating_sub(saved) >= index_cache::MIN_BYTES.max(size / 8)
+    }
+
+    fn persist(&self, idx: &SessionIndex) {
+        if let Some(cache) = &self.cache_file {
+            index_cache::save(cache, idx);
+            *self.saved.lock().unwrap() = Some(idx.file);
+        }
     }
 
     /// Appends `entries` as one all-or-nothing `write(2)`, returning their ids.
@@ -155,6 +205,9 @@ impl Session {
             }
             let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
             idx.file = super::index::FileStamp::of(&meta);
+            if self.grown_since_saved(&idx) {
+                self.persist(&idx);
+            }
         }
         if opts.fsync == FsyncMode::Always {
             drop(_lock);
