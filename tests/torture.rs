@@ -555,15 +555,12 @@ fn crash_torture() {
         lost.extend(missing(&scan(path, &book.torn), &book.acked));
     }
     let (mut files, mut empty) = (0, 0);
-    for ns in std::fs::read_dir(&m.store).unwrap() {
-        for f in std::fs::read_dir(ns.unwrap().path()).unwrap() {
-            let path = f.unwrap().path();
-            let torn = books.get(&path).map(|b| b.torn.clone()).unwrap_or_default();
-            scan(&path, &torn);
-            files += 1;
-            if std::fs::metadata(&path).unwrap().len() == 0 {
-                empty += 1;
-            }
+    for path in support::session_files(&m.store) {
+        let torn = books.get(&path).map(|b| b.torn.clone()).unwrap_or_default();
+        scan(&path, &torn);
+        files += 1;
+        if std::fs::metadata(&path).unwrap().len() == 0 {
+            empty += 1;
         }
     }
     eprintln!(
@@ -618,19 +615,15 @@ fn crash_during_create_leaves_no_empty_session_file() {
         let out = m.umount();
         assert!(out.status.success());
         m.mount();
-        for ns in std::fs::read_dir(&m.store).unwrap() {
-            for f in std::fs::read_dir(ns.unwrap().path()).unwrap() {
-                let path = f.unwrap().path();
-                let bytes = std::fs::read(&path).unwrap();
-                let header = bytes
-                    .split(|&b| b == b'\n')
-                    .next()
-                    .and_then(|l| serde_json::from_slice::<Value>(l).ok());
-                let whole =
-                    bytes.contains(&b'\n') && header.is_some_and(|h| h["type"] == "session");
-                if !whole && !bad.contains(&path) {
-                    bad.push(path);
-                }
+        for path in support::session_files(&m.store) {
+            let bytes = std::fs::read(&path).unwrap();
+            let header = bytes
+                .split(|&b| b == b'\n')
+                .next()
+                .and_then(|l| serde_json::from_slice::<Value>(l).ok());
+            let whole = bytes.contains(&b'\n') && header.is_some_and(|h| h["type"] == "session");
+            if !whole && !bad.contains(&path) {
+                bad.push(path);
             }
         }
     }

@@ -257,3 +257,22 @@ impl Rng {
         lo + self.next() % (hi - lo + 1)
     }
 }
+
+/// Every session file in a store: `<ns>/*.jsonl` (not the `.fen-cache` folder, nor
+/// anything else the spec says readers ignore).
+pub fn session_files(store: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for ns in std::fs::read_dir(store).unwrap().flatten() {
+        if !ns.file_type().unwrap().is_dir() || ns.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        for f in std::fs::read_dir(ns.path()).unwrap().flatten() {
+            if f.file_type().unwrap().is_file()
+                && f.file_name().to_string_lossy().ends_with(".jsonl")
+            {
+                out.push(f.path());
+            }
+        }
+    }
+    out
+}
