@@ -27,6 +27,9 @@ pub struct Catalog {
     caches: Mutex<HashMap<String, NamespaceCache>>,
     last_update: Mutex<HashMap<String, SystemTime>>,
     rendered: Mutex<HashMap<String, Rendered>>,
+    /// Set by a long-lived process (the daemon): then an unchanged namespace is
+    /// served without a `stat` per session file.
+    watch: Option<crate::watch::StoreWatch>,
 }
 
 /// `index.json` and `latest` of a namespace as of one fingerprint: reused while no
@@ -143,6 +146,15 @@ fn write_atomically(store: &Store, path: &std::path::Path, bytes: &[u8]) {
 }
 
 impl Catalog {
+    /// A catalog that watches namespaces with inotify (for the daemon; a one-shot CLI
+    /// run gains nothing from it).
+    pub fn watching() -> Self {
+        Catalog {
+            watch: crate::watch::StoreWatch::new(),
+            ..Default::default()
+        }
+    }
+
     /// Records that a session of `ns` was updated at `t` (a file mtime).
     pub fn observe(&self, ns: &str, t: SystemTime) {
         let mut map = self.last_update.lock().unwrap();
@@ -186,6 +198,15 @@ impl Catalog {
 
     /// `index.json` and `latest` of `ns`, re-rendered only when a file changed.
     pub fn rendered(&self, store: &Store, ns: &str) -> Result<Rendered> {
+        if let Some(w) = &self.watch {
+            if !w.changed(ns, &store.root.join(ns))
+                && let Some(r) = self.rendered.lock().unwrap().get(ns)
+            {
+                return Ok(r.clone());
+            }
+            // Anything that happens from here on marks it changed again.
+            w.mark_clean(ns);
+        }
         let files = store.session_files(ns)?;
         let fp = fingerprint(&files);
         if let Some(r) = self.rendered.lock().unwrap().get(ns)

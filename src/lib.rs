@@ -15,3 +15,4 @@ pub mod fs;
 pub mod fsck;
 pub mod store;
 pub mod views;
+pub mod watch;

@@ -535,3 +535,72 @@ fn ls_t_sorts_namespaces_by_last_update() {
         .collect();
     assert_eq!(order, ["--srv-a--", "--srv-b--"]);
 }
+
+/// `index.json` and `latest` are served from a cached rendering while inotify reports
+/// nothing: every append or new file made behind the mount's back must still show on
+/// the very next read (repeated, to catch a race between write and read).
+#[test]
+fn index_json_sees_direct_appends_immediately() {
+    let Some(m) = support::Mount::with_args(
+        "index_json_sees_direct_appends_immediately",
+        &["--fsync", "no"],
+    ) else {
+        return;
+    };
+    let a = m.create_session("/home/u/watch", "a");
+    let b = m.create_session("/home/u/watch", "b");
+    let index = a.parent().unwrap().join("index.json");
+    let latest = a.parent().unwrap().join("latest");
+    let messages_of = |dir: &Path| -> u64 {
+        let list: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["dir"] == name.as_ref())
+            .unwrap()["messages"]
+            .as_u64()
+            .unwrap()
+    };
+    for round in 0..40u64 {
+        let target = if round % 2 == 0 { &a } else { &b };
+        let before = messages_of(target);
+        let text = std::fs::read_to_string(m.backing_file(target)).unwrap();
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let last_id = uuid::Uuid::parse_str(last["id"].as_str().unwrap()).unwrap();
+        let next = uuid::Uuid::from_u128(last_id.as_u128() + 1);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(m.backing_file(target))
+            .unwrap();
+        writeln!(
+            f,
+            "{{\"type\":\"message\",\"id\":\"{next}\",\"parent-id\":\"{last_id}\",\"timestamp\":\"2030-01-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"direct {round}\"}}}}",
+            round % 60
+        )
+        .unwrap();
+        drop(f);
+        assert_eq!(
+            messages_of(target),
+            before + 1,
+            "round {round}: index.json missed a direct append"
+        );
+        let newest = std::fs::read_link(&latest).unwrap();
+        assert_eq!(
+            newest.as_os_str(),
+            target.file_name().unwrap(),
+            "round {round}: latest"
+        );
+    }
+    // A session file created behind the mount's back shows at once too.
+    let ns_dir = m.store.join(a.parent().unwrap().file_name().unwrap());
+    let new = ns_dir.join("2030-01-02T00-00-00-000Z_direct-new.jsonl");
+    std::fs::write(
+        &new,
+        "{\"type\":\"session\",\"version\":2,\"id\":\"direct-new\",\"timestamp\":\"2030-01-02T00:00:00.000Z\",\"cwd\":\"/home/u/watch\"}\n",
+    )
+    .unwrap();
+    let list = String::from_utf8(std::fs::read(&index).unwrap()).unwrap();
+    assert!(list.contains("direct-new"), "{list}");
+}

@@ -88,7 +88,7 @@ impl FenFs {
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         FenFs {
             store,
-            catalog: Catalog::default(),
+            catalog: Catalog::watching(),
             ctl,
             inodes: InodeTable::default(),
             handles: Mutex::new(HashMap::new()),

@@ -1,0 +1,150 @@
+//! Which namespaces changed behind our back, from inotify. Each watched namespace
+//! folder reports every create, delete, rename and write of a file in it. The kernel
+//! queues those events synchronously with the write, so draining the queue at the
+//! start of an access is exact: an append that returned before the access began is
+//! always seen. Where a watch cannot be set (no inotify, limits, remote filesystems
+//! whose other clients inotify cannot see), callers fall back to `stat`ing files.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Mutex;
+
+pub struct StoreWatch {
+    fd: OwnedFd,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    ns_of: HashMap<i32, String>,
+    wd_of: HashMap<String, i32>,
+    /// Namespaces with events since they were last marked clean.
+    dirty: HashSet<String>,
+}
+
+const EVENTS: u32 = libc::IN_MODIFY
+    | libc::IN_ATTRIB
+    | libc::IN_CLOSE_WRITE
+    | libc::IN_CREATE
+    | libc::IN_DELETE
+    | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF
+    | libc::IN_ONLYDIR
+    | libc::IN_DONT_FOLLOW;
+
+impl StoreWatch {
+    pub fn new() -> Option<Self> {
+        // SAFETY: plain syscall; the fd is owned below.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Some(StoreWatch {
+            fd,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Whether `ns` may have changed since `mark_clean(ns)`. Starts watching `dir` the
+    /// first time (a new watch counts as a change); `true` too when it cannot watch.
+    pub fn changed(&self, ns: &str, dir: &Path) -> bool {
+        self.drain();
+        let mut st = self.state.lock().unwrap();
+        if !st.wd_of.contains_key(ns) {
+            let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+                return true;
+            };
+            // SAFETY: valid fd and C string.
+            let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), EVENTS) };
+            if wd < 0 {
+                return true;
+            }
+            st.ns_of.insert(wd, ns.to_string());
+            st.wd_of.insert(ns.to_string(), wd);
+            st.dirty.insert(ns.to_string());
+        }
+        st.dirty.contains(ns)
+    }
+
+    /// Call before reading the namespace's files: events after this re-mark it.
+    pub fn mark_clean(&self, ns: &str) {
+        self.drain();
+        self.state.lock().unwrap().dirty.remove(ns);
+    }
+
+    /// Reads every queued event and marks the namespaces they concern.
+    fn drain(&self) {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            // SAFETY: valid fd and buffer.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return; // EAGAIN: the queue is empty.
+            }
+            let mut st = self.state.lock().unwrap();
+            let mut off = 0usize;
+            let n = n as usize;
+            while off + 16 <= n {
+                let wd = i32::from_ne_bytes(buf[off..off + 4].try_into().expect("4 bytes"));
+                let mask = u32::from_ne_bytes(buf[off + 4..off + 8].try_into().expect("4 bytes"));
+                let len = u32::from_ne_bytes(buf[off + 12..off + 16].try_into().expect("4 bytes"))
+                    as usize;
+                off += 16 + len;
+                if mask & libc::IN_Q_OVERFLOW != 0 {
+                    // Events were lost: trust nothing until re-read.
+                    let all: Vec<String> = st.wd_of.keys().cloned().collect();
+                    st.dirty.extend(all);
+                    continue;
+                }
+                let Some(ns) = st.ns_of.get(&wd).cloned() else {
+                    continue;
+                };
+                if mask & libc::IN_IGNORED != 0 {
+                    // The folder went away: forget the watch; the next access re-adds it.
+                    st.ns_of.remove(&wd);
+                    st.wd_of.remove(&ns);
+                }
+                st.dirty.insert(ns);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn writes_creates_and_deletes_mark_the_namespace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ns = tmp.path().join("--a--");
+        std::fs::create_dir(&ns).unwrap();
+        let w = StoreWatch::new().unwrap();
+        assert!(w.changed("--a--", &ns), "a new watch counts as a change");
+        w.mark_clean("--a--");
+        assert!(!w.changed("--a--", &ns));
+        let f = ns.join("s.jsonl");
+        std::fs::write(&f, b"x\n").unwrap();
+        assert!(w.changed("--a--", &ns), "create");
+        w.mark_clean("--a--");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&f)
+            .unwrap()
+            .write_all(b"y\n")
+            .unwrap();
+        assert!(w.changed("--a--", &ns), "append");
+        w.mark_clean("--a--");
+        std::fs::remove_file(&f).unwrap();
+        assert!(w.changed("--a--", &ns), "delete");
+        w.mark_clean("--a--");
+        std::fs::remove_dir(&ns).unwrap();
+        assert!(w.changed("--a--", &ns), "folder gone");
+    }
+}
