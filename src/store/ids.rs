@@ -7,13 +7,26 @@ use uuid::Uuid;
 /// smaller one, the 74 random bits of `last` are used as a counter and incremented
 /// (RFC 9562 §6.2 method 2), carrying into the timestamp on overflow.
 pub fn next_entry_id(last: Option<&str>) -> Uuid {
-    let fresh = Uuid::now_v7();
-    let Some(last) = last.and_then(|s| Uuid::parse_str(s).ok()) else {
-        return fresh;
-    };
-    if fresh > last {
-        return fresh;
+    let last = last.and_then(|s| Uuid::parse_str(s).ok());
+    if let Some(last) = last {
+        // Same millisecond (or a clock behind the last id): count on from it, which
+        // also spares a getrandom(2) per append in a burst.
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        if (last.as_u128() >> 80) >= now_ms {
+            return increment(last);
+        }
     }
+    let fresh = Uuid::now_v7();
+    match last {
+        Some(last) if fresh <= last => increment(last),
+        _ => fresh,
+    }
+}
+
+/// `last` + 1 in its 74 random bits, carrying into the timestamp on overflow.
+fn increment(last: Uuid) -> Uuid {
     let v = last.as_u128();
     let ts = v >> 80;
     let rand_a = (v >> 64) & 0xfff;
