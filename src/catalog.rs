@@ -14,8 +14,6 @@ use crate::store::index::FileStamp;
 use crate::views::listing::{Listing, render_json, sort_newest_first};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -111,37 +109,14 @@ fn save_rendered(store: &Store, ns: &str, r: &Rendered) {
     )
     .into_bytes();
     bytes.extend_from_slice(&r.index_json);
-    write_atomically(store, &rendered_path(store, ns), &bytes);
+    crate::store::atomic::replace_file(&rendered_path(store, ns), &bytes);
 }
 
 /// Best effort: a cache that cannot be written only costs the next remount a parse.
 fn save(store: &Store, ns: &str, cache: &NamespaceCache) {
     match serde_json::to_vec(cache) {
-        Ok(bytes) => write_atomically(store, &cache_path(store, ns), &bytes),
+        Ok(bytes) => crate::store::atomic::replace_file(&cache_path(store, ns), &bytes),
         Err(e) => log::warn!("listing cache of {ns}: {e}"),
-    }
-}
-
-/// Writes a cache file via a temp file and rename, so readers see old or new, whole.
-fn write_atomically(store: &Store, path: &std::path::Path, bytes: &[u8]) {
-    let dir = store.root.join(CACHE_DIR);
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        log::warn!("listing cache {}: {e}", path.display());
-        let _ = std::fs::remove_file(&tmp);
     }
 }
 

@@ -9,8 +9,6 @@
 //! full parse. Written atomically; safe to delete.
 
 use super::index::{MessageRec, SessionIndex};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Transcripts smaller than this are parsed faster than their cache is read.
@@ -69,31 +67,7 @@ pub fn save(cache: &Path, idx: &SessionIndex) {
         encode(m, &mut bytes);
     }
     drop(table);
-    let Some(dir) = cache.parent() else { return };
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir);
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        cache.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        std::fs::rename(&tmp, cache)
-    })();
-    if let Err(e) = written {
-        log::warn!("index cache {}: {e}", cache.display());
-        let _ = std::fs::remove_file(&tmp);
-    }
+    super::atomic::replace_file(cache, &bytes);
 }
 
 fn encode(m: &MessageRec, out: &mut Vec<u8>) {

@@ -4,6 +4,7 @@
 //! validate. Sessions are looked up by (namespace, dir) and keep their index between
 //! calls so that a refresh parses only new bytes.
 
+pub mod atomic;
 pub mod durability;
 pub mod entry;
 pub mod ids;
@@ -86,8 +87,9 @@ impl Store {
         }
     }
 
-    /// Session file stems in `ns` (regular `*.jsonl` files only; links are not followed).
-    pub fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
+    /// The `*.jsonl` entries of namespace folder `ns` with their stems (a symlinked
+    /// namespace is not a namespace).
+    fn jsonl_entries(&self, ns: &str) -> Result<Vec<(String, std::fs::DirEntry)>> {
         let dir = self.root.join(ns);
         let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(dir.display(), &e))?;
         if !meta.is_dir() {
@@ -96,39 +98,32 @@ impl Store {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), &e))? {
             let Ok(entry) = entry else { continue };
-            let Ok(ft) = entry.file_type() else { continue };
-            let name = entry.file_name();
-            if let (true, Some(stem)) = (ft.is_file(), name.to_str().and_then(is_jsonl)) {
-                out.push(stem.to_string());
+            if let Some(stem) = entry.file_name().to_str().and_then(is_jsonl) {
+                out.push((stem.to_string(), entry));
             }
         }
-        out.sort();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// Session file stems in `ns` (regular `*.jsonl` files only; links are not followed).
+    pub fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
+        Ok(self
+            .jsonl_entries(ns)?
+            .into_iter()
+            .filter(|(_, e)| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|(stem, _)| stem)
+            .collect())
     }
 
     /// Session file stems in `ns` with their metadata, in one pass: `DirEntry::metadata`
     /// stats relative to the open folder (no path walk per file), links not followed.
     pub fn session_files(&self, ns: &str) -> Result<Vec<(String, std::fs::Metadata)>> {
-        let dir = self.root.join(ns);
-        let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(dir.display(), &e))?;
-        if !meta.is_dir() {
-            return Err(Error::not_found(format!("{ns} is not a namespace")));
-        }
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), &e))? {
-            let Ok(entry) = entry else { continue };
-            let name = entry.file_name();
-            let Some(stem) = name.to_str().and_then(is_jsonl) else {
-                continue;
-            };
-            if let Ok(m) = entry.metadata()
-                && m.is_file()
-            {
-                out.push((stem.to_string(), m));
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        Ok(self
+            .jsonl_entries(ns)?
+            .into_iter()
+            .filter_map(|(stem, e)| e.metadata().ok().filter(|m| m.is_file()).map(|m| (stem, m)))
+            .collect())
     }
 
     /// Namespace folders holding at least one session file.
