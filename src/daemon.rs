@@ -68,7 +68,10 @@ fn check_mountpoint(mp: &Path) -> Result<()> {
     match probe {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(Error::invalid(format!("{} is not a folder", mp.display()))),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(stale_mount(mp)),
+        // ECONNABORTED: a request caught in flight while the daemon died.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
+            Err(stale_mount(mp))
+        }
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
             Err(Error::invalid(format!("{} is not a folder", mp.display())))
         }
@@ -206,7 +209,7 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
     config.clone_fd = true;
     let mut session = match fuser::Session::new(fs, &args.mountpoint, &config) {
         Ok(s) => s,
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
             return fail(&mut ready, stale_mount(&args.mountpoint));
         }
         Err(e) => {

@@ -294,6 +294,15 @@ fn umount_clears_the_stale_mount_of_a_killed_daemon() {
     m.kill9();
     let out = Command::new("ls").arg(&m.mp).output().unwrap();
     assert!(!out.status.success(), "{}", out_text(&out));
+    // A request caught in flight while the daemon died gets ECONNABORTED; after
+    // that, every access gets ENOTCONN.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Transport endpoint is not connected") || err.contains("connection abort"),
+        "{}",
+        out_text(&out)
+    );
+    let out = Command::new("ls").arg(&m.mp).output().unwrap();
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("Transport endpoint is not connected"),
         "{}",
