@@ -39,7 +39,8 @@ echo "{\"type\":\"compaction\",\"summary\":\"User asked for --verbose; it was ad
 echo '{"role":"assistant","content":"README updated"}' >> "$s/ctl"
 echo "(first entry $first_id; compaction keeps from $kept)"
 
-# A bad line is refused and nothing is appended.
+# A bad line is refused (the shell reports the write error) and nothing is appended.
+echo 'writing a line that sets "id" (refused: fen-fs assigns ids):'
 if echo '{"role":"user","id":"mine"}' >> "$s/ctl"; then echo "unexpected: bad line accepted"; exit 1; fi
 
 run ls -l

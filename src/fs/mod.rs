@@ -143,7 +143,10 @@ impl FenFs {
             }
             Node::RootCtl => {
                 let m = std::fs::metadata(&self.store.root).map_err(|e| Error::io("store", &e))?;
-                self.attr(ino, FileType::RegularFile, 0o600, CTL_SIZE, mtime_of(&m))
+                FileAttr {
+                    blocks: 0,
+                    ..self.attr(ino, FileType::RegularFile, 0o600, CTL_SIZE, mtime_of(&m))
+                }
             }
             Node::Namespace(ns) => {
                 // The newest session update seen (by any access or append), else the
@@ -187,7 +190,11 @@ impl FenFs {
                 match node {
                     Node::SessionDir(..) => self.attr(ino, FileType::Directory, 0o755, 0, mtime),
                     Node::SessionCtl(..) => {
-                        self.attr(ino, FileType::RegularFile, 0o600, CTL_SIZE, mtime)
+                        // A stream, not stored data: `du` and `ls -s` say 0.
+                        FileAttr {
+                            blocks: 0,
+                            ..self.attr(ino, FileType::RegularFile, 0o600, CTL_SIZE, mtime)
+                        }
                     }
                     Node::View(_, _, kind) => {
                         let size = match (snapshot, kind) {
