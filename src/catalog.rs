@@ -25,6 +25,9 @@ pub struct Catalog {
     caches: Mutex<HashMap<String, NamespaceCache>>,
     last_update: Mutex<HashMap<String, SystemTime>>,
     rendered: Mutex<HashMap<String, Rendered>>,
+    /// One render of a namespace at a time: a slow render must not store its older
+    /// result over a newer one after the namespace was marked clean.
+    render_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Set by a long-lived process (the daemon): then an unchanged namespace is
     /// served without a `stat` per session file.
     watch: Option<crate::watch::StoreWatch>,
@@ -102,6 +105,9 @@ fn load_rendered(store: &Store, ns: &str) -> Option<Rendered> {
 }
 
 fn save_rendered(store: &Store, ns: &str, r: &Rendered) {
+    if r.latest.as_deref().is_some_and(|l| l.contains('\n')) {
+        return; // the header line could not hold it; the next remount re-renders
+    }
     let mut bytes = format!(
         "{:x} {}\n",
         r.fingerprint,
@@ -173,6 +179,14 @@ impl Catalog {
 
     /// `index.json` and `latest` of `ns`, re-rendered only when a file changed.
     pub fn rendered(&self, store: &Store, ns: &str) -> Result<Rendered> {
+        let lock = self
+            .render_locks
+            .lock()
+            .unwrap()
+            .entry(ns.to_string())
+            .or_default()
+            .clone();
+        let _one_at_a_time = lock.lock().unwrap();
         if let Some(w) = &self.watch {
             if !w.changed(ns, &store.root.join(ns))
                 && let Some(r) = self.rendered.lock().unwrap().get(ns)

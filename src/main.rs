@@ -81,7 +81,7 @@ fn run(cli: Cli) -> Result<ExitCode, fen_fs::Error> {
         }
         Command::Slug { dir } => {
             let dir = dir.unwrap_or_else(current_dir);
-            println!("{}", naming::slug(&dir.to_string_lossy()));
+            println!("{}", naming::slug(&fen_fs::cli::absolute_dir(&dir)));
             Ok(ExitCode::SUCCESS)
         }
         Command::List {
@@ -91,11 +91,7 @@ fn run(cli: Cli) -> Result<ExitCode, fen_fs::Error> {
             store,
         } => {
             let store = Store::open_existing(store.root());
-            let cwd = (!all).then(|| {
-                cwd.unwrap_or_else(current_dir)
-                    .to_string_lossy()
-                    .into_owned()
-            });
+            let cwd = (!all).then(|| fen_fs::cli::absolute_dir(&cwd.unwrap_or_else(current_dir)));
             let list = fen_fs::cli::list(&store, cwd.as_deref())?;
             let out = if json {
                 listing::render_json(&list)

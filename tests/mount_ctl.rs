@@ -608,11 +608,17 @@ fn ctl_frames_lines_per_handle() {
         4
     );
     drop((a, b, c, d));
-    assert_eq!(
+    // The kernel sends RELEASE after close() has returned: give it a moment.
+    let writers = || {
         serde_json::from_slice::<serde_json::Value>(&std::fs::read(s.join("meta.json")).unwrap())
-            .unwrap()["writers"],
-        0
-    );
+            .unwrap()["writers"]
+            .clone()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while writers() != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(writers(), 0);
 
     // A final line without `\n` is processed at close; the shell sees success.
     let out = sh(

@@ -110,7 +110,11 @@ impl CtlService {
     /// error of the first bad line.
     /// `writer` identifies the writing process's descriptor table (FUSE lock owner).
     pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<()> {
-        h.wrote = true;
+        if !h.wrote {
+            // Reads so far were of the log; replies are read from their own start.
+            h.wrote = true;
+            h.read_pos = 0;
+        }
         h.writer = writer.or(h.writer);
         let cut = memchr::memrchr(b'\n', data);
         let tail_len = match cut {
@@ -179,7 +183,13 @@ impl CtlService {
         let start = h.read_pos.min(source.len());
         let end = (start + size).min(source.len());
         h.read_pos = end;
-        source[start..end].to_vec()
+        let out = source[start..end].to_vec();
+        if h.wrote && h.read_pos == h.replies.len() {
+            // Everything read: the buffer starts over (replies are a stream).
+            h.replies.clear();
+            h.read_pos = 0;
+        }
+        out
     }
 
     /// Validates all lines of `bytes` (which ends without its last `\n`), then appends.
@@ -271,10 +281,29 @@ impl CtlService {
             };
             h.replies.extend_from_slice(reply.as_bytes());
             h.replies.push(b'\n');
+            h.trim_replies();
             log.push_back(format!("{now} pid={} {reply}", h.pid));
             while log.len() > LOG_LINES {
                 log.pop_front();
             }
+        }
+    }
+}
+
+/// Unread replies kept per handle: a writer that never reads them (a long-lived
+/// `>>`-style descriptor) must not grow the daemon without bound. Past this, the
+/// oldest whole reply lines are dropped.
+const MAX_UNREAD_REPLIES: usize = 1 << 20;
+
+impl CtlHandle {
+    fn trim_replies(&mut self) {
+        let unread = self.replies.len() - self.read_pos;
+        if unread > MAX_UNREAD_REPLIES {
+            let over = unread - MAX_UNREAD_REPLIES;
+            let cut = memchr::memchr(b'\n', &self.replies[self.read_pos + over..])
+                .map_or(self.replies.len(), |i| self.read_pos + over + i + 1);
+            self.replies.drain(..cut);
+            self.read_pos = 0;
         }
     }
 }

@@ -237,7 +237,15 @@ impl FenFs {
             Node::Namespace(ns) => match name {
                 "latest" => Node::Latest(ns.clone()),
                 "index.json" => Node::IndexJson(ns.clone()),
-                dir => Node::SessionDir(ns.clone(), dir.to_string()),
+                dir => {
+                    // Checked before an inode slot is allocated for the name: a lookup
+                    // of a name that does not exist must not cost memory forever.
+                    let path = self.store.session_path(ns, dir);
+                    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+                        return Err(missing());
+                    }
+                    Node::SessionDir(ns.clone(), dir.to_string())
+                }
             },
             Node::SessionDir(ns, dir) => inodes::session_file(ns, dir, name).ok_or_else(missing)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
@@ -356,11 +364,13 @@ impl FenFs {
             .ok_or_else(|| Error::not_found("stale inode"))
     }
 
-    /// After our own append: the session folder's cached attributes (its mtime) must
-    /// go, so `ls -t` is right at once. The transcript needs nothing: its attributes
+    /// After our own append: the session and namespace folders' cached attributes
+    /// (their mtimes) must go, so `ls -t` is right at once. The transcript needs nothing: its attributes
     /// are never cached, and the kernel drops its pages when it sees the size change.
     fn session_changed(&self, ns: String, dir: String) {
-        self.stale.mark(self.inodes.ino(&Node::SessionDir(ns, dir)));
+        self.stale
+            .mark(self.inodes.ino(&Node::SessionDir(ns.clone(), dir)));
+        self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));
     }
 }
 

@@ -54,9 +54,10 @@ impl GroupCommit {
     pub fn wait_durable(&self, seq: u64, file: &File) -> std::io::Result<()> {
         let mut s = self.state.lock().unwrap();
         loop {
+            // A failed sync may have lost the data of every write it covered; a later
+            // successful sync does not bring it back (Linux clears the error).
             if let Some((upto, errno)) = s.failed
                 && seq <= upto
-                && s.durable < seq
             {
                 return Err(std::io::Error::from_raw_os_error(errno));
             }
@@ -75,9 +76,7 @@ impl GroupCommit {
                     Err(e) => s.failed = Some((target, e.raw_os_error().unwrap_or(libc::EIO))),
                 }
                 self.synced.notify_all();
-                if result.is_err() && s.durable < seq {
-                    return result;
-                }
+                result?;
             } else {
                 s = self.synced.wait(s).unwrap();
             }

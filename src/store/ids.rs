@@ -32,10 +32,13 @@ fn increment(last: Uuid) -> Uuid {
     let rand_a = (v >> 64) & 0xfff;
     let rand_b = v & ((1u128 << 62) - 1);
     let counter = (rand_a << 62) | rand_b;
-    let (ts, counter) = if counter + 1 >= (1u128 << 74) {
+    let (ts, counter) = if counter + 1 < (1u128 << 74) {
+        (ts, counter + 1)
+    } else if ts + 1 < (1u128 << 48) {
         (ts + 1, 0)
     } else {
-        (ts, counter + 1)
+        // The largest UUIDv7 there is (a foreign id, year 10889): nothing is greater.
+        return last;
     };
     let rand_a = counter >> 62;
     let rand_b = counter & ((1u128 << 62) - 1);

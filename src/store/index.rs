@@ -217,7 +217,14 @@ impl SessionIndex {
         let before = self.parsed_len;
         self.read_from(file)?;
         self.file = stamp;
-        self.file.size = self.file.size.max(self.parsed_len);
+        if self.parsed_len > stamp.size {
+            // A writer appended between our stat and our read: take the state we read
+            // up to, so the next refresh does not mistake it for a rewrite.
+            match file.metadata() {
+                Ok(m) if m.len() >= self.parsed_len => self.file = FileStamp::of(&m),
+                _ => self.file.size = self.parsed_len,
+            }
+        }
         Ok(if incremental {
             Refresh::Grew(self.parsed_len - before)
         } else {

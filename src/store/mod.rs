@@ -30,6 +30,7 @@ pub struct Store {
     pub root: PathBuf,
     pub append: AppendOptions,
     sessions: Mutex<HashMap<(String, String), Arc<Session>>>,
+    id_claims: Mutex<()>,
 }
 
 /// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/sessions`, unless `FEN_FS_STORE` is set.
@@ -75,6 +76,7 @@ impl Store {
             root,
             append: AppendOptions { fsync },
             sessions: Mutex::new(HashMap::new()),
+            id_claims: Mutex::new(()),
         })
     }
 
@@ -84,6 +86,7 @@ impl Store {
             root: root.into(),
             append: AppendOptions::default(),
             sessions: Mutex::new(HashMap::new()),
+            id_claims: Mutex::new(()),
         }
     }
 
@@ -216,11 +219,15 @@ impl Store {
         check: Check<'_>,
     ) -> Result<(Arc<Session>, String)> {
         check(&SessionIndex::new(), first)?;
+        // A chosen session-id is checked and published under one claim (a mutex here,
+        // an flock for other processes), so two creators cannot both take it.
+        let mut _claim = None;
         let id = match session_id {
             Some(id) => {
                 if !naming::is_valid_session_id(id) {
                     return Err(Error::invalid("session-id must be 1-64 of A-Za-z0-9_-"));
                 }
+                _claim = Some(self.claim_session_ids()?);
                 if self.find_by_session_id(id)?.is_some() {
                     return Err(Error::new(
                         libc::EEXIST,
@@ -257,6 +264,31 @@ impl Store {
         let session = self.session(&ns, &dir)?;
         session.refresh()?;
         Ok((session, entry_id))
+    }
+
+    /// Exclusive right to check-and-create named sessions, until the value drops.
+    fn claim_session_ids(&self) -> Result<(std::sync::MutexGuard<'_, ()>, std::fs::File)> {
+        let guard = self.id_claims.lock().unwrap();
+        let dir = self.root.join(crate::catalog::CACHE_DIR);
+        let _ = DirBuilder::new().mode(0o700).create(&dir);
+        let path = dir.join("session-ids.lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| Error::io(path.display(), &e))?;
+        loop {
+            // SAFETY: valid descriptor. Closing it (drop) releases the lock.
+            if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) } == 0 {
+                return Ok((guard, file));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(Error::io("flock session-ids.lock", &e));
+            }
+        }
     }
 
     fn find_by_session_id(&self, id: &str) -> Result<Option<Arc<Session>>> {
