@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// Lines longer than this are not parsed (reported as [`ProblemKind::TooLong`]), so a
 /// file of garbage without newlines cannot make fsck load it whole.
-pub const MAX_LINE_BYTES: usize = 256 << 20;
+pub const MAX_LINE_BYTES: usize = crate::store::index::MAX_LINE;
 
 /// How long to wait for a writer's exclusive `flock` before checking without it.
 const LOCK_WAIT: Duration = Duration::from_secs(2);

@@ -133,6 +133,11 @@ pub const PREVIEW_CHARS: usize = 120;
 
 const READ_CHUNK: usize = 4 << 20;
 
+/// Longest line the loader holds in memory (as `fsck` does): a longer one, which no
+/// fen-fs writer produces (`--max-entry-bytes` is 16 MiB by default), is skipped as
+/// malformed without being buffered, so a multi-GB garbage file cannot exhaust memory.
+pub const MAX_LINE: usize = 256 << 20;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refresh {
     Unchanged,
@@ -233,27 +238,59 @@ impl SessionIndex {
     }
 
     /// Parses every complete line from `parsed_len` to EOF of `file`.
-    pub fn read_from(&mut self, mut file: &File) -> Result<()> {
+    pub fn read_from(&mut self, file: &File) -> Result<()> {
+        self.read_from_capped(file, MAX_LINE)
+    }
+
+    fn read_from_capped(&mut self, mut file: &File, max_line: usize) -> Result<()> {
         use std::io::{Seek, SeekFrom};
         file.seek(SeekFrom::Start(self.parsed_len))
             .map_err(|e| Error::io("seek transcript", &e))?;
         let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut buf_start = self.parsed_len;
+        // Inside a line longer than MAX_LINE: its bytes are dropped, not buffered.
+        let mut skipping = false;
         loop {
             // read_to_end on a bounded reader: no zero-filling of a big buffer per
             // pass (this runs on every append, under the file lock).
+            let searched = buf.len(); // holds no newline: only new bytes need a look
             let n = (&mut file)
                 .take(READ_CHUNK as u64)
                 .read_to_end(&mut buf)
                 .map_err(|e| Error::io("read transcript", &e))?;
-            let consumed = self.ingest(buf_start, &buf);
-            buf.drain(..consumed);
-            buf_start += consumed as u64;
+            if skipping {
+                match memchr::memchr(b'\n', &buf) {
+                    Some(nl) => {
+                        // The oversized line ends here: one malformed line.
+                        self.lines += 1;
+                        self.malformed_lines += 1;
+                        buf.drain(..=nl);
+                        buf_start += nl as u64 + 1;
+                        self.parsed_len = buf_start;
+                        skipping = false;
+                    }
+                    None => {
+                        buf_start += buf.len() as u64;
+                        buf.clear();
+                    }
+                }
+            }
+            if !skipping && memchr::memchr(b'\n', &buf[searched.min(buf.len())..]).is_some() {
+                let consumed = self.ingest(buf_start, &buf);
+                buf.drain(..consumed);
+                buf_start += consumed as u64;
+            }
+            if !skipping && buf.len() > max_line {
+                skipping = true;
+                buf_start += buf.len() as u64;
+                buf.clear();
+            }
             if n == 0 {
                 break;
             }
         }
-        self.torn_tail = !buf.is_empty();
+        // An unterminated last line (or one being written now) is left for later.
+        self.torn_tail = skipping || !buf.is_empty();
         Ok(())
     }
 
@@ -486,4 +523,39 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     let mut cut: String = collapsed.chars().take(max_chars - 1).collect();
     cut.push('…');
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn an_oversized_line_is_skipped_not_buffered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut f = File::create(&path).unwrap();
+        writeln!(f, "{{\"type\":\"session\",\"version\":2,\"id\":\"x\"}}").unwrap();
+        f.write_all(&vec![b'z'; 5000]).unwrap();
+        writeln!(f).unwrap();
+        writeln!(
+            f,
+            "{{\"type\":\"message\",\"message\":{{\"role\":\"user\",\"content\":\"after\"}}}}"
+        )
+        .unwrap();
+        f.write_all(&vec![b'q'; 3000]).unwrap(); // an oversized torn tail
+        drop(f);
+        let mut idx = SessionIndex::new();
+        idx.read_from_capped(&File::open(&path).unwrap(), 1000)
+            .unwrap();
+        assert_eq!(idx.malformed_lines, 1);
+        assert_eq!(idx.message_count(), 1);
+        assert!(idx.torn_tail);
+        // The same, read in one go without a cap: same entries, and the long line
+        // counts as malformed there too (it is not JSON).
+        let full = SessionIndex::load(&path).unwrap();
+        assert_eq!(full.message_count(), 1);
+        assert_eq!(full.malformed_lines, 1);
+        assert_eq!(full.parsed_len, idx.parsed_len);
+    }
 }
