@@ -359,11 +359,7 @@ impl Checker {
             self.prev = Prev::Unknown;
             return;
         }
-        let end = line
-            .iter()
-            .rposition(|b| !b" \t\r".contains(b))
-            .map_or(0, |p| p + 1);
-        let line = &line[..end];
+        let line = crate::store::line::trim_line_end(line);
         if line.is_empty() {
             return;
         }

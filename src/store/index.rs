@@ -324,11 +324,7 @@ impl SessionIndex {
             offset += nuls;
             line = &line[nuls..];
         }
-        let trimmed_end = line
-            .iter()
-            .rposition(|b| !b" \t\r".contains(b))
-            .map_or(0, |p| p + 1);
-        let line = &line[..trimmed_end];
+        let line = super::line::trim_line_end(line);
         if line.is_empty() {
             return;
         }

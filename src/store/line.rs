@@ -80,6 +80,16 @@ fn message_role_slow(raw: &str) -> Option<String> {
     (!role.is_empty()).then_some(role)
 }
 
+/// A line without its trailing blanks (`\r` of CRLF included), as every reader of
+/// the format sees it.
+pub fn trim_line_end(line: &[u8]) -> &[u8] {
+    let end = line
+        .iter()
+        .rposition(|b| !b" \t\r".contains(b))
+        .map_or(0, |p| p + 1);
+    &line[..end]
+}
+
 pub fn parse_line(text: &str) -> Line<'_> {
     let obj = match RawObject::parse(text) {
         Ok(o) => o,

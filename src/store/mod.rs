@@ -279,16 +279,9 @@ impl Store {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
             .map_err(|e| Error::io(path.display(), &e))?;
-        loop {
-            // SAFETY: valid descriptor. Closing it (drop) releases the lock.
-            if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) } == 0 {
-                return Ok((guard, file));
-            }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(Error::io("flock session-ids.lock", &e));
-            }
-        }
+        // Closing the file (when the claim drops) releases the lock.
+        session::flock_exclusive(&file)?;
+        Ok((guard, file))
     }
 
     fn find_by_session_id(&self, id: &str) -> Result<Option<Arc<Session>>> {

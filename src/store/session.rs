@@ -57,15 +57,22 @@ struct FileLock<'a>(&'a File);
 
 impl<'a> FileLock<'a> {
     fn exclusive(file: &'a File) -> Result<Self> {
-        loop {
-            // SAFETY: valid descriptor; flock has no memory effects.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(FileLock(file));
-            }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(Error::io("flock", &e));
-            }
+        flock_exclusive(file)?;
+        Ok(FileLock(file))
+    }
+}
+
+/// Blocks until this descriptor holds an exclusive `flock` (released by LOCK_UN or
+/// by closing the descriptor).
+pub(crate) fn flock_exclusive(file: &File) -> Result<()> {
+    loop {
+        // SAFETY: valid descriptor; flock has no memory effects.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(Error::io("flock", &e));
         }
     }
 }
