@@ -613,3 +613,38 @@ fn index_json_sees_direct_appends_immediately() {
     let list = String::from_utf8(std::fs::read(&index).unwrap()).unwrap();
     assert!(list.contains("direct-new"), "{list}");
 }
+
+/// Every `--fsync` mode appends and reads back the same (durability itself needs a
+/// power cut to test; this guards the plumbing of each mode, including the everysec
+/// thread running while appends continue).
+#[test]
+fn every_fsync_mode_appends() {
+    for mode in ["always", "everysec", "no"] {
+        let Some(m) = support::Mount::with_args("every_fsync_mode_appends", &["--fsync", mode])
+        else {
+            return;
+        };
+        let s = m.create_session("/home/u/modes", mode);
+        for i in 0..20 {
+            ctl_ok(
+                &s,
+                &format!(r#"{{"role":"assistant","content":"{mode} {i}"}}"#),
+            );
+            if mode == "everysec" && i == 10 {
+                std::thread::sleep(Duration::from_millis(1200)); // let the sync thread run
+            }
+        }
+        assert_eq!(meta(&s)["messages"], 21, "{mode}");
+        let transcript = std::fs::read_to_string(m.backing_file(&s)).unwrap();
+        assert_eq!(
+            transcript.lines().count(),
+            22,
+            "{mode}: header + 21 entries"
+        );
+        assert!(
+            m.daemon_log().lines().all(|l| !l.contains("ERROR")),
+            "{mode}: {}",
+            m.daemon_log()
+        );
+    }
+}
