@@ -364,13 +364,18 @@ impl FenFs {
             .ok_or_else(|| Error::not_found("stale inode"))
     }
 
-    /// After our own append: the session and namespace folders' cached attributes
-    /// (their mtimes) must go, so `ls -t` is right at once. The transcript needs nothing: its attributes
-    /// are never cached, and the kernel drops its pages when it sees the size change.
-    fn session_changed(&self, ns: String, dir: String) {
-        self.stale
-            .mark(self.inodes.ino(&Node::SessionDir(ns.clone(), dir)));
-        self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));
+    /// After a `ctl` write or flush succeeded on `ino`: if it is a session's `ctl`, the
+    /// namespace's newest update moves, and the session and namespace folders' cached
+    /// attributes (their mtimes) must go, so `ls -t` is right at once. The transcript
+    /// needs nothing: its attributes are never cached, and the kernel drops its pages
+    /// when it sees the size change.
+    fn ctl_appended(&self, ino: INodeNo) {
+        if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
+            self.catalog.observe(&ns, SystemTime::now());
+            self.stale
+                .mark(self.inodes.ino(&Node::SessionDir(ns.clone(), dir)));
+            self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));
+        }
     }
 }
 
@@ -585,10 +590,7 @@ impl Filesystem for FenFs {
             .write(&mut h.lock().unwrap(), data, lock.map(|l| l.0));
         match result {
             Ok(()) => {
-                if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
-                    self.catalog.observe(&ns, SystemTime::now());
-                    self.session_changed(ns, dir);
-                }
+                self.ctl_appended(ino);
                 reply.written(data.len() as u32)
             }
             Err(e) => reply.error(errno(&e)),
@@ -611,9 +613,7 @@ impl Filesystem for FenFs {
         let result = self.ctl.flush(&mut h.lock().unwrap(), Some(lock.0));
         match result {
             Ok(()) => {
-                if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
-                    self.session_changed(ns, dir);
-                }
+                self.ctl_appended(ino);
                 reply.ok()
             }
             Err(e) => reply.error(errno(&e)),
