@@ -49,13 +49,13 @@ fn fingerprint(files: &[(String, std::fs::Metadata)]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for (dir, meta) in files {
         dir.hash(&mut h);
-        key(&FileStamp::of(meta)).hash(&mut h);
+        FileStamp::of(meta).hash(&mut h);
     }
     h.finish()
 }
 
 pub const CACHE_DIR: &str = ".fen-cache";
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize, Default)]
 struct NamespaceCache {
@@ -65,13 +65,9 @@ struct NamespaceCache {
 
 #[derive(Serialize, Deserialize, Clone)]
 struct CachedListing {
-    /// dev, inode, size, mtime in ns: the state of the file the listing describes.
-    stamp: (u64, u64, u64, i128),
+    /// The state of the file the listing describes.
+    stamp: FileStamp,
     listing: Listing,
-}
-
-fn key(s: &FileStamp) -> (u64, u64, u64, i128) {
-    (s.dev, s.ino, s.size, s.mtime_ns)
 }
 
 fn cache_path(store: &Store, ns: &str) -> PathBuf {
@@ -236,7 +232,7 @@ fn list(
     let mut out = Vec::new();
     for (dir, meta) in files {
         // A session deleted mid-listing is simply not in `files`.
-        let stamp = key(&FileStamp::of(meta));
+        let stamp = FileStamp::of(meta);
         let listing = match cache.sessions.get(dir) {
             Some(c) if c.stamp == stamp => c.listing.clone(),
             _ => {
@@ -249,7 +245,7 @@ fn list(
                 cache.sessions.insert(
                     dir.clone(),
                     CachedListing {
-                        stamp: key(&idx.file),
+                        stamp: idx.file,
                         listing: l.clone(),
                     },
                 );

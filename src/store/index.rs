@@ -18,7 +18,9 @@ use std::sync::{Arc, RwLock};
 
 /// What identifies one state of a file on disk; a change in any field means the index
 /// must look again. Growth is parsed incrementally; anything else reloads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct FileStamp {
     pub dev: u64,
     pub ino: u64,

@@ -128,16 +128,17 @@ impl Session {
             }
         };
         let mut idx = self.index.write().unwrap();
-        let large = meta.len() >= index_cache::MIN_BYTES;
-        if let (true, 0, Some(cache)) = (large, idx.file.ino, &self.cache_file)
+        // A large file this process has not indexed yet: start from its persisted index.
+        if meta.len() >= index_cache::MIN_BYTES
+            && idx.file.ino == 0
+            && let Some(cache) = &self.cache_file
             && let Some(cached) = index_cache::load(cache, meta.dev(), meta.ino(), meta.len())
         {
             *idx = cached;
             *self.saved.lock().unwrap() = Some(idx.file);
         }
-        let before = idx.parsed_len;
         let result = idx.refresh(&self.path)?;
-        if large && idx.parsed_len - before.min(idx.parsed_len) >= index_cache::MIN_BYTES {
+        if self.grown_since_saved(&idx) {
             self.persist(&idx);
         }
         Ok(result)
@@ -153,8 +154,9 @@ impl Session {
     }
 
     /// Whether a large session grew by max(1 MiB, size/8) since its index was last
-    /// persisted: rewriting the cache then costs at most ~8 times its size per
-    /// doubling of the transcript, and a restart re-parses at most that much.
+    /// persisted (by a refresh that parsed it, or by appends): rewriting the cache
+    /// then costs at most ~8 times its size per doubling of the transcript, and a
+    /// restart re-parses at most that much.
     fn grown_since_saved(&self, idx: &SessionIndex) -> bool {
         let size = idx.file.size;
         if size < index_cache::MIN_BYTES || self.cache_file.is_none() {
@@ -185,7 +187,7 @@ impl Session {
         // (ours, or stale after another process's appends) must catch up first.
         let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
         let size = meta.len();
-        let stamp = super::index::FileStamp::of(&meta);
+        let stamp = FileStamp::of(&meta);
         if self.index.read().unwrap().file != stamp {
             self.index.write().unwrap().update(&file, stamp)?;
         }
@@ -211,7 +213,7 @@ impl Session {
                 idx.read_from(&file)?;
             }
             let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
-            idx.file = super::index::FileStamp::of(&meta);
+            idx.file = FileStamp::of(&meta);
             if self.grown_since_saved(&idx) {
                 self.persist(&idx);
             }
