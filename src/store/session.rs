@@ -123,7 +123,13 @@ impl Session {
                 Ok(meta) if meta.file_type().is_file() && FileStamp::of(&meta) == idx.file => {
                     return Ok(Refresh::Unchanged);
                 }
-                Ok(meta) => meta,
+                Ok(meta) if meta.file_type().is_file() => meta,
+                Ok(_) => {
+                    return Err(Error::not_found(format!(
+                        "{} is not a regular file",
+                        self.path.display()
+                    )));
+                }
                 Err(e) => return Err(Error::io(self.path.display(), &e)),
             }
         };
@@ -137,7 +143,13 @@ impl Session {
             *idx = cached;
             *self.saved.lock().unwrap() = Some(idx.file);
         }
-        let result = idx.refresh(&self.path)?;
+        // The stat above decides; no second one (SessionIndex::refresh would stat again).
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+            .map_err(|e| Error::io(self.path.display(), &e))?;
+        let result = idx.update(&file, FileStamp::of(&meta))?;
         if self.grown_since_saved(&idx) {
             self.persist(&idx);
         }
