@@ -4,8 +4,10 @@
 //! because the ranges it names are never rewritten.
 
 use crate::error::{Error, Result};
-use crate::store::index::{CompactionForm, MessageTable, SessionIndex, synthetic_summary_message};
-use crate::store::line::{Body, Line, parse_line};
+use crate::store::index::{
+    CompactionForm, CompactionRec, MessageTable, SessionIndex, synthetic_summary_message,
+};
+use crate::store::line::{Body, CompactionFields, Line, parse_line};
 use crate::store::projection::Projection;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -29,47 +31,46 @@ pub fn read_line_at(file: &File, start: u64, len: u64) -> Result<String> {
     String::from_utf8(buf).map_err(|_| Error::new(libc::EIO, "transcript line changed under us"))
 }
 
-/// The literal items a compaction puts before the kept messages.
-fn head_items(index: &SessionIndex, proj: &Projection, file: &File) -> Result<Vec<String>> {
-    let Some(ci) = proj.compaction else {
-        return Ok(Vec::new());
-    };
-    let c = &index.compactions[ci];
-    let line = read_line_at(file, c.line_start, c.line_len)?;
-    let line = line.trim_start_matches(['\u{feff}', '\0']);
-    let Line::Entry(entry) = parse_line(line) else {
-        return Err(Error::new(libc::EIO, "compaction line no longer parses"));
-    };
-    let Body::Compaction(fields) = entry.body else {
-        return Err(Error::new(libc::EIO, "compaction line changed"));
-    };
-    Ok(match c.validity {
-        Ok(CompactionForm::Replacement(_)) => match fields.messages {
-            Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
-            _ => return Err(Error::new(libc::EIO, "compaction messages changed")),
-        },
-        _ => vec![synthetic_summary_message(
-            &fields.summary.unwrap_or_default(),
-        )],
-    })
-}
-
-/// The text of the latest valid compaction's summary, for people.
-pub fn latest_summary(index: &SessionIndex, file: &File) -> Result<Option<String>> {
+/// Reads and re-parses the latest valid compaction's line (the index keeps only where
+/// it is), and hands its fields to `f`; `None` when there is no valid compaction.
+fn with_latest_compaction<T>(
+    index: &SessionIndex,
+    file: &File,
+    f: impl FnOnce(&CompactionRec, CompactionFields<'_>) -> Result<T>,
+) -> Result<Option<T>> {
     let Some(ci) = index.latest_valid_compaction else {
         return Ok(None);
     };
     let c = &index.compactions[ci];
     let line = read_line_at(file, c.line_start, c.line_len)?;
-    Ok(
-        match parse_line(line.trim_start_matches(['\u{feff}', '\0'])) {
-            Line::Entry(e) => match e.body {
-                Body::Compaction(f) => f.summary,
-                _ => None,
+    let Line::Entry(entry) = parse_line(line.trim_start_matches(['\u{feff}', '\0'])) else {
+        return Err(Error::new(libc::EIO, "compaction line no longer parses"));
+    };
+    let Body::Compaction(fields) = entry.body else {
+        return Err(Error::new(libc::EIO, "compaction line changed"));
+    };
+    f(c, fields).map(Some)
+}
+
+/// The literal items a compaction puts before the kept messages.
+fn head_items(index: &SessionIndex, file: &File) -> Result<Vec<String>> {
+    let items = with_latest_compaction(index, file, |c, fields| {
+        Ok(match c.validity {
+            Ok(CompactionForm::Replacement(_)) => match fields.messages {
+                Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
+                _ => return Err(Error::new(libc::EIO, "compaction messages changed")),
             },
-            _ => None,
-        },
-    )
+            _ => vec![synthetic_summary_message(
+                &fields.summary.unwrap_or_default(),
+            )],
+        })
+    })?;
+    Ok(items.unwrap_or_default())
+}
+
+/// The text of the latest valid compaction's summary, for people.
+pub fn latest_summary(index: &SessionIndex, file: &File) -> Result<Option<String>> {
+    Ok(with_latest_compaction(index, file, |_, fields| Ok(fields.summary))?.flatten())
 }
 
 impl ConversationSnapshot {
@@ -77,7 +78,7 @@ impl ConversationSnapshot {
     /// be a descriptor of the same transcript (kept: it outlives renames and deletes).
     pub fn new(index: &SessionIndex, file: File) -> Result<Self> {
         let proj = Projection::of(index);
-        let items = head_items(index, &proj, &file)?;
+        let items = head_items(index, &file)?;
         let kept = proj.to - proj.from;
         let mut head = Vec::new();
         if items.is_empty() && kept == 0 {
