@@ -639,12 +639,7 @@ fn ctl_frames_lines_per_handle() {
          {\"role\":\"user\",\"content\":\"no newline\"}\n]\n"
     );
     // The ids chain: each entry's parent-id is the entry before it.
-    let text = std::fs::read_to_string(m.backing_file(&s)).unwrap();
-    let entries: Vec<serde_json::Value> = text
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let entries = support::backing_entries(&m, &s);
     assert_eq!(entries.len(), 7);
     assert_eq!(entries[0]["parent-id"], serde_json::Value::Null);
     for w in entries.windows(2) {

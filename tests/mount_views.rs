@@ -623,12 +623,7 @@ fn concurrent_writers_and_a_reader() {
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(reader.join().unwrap() > 0);
     });
-    let text = std::fs::read_to_string(m.backing_file(&s)).unwrap();
-    let entries: Vec<serde_json::Value> = text
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let entries = support::backing_entries(&m, &s);
     assert_eq!(entries.len(), 1 + WRITERS * EACH);
     for w in entries.windows(2) {
         assert_eq!(w[1]["parent-id"], w[0]["id"], "chain forked");

@@ -276,3 +276,13 @@ pub fn session_files(store: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The entries of a session's backing file (every line after the header), parsed.
+pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(m.backing_file(session_dir))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
