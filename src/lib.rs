@@ -13,6 +13,7 @@ pub mod ctl;
 pub mod daemon;
 pub mod fs;
 pub mod fsck;
+pub mod sources;
 pub mod store;
 pub mod views;
 pub mod watch;

@@ -1,0 +1,1 @@
+//! Reader of claude session files (see ForeignReader).

@@ -1,0 +1,1 @@
+//! Reader of codex session files (see ForeignReader).

@@ -1,0 +1,117 @@
+//! What a reader of another agent's session file produces, whatever the agent: the
+//! facts its own picker lists, whether and why it could resume the file, and the
+//! messages it would resume with. Messages are pieces (literal text or byte ranges of
+//! the file kept verbatim), so a large transcript's conversation is served from the
+//! file itself instead of a copy in memory.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which agent wrote a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Agent {
+    Fen,
+    Pi,
+    Claude,
+    Codex,
+}
+
+impl Agent {
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Fen => "fen",
+            Agent::Pi => "pi",
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+        }
+    }
+}
+
+/// One part of a generated JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Piece {
+    /// Bytes made by the reader (always valid UTF-8 JSON text when joined).
+    Text(String),
+    /// `len` bytes of the source file from absolute offset `start`, kept verbatim.
+    Range { start: u64, len: u64 },
+}
+
+/// One message object of `conversation.json`: its pieces joined are one JSON object
+/// on one line (no `\n` inside).
+pub type MessagePieces = Vec<Piece>;
+
+/// What the agent's own listing and resume rules say about one file, from the lines
+/// fed so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForeignSummary {
+    /// The session id by the agent's rule (empty when the file gives none).
+    pub id: String,
+    /// The session's real working directory, by the agent's rule.
+    pub cwd: Option<String>,
+    /// The title the agent's picker shows (a rename, an AI title...), if any.
+    pub title: Option<String>,
+    /// The first user request, one line, as the agent's picker cuts it.
+    pub preview: Option<String>,
+    /// Creation time, RFC 3339, by the agent's rule.
+    pub created_at: Option<String>,
+    /// Last update, RFC 3339, only when the agent's listing takes it from the file's
+    /// content; `None` means "the file's mtime" (the source fills that in).
+    pub updated_at: Option<String>,
+    /// Whether the agent's own picker would list this file.
+    pub listed: bool,
+    /// Whether the agent could resume this file.
+    pub resumable: bool,
+    /// Why not, when `resumable` is false (one short sentence).
+    pub not_resumable_reason: Option<String>,
+    /// Lines that are entries of the file (valid JSON objects).
+    pub entries: u64,
+    /// Lines that are not valid JSON objects (or that the agent cannot deserialize).
+    pub malformed_lines: u64,
+    /// Messages in the resumed conversation, and how many per `role`.
+    pub messages: u64,
+    pub roles: BTreeMap<String, u64>,
+    /// Compactions on the resumed path (or in the history), for meta.json.
+    pub compactions: u64,
+}
+
+/// A reader of one agent's session file, fed the file from its start in order, whole
+/// lines at a time; it keeps only what the agent's rules need (ids, parents, offsets),
+/// never the file's contents, so following an append parses only the new bytes.
+pub trait ForeignReader: Send {
+    /// Reads `bytes`, the file's content from absolute offset `offset` (which is where
+    /// the previous feed's consumed bytes ended). Consumes complete `\n`-terminated
+    /// lines only and returns how many bytes it consumed; the rest is fed again later.
+    fn feed(&mut self, offset: u64, bytes: &[u8]) -> u64;
+
+    /// The listing facts from everything fed so far; `tail` is the file's unterminated
+    /// rest after the last consumed line (usually empty: a torn line from a crash or a
+    /// writer caught mid-append), judged as the agent itself would.
+    fn summary(&self, tail: &[u8]) -> ForeignSummary;
+
+    /// The messages the agent would resume with (empty when it cannot resume).
+    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces>;
+}
+
+/// Joins one message's pieces against the file's bytes (`file` from offset 0).
+pub fn render_message(pieces: &[Piece], file: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in pieces {
+        match p {
+            Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
+            Piece::Range { start, len } => {
+                let s = (*start as usize).min(file.len());
+                let e = (s + *len as usize).min(file.len());
+                out.extend_from_slice(&file[s..e]);
+            }
+        }
+    }
+    out
+}
+
+/// Reads a whole file's bytes through `reader` (tests and one-shot tools): feeds the
+/// complete lines, returns the unterminated tail.
+pub fn feed_all<'a>(reader: &mut dyn ForeignReader, file: &'a [u8]) -> &'a [u8] {
+    let consumed = reader.feed(0, file) as usize;
+    &file[consumed.min(file.len())..]
+}

@@ -1,0 +1,1 @@
+//! Reader of pi session files (see ForeignReader).
