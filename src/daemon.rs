@@ -1,12 +1,12 @@
 //! The mount's lifecycle: detaching with a readiness pipe, the notifier and sync
 //! threads, clean unmount on SIGINT/SIGTERM, and clearing stale mounts.
 
-use crate::ctl::{CtlService, DEFAULT_MAX_ENTRY_BYTES};
+use crate::ctl::CtlService;
 use crate::error::{Error, Result};
-use crate::fs::FenFs;
+use crate::sources::fen::FenSource;
+use crate::store::Store;
 use crate::store::durability::FsyncMode;
-use crate::store::{Store, default_root};
-use fuser::{Config, MountOption, SessionACL};
+use crate::tree::Tree;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::process::CommandExt;
@@ -18,29 +18,17 @@ use std::time::Duration;
 /// The environment variable carrying the readiness pipe to a detached daemon.
 const READY_FD_ENV: &str = "FEN_FS_READY_FD";
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct MountArgs {
+/// What `fen-fs mount` was asked for (the command line's parsed options).
+#[derive(Debug, Clone)]
+pub struct MountOptions {
     pub mountpoint: PathBuf,
-    /// The store folder (else $FEN_FS_STORE, else $XDG_STATE_HOME/fen/sessions).
-    #[arg(long)]
-    pub store: Option<PathBuf>,
-    /// Stay attached to the terminal instead of leaving a daemon.
-    #[arg(long)]
+    pub store: PathBuf,
+    /// Stay attached instead of leaving a daemon.
     pub foreground: bool,
-    /// When an acknowledged append reaches the disk.
-    #[arg(long, value_enum, default_value = "always")]
     pub fsync: FsyncMode,
-    /// Let other users see the mount (needs user_allow_other for non-root).
-    #[arg(long)]
     pub allow_other: bool,
-    /// Request-handling threads.
-    #[arg(long, default_value_t = 16)]
     pub threads: usize,
-    /// Where the detached daemon logs (RUST_LOG sets the level).
-    #[arg(long)]
     pub log_file: Option<PathBuf>,
-    /// Longest accepted ctl line (and unterminated buffer), in bytes.
-    #[arg(long, default_value_t = DEFAULT_MAX_ENTRY_BYTES)]
     pub max_entry_bytes: usize,
 }
 
@@ -79,9 +67,9 @@ fn check_mountpoint(mp: &Path) -> Result<()> {
     }
 }
 
-pub fn mount(args: MountArgs) -> Result<ExitCode> {
+pub fn mount(args: MountOptions) -> Result<ExitCode> {
     check_mountpoint(&args.mountpoint)?;
-    let root = args.store.clone().unwrap_or_else(default_root);
+    let root = args.store.clone();
     Store::open(&root, args.fsync)?;
     if args.foreground {
         let ready = std::env::var(READY_FD_ENV)
@@ -96,7 +84,7 @@ pub fn mount(args: MountArgs) -> Result<ExitCode> {
 
 /// Starts `fen-fs mount --foreground` as a daemon in its own session and waits until
 /// it says the mount is ready (or why it is not).
-fn detach(args: &MountArgs, root: &Path) -> Result<ExitCode> {
+fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     let mut fds = [0i32; 2];
     // SAFETY: valid out-array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -117,7 +105,7 @@ fn detach(args: &MountArgs, root: &Path) -> Result<ExitCode> {
         .arg("--store")
         .arg(root)
         .arg("--fsync")
-        .arg(format!("{:?}", args.fsync).to_lowercase())
+        .arg(args.fsync.name())
         .arg("--threads")
         .arg(args.threads.to_string())
         .arg("--max-entry-bytes")
@@ -172,7 +160,7 @@ fn detach(args: &MountArgs, root: &Path) -> Result<ExitCode> {
 }
 
 /// Runs the filesystem until unmounted or signalled.
-fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Result<ExitCode> {
+fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) -> Result<ExitCode> {
     let fail = |ready: &mut Option<std::fs::File>, e: Error| {
         if let Some(r) = ready.as_mut() {
             let _ = writeln!(r, "{}", e.reason);
@@ -190,25 +178,22 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
         Err(e) => return fail(&mut ready, e),
     };
     let ctl = Arc::new(CtlService::new(store.clone(), args.max_entry_bytes));
-    let stale = Arc::new(crate::fs::invalidate::Invalidations::default());
-    let fs = FenFs::new(store.clone(), ctl, stale.clone());
-
-    let mut config = Config::default();
-    config.mount_options = vec![
-        MountOption::FSName("fen-fs".into()),
-        MountOption::Subtype("fen-fs".into()),
-        MountOption::DefaultPermissions,
-        MountOption::NoSuid,
-        MountOption::NoDev,
-        MountOption::NoAtime,
-    ];
-    if args.allow_other {
-        config.acl = SessionACL::All;
-    }
-    config.n_threads = Some(args.threads.max(1));
-    config.clone_fd = true;
-    let mut session = match fuser::Session::new(fs, &args.mountpoint, &config) {
-        Ok(s) => s,
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let sources: Vec<Box<dyn crate::sources::SessionSource>> =
+        vec![Box::new(FenSource::watching(store.clone()))];
+    let tree = Arc::new(Tree::new(sources, Some(ctl), uid, gid));
+    let config = crate::fuse::MountConfig {
+        allow_other: args.allow_other,
+        threads: args.threads,
+    };
+    // Wake the main thread when the kernel ends the session (umount).
+    // SAFETY: sending a signal to our own process.
+    let on_end = || unsafe {
+        libc::kill(libc::getpid(), libc::SIGUSR1);
+    };
+    let mut mounted = match crate::fuse::mount(tree, &args.mountpoint, &config, on_end) {
+        Ok(m) => m,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
             return fail(&mut ready, stale_mount(&args.mountpoint));
         }
@@ -219,12 +204,6 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
             );
         }
     };
-    let mut unmounter = session.unmount_callable();
-    let notifier = session.notifier();
-    std::thread::Builder::new()
-        .name("fen-notify".into())
-        .spawn(move || stale.run(notifier))
-        .map_err(|e| Error::io("notifier thread", &e))?;
     if args.fsync == FsyncMode::Everysec {
         let store = store.clone();
         std::thread::Builder::new()
@@ -241,16 +220,6 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
             })
             .map_err(|e| Error::io("sync thread", &e))?;
     }
-    let fuse = std::thread::Builder::new()
-        .name("fen-fuse".into())
-        .spawn(move || {
-            let r = session.run();
-            // Wake the main thread when the kernel ends the session (umount).
-            // SAFETY: sending a signal to our own process.
-            unsafe { libc::kill(libc::getpid(), libc::SIGUSR1) };
-            r
-        })
-        .map_err(|e| Error::io("fuse thread", &e))?;
     log::info!(
         "mounted {} at {}",
         root.display(),
@@ -264,7 +233,7 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
     unsafe { libc::sigwait(&signals, &mut sig) };
     if sig != libc::SIGUSR1 {
         log::info!("signal {sig}: unmounting");
-        if let Err(e) = unmounter.unmount() {
+        if let Err(e) = mounted.unmount() {
             log::warn!("unmount: {e}");
         }
     }
@@ -272,10 +241,9 @@ fn serve(args: MountArgs, root: PathBuf, mut ready: Option<std::fs::File>) -> Re
     for s in store.known_sessions() {
         s.persist_if_stale();
     }
-    match fuse.join() {
-        Ok(Ok(())) => Ok(ExitCode::SUCCESS),
-        Ok(Err(e)) => Err(Error::io("fuse session", &e)),
-        Err(_) => Err(Error::new(libc::EIO, "fuse thread panicked")),
+    match mounted.join() {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Error::io("fuse session", &e)),
     }
 }
 

@@ -1,19 +1,21 @@
 //! fen-fs: a session store for AI coding agents, served as a FUSE filesystem.
 //!
-//! `store`, `views` and `ctl` are the plain-Rust core and know nothing of FUSE;
-//! `fs` is the thin fuser adapter and `daemon` the mount lifecycle.
+//! The layers, each calling only those below it (README: Architecture):
+//! `commands` (the CLI, with clap) → `daemon` (mount lifecycle) → `fuse` (the only
+//! user of fuser) → `tree` (the mount's tree as plain Rust) → `sources` (one per kind
+//! of store) and `ctl` (control files) → `views` → `store` (files on disk); `check`
+//! is `fen-fs fsck`.
 
 pub mod error;
 pub mod json;
 
 pub use error::{Error, Result};
-pub mod catalog;
-pub mod cli;
+pub mod check;
+pub mod commands;
 pub mod ctl;
 pub mod daemon;
-pub mod fs;
-pub mod fsck;
+pub mod fuse;
 pub mod sources;
 pub mod store;
+pub mod tree;
 pub mod views;
-pub mod watch;

@@ -115,7 +115,7 @@ fn the_store_ignores_what_is_not_a_session() {
         err_of(store.resolve(link.to_str().unwrap())).errno,
         libc::ENOENT
     );
-    assert_eq!(fen_fs::cli::list(&store, None).unwrap().len(), 1);
+    assert_eq!(fen_fs::commands::list::list(&store, None).unwrap().len(), 1);
     // Creating a session never writes through a symlinked namespace.
     let e = err_of(store.create_session(
         "/linked",
@@ -139,7 +139,7 @@ fn list_by_cwd_with_a_symlinked_namespace_is_empty() {
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), store.root.join("--linked--")).unwrap();
     assert!(
-        fen_fs::cli::list(&store, Some("/linked"))
+        fen_fs::commands::list::list(&store, Some("/linked"))
             .unwrap()
             .is_empty()
     );
@@ -230,7 +230,7 @@ fn list_newest_first_and_by_cwd() {
         ],
     );
 
-    let all = fen_fs::cli::list(&store, None).unwrap();
+    let all = fen_fs::commands::list::list(&store, None).unwrap();
     let dirs: Vec<&str> = all.iter().map(|l| l.dir.as_str()).collect();
     assert_eq!(
         dirs,
@@ -250,15 +250,15 @@ fn list_newest_first_and_by_cwd() {
     assert_eq!(all[1].messages, 1);
 
     // Only sessions whose header cwd matches, although /a-b and /a/b share a folder.
-    let ab = fen_fs::cli::list(&store, Some("/a/b")).unwrap();
+    let ab = fen_fs::commands::list::list(&store, Some("/a/b")).unwrap();
     assert_eq!(ab.len(), 1);
     assert_eq!(ab[0].dir, b.dir);
     assert_eq!(
-        fen_fs::cli::list(&store, Some("/a-b")).unwrap()[0].dir,
+        fen_fs::commands::list::list(&store, Some("/a-b")).unwrap()[0].dir,
         a.dir
     );
     assert!(
-        fen_fs::cli::list(&store, Some("/nowhere"))
+        fen_fs::commands::list::list(&store, Some("/nowhere"))
             .unwrap()
             .is_empty()
     );

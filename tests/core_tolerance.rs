@@ -253,7 +253,7 @@ fn empty_file() {
     assert!(m["last_entry_id"].is_null());
     assert!(summary(&s).contains("(no messages yet)"));
     // Listings do not choke on it either.
-    let all = fen_fs::cli::list(&store, None).unwrap();
+    let all = fen_fs::commands::list::list(&store, None).unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].messages, 0);
 }

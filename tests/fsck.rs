@@ -1,8 +1,8 @@
 //! `fen-fs fsck`: hand-written transcripts with one problem each, a clean file written
 //! through the core, and the real binary (exit codes, files left untouched).
 
+use fen_fs::check::{Before, ParentRef, ProblemKind, Report, check_file, check_reader};
 use fen_fs::ctl::grammar::{check_against, parse_root_line, parse_session_line};
-use fen_fs::fsck::{Before, ParentRef, ProblemKind, Report, check_file, check_reader};
 use fen_fs::store::Store;
 use fen_fs::store::durability::FsyncMode;
 use fen_fs::store::index::SessionIndex;
@@ -146,7 +146,7 @@ fn malformed_lines_with_numbers_and_reasons() {
     assert!(matches!(&k[4], (7, ProblemKind::Malformed(w)) if w.contains("UTF-8")));
     assert!(matches!(&k[5], (8, ProblemKind::Malformed(w)) if w.contains("4 NUL")));
     assert_eq!(r.problem_count(), 6);
-    let shown = fen_fs::fsck::render("ns/dir", &r);
+    let shown = fen_fs::check::render("ns/dir", &r);
     assert!(shown.starts_with("ns/dir: 6 problems\n"), "{shown}");
     assert!(
         shown.contains("  line 3: malformed: not JSON (expected"),
@@ -258,7 +258,7 @@ fn broken_chain() {
             ),
         ]
     );
-    let shown = fen_fs::fsck::render("x", &r);
+    let shown = fen_fs::check::render("x", &r);
     let want = format!(
         "line 6: broken chain: parent-id {} names line 3 (expected {}, the id of line 5)\n",
         id(2),
@@ -458,7 +458,7 @@ fn version_1_files() {
     assert!(r.is_clean());
     assert_eq!(r.problem_count(), 0);
     assert_eq!(r.note_count(), 1);
-    let shown = fen_fs::fsck::render("ns/d", &r);
+    let shown = fen_fs::check::render("ns/d", &r);
     assert!(shown.starts_with("ns/d: 1 note\n"), "{shown}");
     // A header without "version" is version 1 too.
     let h = r#"{"type":"session","id":"x","cwd":"/p"}"#.to_string();

@@ -101,7 +101,12 @@ impl CtlService {
 
     /// `ctl` handles open for writing on this session now (`meta.json`'s `writers`).
     pub fn writers(&self, session: &Session) -> u64 {
-        let key = format!("{}/{}", session.namespace, session.dir);
+        self.writers_of(&session.namespace, &session.dir)
+    }
+
+    /// The same, by namespace and session folder name.
+    pub fn writers_of(&self, ns: &str, dir: &str) -> u64 {
+        let key = format!("{ns}/{dir}");
         self.writers.lock().unwrap().get(&key).copied().unwrap_or(0)
     }
 

@@ -1,6 +1,79 @@
-//! Session sources: one per kind of store (fen's own, pi, Claude Code, Codex).
+//! Session sources: one [`SessionSource`] per kind of store (fen's own store; pi,
+//! Claude Code and Codex come behind the same trait). The tree asks a source for
+//! names, stats, listings and view snapshots; beyond "writable or not" it does not
+//! know which kind of store it serves.
 
 pub mod claude;
 pub mod codex;
+pub mod fen;
 pub mod foreign;
 pub mod pi;
+
+use crate::error::Result;
+use crate::views::listing::Listing;
+use crate::views::{Snapshot, ViewKind};
+use foreign::Agent;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// What a `stat` of one session tells the tree.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionStat {
+    /// The transcript's size.
+    pub size: u64,
+    /// The session's last update (its folder's mtime).
+    pub mtime: SystemTime,
+}
+
+/// A namespace's `index.json` bytes and `latest` target, as of now.
+#[derive(Clone)]
+pub struct NamespaceIndex {
+    pub index_json: Arc<Vec<u8>>,
+    pub latest: Option<String>,
+}
+
+pub trait SessionSource: Send + Sync {
+    fn agent(&self) -> Agent;
+
+    /// Whether sessions can be created and appended to (`ctl`); a read-only source's
+    /// sessions refuse every change.
+    fn writable(&self) -> bool;
+
+    /// The folder the source reads (for `statfs`, and messages).
+    fn root(&self) -> &Path;
+
+    /// The root folder's mtime (the mount root's, for a writable source).
+    fn root_mtime(&self) -> Option<SystemTime>;
+
+    /// Namespaces that hold at least one session of this source, sorted.
+    fn namespaces(&self) -> Result<Vec<String>>;
+
+    /// Whether `ns` holds at least one session of this source.
+    fn has_namespace(&self, ns: &str) -> bool;
+
+    /// The newest update of `ns` this source knows of, cheaply (no stat per session).
+    fn namespace_mtime(&self, ns: &str) -> Option<SystemTime>;
+
+    /// Session folder names in `ns`, sorted.
+    fn session_dirs(&self, ns: &str) -> Result<Vec<String>>;
+
+    /// The session `ns/dir`, or ENOENT when it is not one of this source's.
+    fn session_stat(&self, ns: &str, dir: &str) -> Result<SessionStat>;
+
+    /// Every session of `ns`, newest first (for `index.json` and `fen-fs list`).
+    fn listings(&self, ns: &str) -> Result<Vec<Listing>>;
+
+    /// `index.json` and `latest` of `ns` from this source's sessions alone (may be
+    /// cached; the tree uses it when no other source shares the namespace).
+    fn index(&self, ns: &str) -> Result<NamespaceIndex>;
+
+    /// The size of view `kind` of `ns/dir` as a fresh open would see it.
+    fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64>;
+
+    /// A snapshot of view `kind`; `writers` is the count of open `ctl` writers.
+    fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<Snapshot>;
+
+    /// A session of `ns` was appended to just now (through `ctl`).
+    fn appended(&self, _ns: &str) {}
+}

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::{Condvar, Mutex};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncMode {
     /// `fdatasync` before the write returns (group commit).
     #[default]
@@ -14,6 +14,27 @@ pub enum FsyncMode {
     Everysec,
     /// The kernel decides; a daemon crash still loses nothing acknowledged.
     No,
+}
+
+impl FsyncMode {
+    pub const NAMES: [&str; 3] = ["always", "everysec", "no"];
+
+    pub fn from_name(name: &str) -> Option<FsyncMode> {
+        Some(match name {
+            "always" => FsyncMode::Always,
+            "everysec" => FsyncMode::Everysec,
+            "no" => FsyncMode::No,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FsyncMode::Always => "always",
+            FsyncMode::Everysec => "everysec",
+            FsyncMode::No => "no",
+        }
+    }
 }
 
 pub fn fdatasync(file: &File) -> std::io::Result<()> {

@@ -7,7 +7,7 @@
 //! session per `ls`.
 
 use super::ids::id_key;
-use super::line::{Body, CompactionFields, FirstKept, Header, Line, parse_line};
+use super::line::{Body, CompactionFields, Header, Line, ValidCompaction, parse_line};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -192,19 +192,8 @@ impl SessionIndex {
     /// Brings the index up to date with the file: `stat` first; only new bytes are read
     /// when the file grew; truncation, replacement or a same-size rewrite reload.
     pub fn refresh(&mut self, path: &Path) -> Result<Refresh> {
-        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path.display(), &e))?;
-        if !meta.file_type().is_file() {
-            return Err(Error::not_found(format!(
-                "{} is not a regular file",
-                path.display()
-            )));
-        }
-        let stamp = FileStamp::of(&meta);
-        if stamp == self.file && self.parsed_len <= stamp.size {
-            return Ok(Refresh::Unchanged);
-        }
-        let file = File::open(path).map_err(|e| Error::io(path.display(), &e))?;
-        self.update(&file, stamp)
+        let (file, meta) = super::open::open_regular(path)?;
+        self.update(&file, FileStamp::of(&meta))
     }
 
     /// Brings the index up to `stamp`, the state of the open `file` (the appender's
@@ -421,7 +410,7 @@ impl SessionIndex {
         &self,
         line_start: u64,
         line_len: u64,
-        c: CompactionFields<'_>,
+        mut c: CompactionFields<'_>,
     ) -> CompactionRec {
         let msgs_before = self.message_count();
         let mut rec = CompactionRec {
@@ -436,42 +425,27 @@ impl SessionIndex {
             head_tokens: 0,
             tokens_before: c.tokens_before,
             tokens_after: c.tokens_after,
-            trigger: c.trigger,
+            trigger: c.trigger.take(),
         };
-        let Some(summary) = c.summary else {
-            rec.validity = Err("summary is missing or not a string".into());
-            return rec;
-        };
-        // §3 read literally: valid when `messages` is a valid list, OR first-kept is
-        // null, OR it names an earlier message. A bad `messages` beside a good
-        // first-kept still leaves the compaction valid (in first-kept form).
-        rec.validity = match (c.messages, c.first_kept) {
-            (Some(Ok(items)), _) => {
+        let verdict = c.validity(|id| {
+            self.find_message(id).ok_or_else(|| {
+                format!("first-kept-entry-id {id} names no message entry before the compaction")
+            })
+        });
+        rec.validity = verdict.map(|v| match v {
+            ValidCompaction::Replacement(items) => {
                 for item in &items {
                     let n = item.get().len() as u64;
                     rec.head_bytes += n;
                     rec.head_tokens += tokens_of(n);
                 }
                 rec.head_items = items.len();
-                Ok(CompactionForm::Replacement(items.len()))
+                CompactionForm::Replacement(items.len())
             }
-            (_, FirstKept::Null) => Ok(CompactionForm::FirstKept(None)),
-            (_, FirstKept::Id(id)) => match self.find_message(&id) {
-                Some(i) => Ok(CompactionForm::FirstKept(Some(i))),
-                None => Err(format!(
-                    "first-kept-entry-id {id} names no message entry before the compaction"
-                )),
-            },
-            (Some(Err(why)), _) => Err(why),
-            (None, FirstKept::WrongType) => {
-                Err("first-kept-entry-id is neither a string nor null".into())
-            }
-            (None, FirstKept::Absent) => {
-                Err("neither first-kept-entry-id nor messages is given".into())
-            }
-        };
-        if matches!(rec.validity, Ok(CompactionForm::FirstKept(_))) {
-            let n = synthetic_summary_message(&summary).len() as u64;
+            ValidCompaction::FirstKept(i) => CompactionForm::FirstKept(i),
+        });
+        if let (Ok(CompactionForm::FirstKept(_)), Some(summary)) = (&rec.validity, &c.summary) {
+            let n = synthetic_summary_message(summary).len() as u64;
             rec.head_bytes = n;
             rec.head_items = 1;
             rec.head_tokens = tokens_of(n);

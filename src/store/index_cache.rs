@@ -1,6 +1,6 @@
 //! The persisted session index: a remount need not re-parse a large unchanged (or
 //! only appended-to) transcript. One file per session under
-//! `<store>/.fen-cache/index/<namespace>/<dir>.idx`: a JSON line with the index's
+//! `layout::session_index_cache`: a JSON line with the index's
 //! counters and its `FileStamp`, then the message table as 48-byte records.
 //!
 //! It is trusted exactly as far as the in-memory index is: same device and inode,
@@ -9,7 +9,7 @@
 //! full parse. Written atomically; safe to delete.
 
 use super::index::{MessageRec, SessionIndex};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Transcripts smaller than this are parsed faster than their cache is read.
 pub const MIN_BYTES: u64 = 1 << 20;
@@ -21,14 +21,6 @@ struct Head {
     version: u32,
     records: usize,
     index: SessionIndex,
-}
-
-pub fn path_for(store_root: &Path, ns: &str, dir: &str) -> PathBuf {
-    store_root
-        .join(crate::catalog::CACHE_DIR)
-        .join("index")
-        .join(ns)
-        .join(format!("{dir}.idx"))
 }
 
 /// The cached index, if it describes an earlier (or the same) state of the file

@@ -57,6 +57,41 @@ pub struct CompactionFields<'a> {
     pub trigger: Option<String>,
 }
 
+/// The form of a compaction that §3 accepts.
+pub enum ValidCompaction<'a, K> {
+    /// `messages` is a valid replacement list.
+    Replacement(Vec<&'a RawValue>),
+    /// `first-kept-entry-id`: `None` for null, else what `kept` found for the id.
+    FirstKept(Option<K>),
+}
+
+impl<'a> CompactionFields<'a> {
+    /// §3's validity rule, the one place it is written: valid when `messages` is a
+    /// valid list, OR first-kept is null, OR `kept(id)` finds an earlier message.
+    /// Read literally, a bad `messages` beside a good first-kept still leaves the
+    /// compaction valid (in first-kept form). `Err` says why it is ignored.
+    pub fn validity<K>(
+        &mut self,
+        kept: impl FnOnce(&str) -> Result<K, String>,
+    ) -> Result<ValidCompaction<'a, K>, String> {
+        if self.summary.is_none() {
+            return Err("summary is missing or not a string".into());
+        }
+        match (self.messages.take(), &self.first_kept) {
+            (Some(Ok(items)), _) => Ok(ValidCompaction::Replacement(items)),
+            (_, FirstKept::Null) => Ok(ValidCompaction::FirstKept(None)),
+            (_, FirstKept::Id(id)) => kept(id).map(|k| ValidCompaction::FirstKept(Some(k))),
+            (Some(Err(why)), _) => Err(why),
+            (None, FirstKept::WrongType) => {
+                Err("first-kept-entry-id is neither a string nor null".into())
+            }
+            (None, FirstKept::Absent) => {
+                Err("neither first-kept-entry-id nor messages is given".into())
+            }
+        }
+    }
+}
+
 /// A JSON object with a non-empty string `role`: what every message must be.
 /// `raw` must already be a valid JSON value (as the loader's line parse guarantees).
 pub fn message_role(raw: &str) -> Option<String> {

@@ -10,8 +10,11 @@ pub mod entry;
 pub mod ids;
 pub mod index;
 pub mod index_cache;
+pub mod layout;
 pub mod line;
+pub mod lock;
 pub mod naming;
+pub mod open;
 pub mod projection;
 pub mod session;
 
@@ -26,26 +29,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+pub use layout::default_root;
+
 pub struct Store {
     pub root: PathBuf,
     pub append: AppendOptions,
     sessions: Mutex<HashMap<(String, String), Arc<Session>>>,
     id_claims: Mutex<()>,
-}
-
-/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/sessions`, unless `FEN_FS_STORE` is set.
-pub fn default_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("FEN_FS_STORE").filter(|v| !v.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
-            PathBuf::from(home).join(".local/state")
-        });
-    state.join("fen").join("sessions")
 }
 
 fn private_dir(path: &Path) -> Result<()> {
@@ -61,10 +51,6 @@ fn private_dir(path: &Path) -> Result<()> {
             .create(path)
             .map_err(|e| Error::io(path.display(), &e)),
     }
-}
-
-fn is_jsonl(name: &str) -> Option<&str> {
-    name.strip_suffix(".jsonl").filter(|s| !s.is_empty())
 }
 
 impl Store {
@@ -93,7 +79,7 @@ impl Store {
     /// The `*.jsonl` entries of namespace folder `ns` with their stems (a symlinked
     /// namespace is not a namespace).
     fn jsonl_entries(&self, ns: &str) -> Result<Vec<(String, std::fs::DirEntry)>> {
-        let dir = self.root.join(ns);
+        let dir = layout::namespace_path(&self.root, ns);
         let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(dir.display(), &e))?;
         if !meta.is_dir() {
             return Err(Error::not_found(format!("{ns} is not a namespace")));
@@ -101,7 +87,7 @@ impl Store {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), &e))? {
             let Ok(entry) = entry else { continue };
-            if let Some(stem) = entry.file_name().to_str().and_then(is_jsonl) {
+            if let Some(stem) = entry.file_name().to_str().and_then(layout::session_dir_of) {
                 out.push((stem.to_string(), entry));
             }
         }
@@ -169,7 +155,7 @@ impl Store {
     }
 
     pub fn session_path(&self, ns: &str, dir: &str) -> PathBuf {
-        self.root.join(ns).join(format!("{dir}.jsonl"))
+        layout::session_path(&self.root, ns, dir)
     }
 
     /// The session object for `ns/dir` without checking the file (the caller just
@@ -182,7 +168,7 @@ impl Store {
                     ns.to_string(),
                     dir.to_string(),
                     self.session_path(ns, dir),
-                    Some(index_cache::path_for(&self.root, ns, dir)),
+                    Some(layout::session_index_cache(&self.root, ns, dir)),
                 ))
             })
             .clone()
@@ -241,10 +227,10 @@ impl Store {
         let now = chrono::Utc::now();
         let ns = naming::slug(cwd);
         let dir = format!("{}_{id}", naming::stamp(now));
-        let ns_path = self.root.join(&ns);
+        let ns_path = layout::namespace_path(&self.root, &ns);
         private_dir(&self.root)?;
         private_dir(&ns_path)?;
-        let path = ns_path.join(format!("{dir}.jsonl"));
+        let path = ns_path.join(layout::session_file_name(&dir));
         let header = format!(
             "{{\"type\":\"session\",\"version\":2,\"id\":{},\"timestamp\":{},\"cwd\":{}}}\n",
             crate::json::quote(&id),
@@ -269,9 +255,10 @@ impl Store {
     /// Exclusive right to check-and-create named sessions, until the value drops.
     fn claim_session_ids(&self) -> Result<(std::sync::MutexGuard<'_, ()>, std::fs::File)> {
         let guard = self.id_claims.lock().unwrap();
-        let dir = self.root.join(crate::catalog::CACHE_DIR);
-        let _ = DirBuilder::new().mode(0o700).create(&dir);
-        let path = dir.join("session-ids.lock");
+        let _ = DirBuilder::new()
+            .mode(0o700)
+            .create(layout::cache_dir(&self.root));
+        let path = layout::session_ids_lock(&self.root);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -280,7 +267,7 @@ impl Store {
             .open(&path)
             .map_err(|e| Error::io(path.display(), &e))?;
         // Closing the file (when the claim drops) releases the lock.
-        session::flock_exclusive(&file)?;
+        std::mem::forget(lock::FileLock::exclusive(&file)?);
         Ok((guard, file))
     }
 

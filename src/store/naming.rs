@@ -1,5 +1,5 @@
-//! Names in the store: the namespace slug of a working directory, the creation stamp,
-//! and the `<stamp>_<session-id>.jsonl` file name.
+//! Names made from values: the namespace slug of a working directory, the creation
+//! stamp and timestamps, session ids. Paths are `layout`'s.
 
 use chrono::{DateTime, Utc};
 
@@ -36,10 +36,6 @@ pub fn is_valid_session_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-pub fn session_file_name(stamp: &str, session_id: &str) -> String {
-    format!("{stamp}_{session_id}.jsonl")
 }
 
 /// The session id in a file stem `<stamp>_<id>`, if the stem has that shape.

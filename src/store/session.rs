@@ -5,12 +5,12 @@ use super::entry::NewEntry;
 use super::ids::next_entry_id;
 use super::index::{FileStamp, Refresh, SessionIndex, tokens_of};
 use super::index_cache;
+use super::lock::FileLock;
 use super::naming::timestamp;
 use super::projection::Projection;
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
@@ -51,38 +51,6 @@ impl Default for AppendOptions {
 /// current state (is `first-kept-entry-id` a message of this session?) runs here,
 /// under the lock, against the up-to-date index.
 pub type Check<'a> = &'a dyn Fn(&SessionIndex, &NewEntry) -> Result<()>;
-
-/// An exclusive `flock` held for as long as this value lives.
-struct FileLock<'a>(&'a File);
-
-impl<'a> FileLock<'a> {
-    fn exclusive(file: &'a File) -> Result<Self> {
-        flock_exclusive(file)?;
-        Ok(FileLock(file))
-    }
-}
-
-/// Blocks until this descriptor holds an exclusive `flock` (released by LOCK_UN or
-/// by closing the descriptor).
-pub(crate) fn flock_exclusive(file: &File) -> Result<()> {
-    loop {
-        // SAFETY: valid descriptor; flock has no memory effects.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(Error::io("flock", &e));
-        }
-    }
-}
-
-impl Drop for FileLock<'_> {
-    fn drop(&mut self) {
-        // SAFETY: as above.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
-    }
-}
 
 impl Session {
     /// `cache_file`: where this session's index may be persisted (`None` for a file
@@ -146,7 +114,7 @@ impl Session {
         // The stat above decides; no second one (SessionIndex::refresh would stat again).
         let file = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
             .open(&self.path)
             .map_err(|e| Error::io(self.path.display(), &e))?;
         let result = idx.update(&file, FileStamp::of(&meta))?;

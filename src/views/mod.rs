@@ -10,9 +10,10 @@ use crate::error::{Error, Result};
 use crate::store::session::Session;
 use conversation::ConversationSnapshot;
 use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// The views of a session folder (§2.2), each a file in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ViewKind {
     Transcript,
     Conversation,
@@ -21,20 +22,30 @@ pub enum ViewKind {
 }
 
 impl ViewKind {
-    pub const ALL: [ViewKind; 4] = [
-        ViewKind::Transcript,
-        ViewKind::Conversation,
-        ViewKind::Summary,
-        ViewKind::Meta,
-    ];
-
-    pub fn file_name(self) -> &'static str {
+    /// The file name in a session folder: the one table of view names.
+    pub const fn file_name(self) -> &'static str {
         match self {
             ViewKind::Transcript => "transcript.jsonl",
             ViewKind::Conversation => "conversation.json",
             ViewKind::Summary => "summary.txt",
             ViewKind::Meta => "meta.json",
         }
+    }
+
+    /// The view a short name (`conversation`, `meta`, `summary`, `transcript`) or
+    /// file name stands for (`fen-fs show --view`).
+    pub fn from_name(name: &str) -> Option<ViewKind> {
+        [
+            ViewKind::Transcript,
+            ViewKind::Conversation,
+            ViewKind::Summary,
+            ViewKind::Meta,
+        ]
+        .into_iter()
+        .find(|k| {
+            let file = k.file_name();
+            name == file || Some(name) == file.split('.').next()
+        })
     }
 }
 
@@ -84,11 +95,7 @@ impl Snapshot {
 
 /// Opens the session file for reading, never through a symlink.
 pub fn open_transcript(session: &Session) -> Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&session.path)
-        .map_err(|e| Error::io(session.path.display(), &e))
+    crate::store::open::open_regular(&session.path).map(|(file, _)| file)
 }
 
 /// Renders `kind` of `session` as it is now. `writers` is the open `ctl` handle count.

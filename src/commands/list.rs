@@ -1,4 +1,4 @@
-//! What the read-only subcommands compute, kept out of `main.rs` so it is testable.
+//! `fen-fs list`: what it computes, apart from its options, so that it is testable.
 
 use crate::error::Result;
 use crate::store::Store;
@@ -29,7 +29,7 @@ pub fn list(store: &Store, cwd: Option<&str>) -> Result<Vec<Listing>> {
         }
         None => store.namespaces()?,
     };
-    let catalog = crate::catalog::Catalog::default();
+    let catalog = crate::sources::fen::catalog::Catalog::default();
     let mut out = Vec::new();
     for ns in namespaces {
         out.extend(

@@ -3,14 +3,14 @@
 //! current, else from the persisted cache when the file's stat (dev, inode, size,
 //! mtime) is unchanged, else from parsing the file.
 //!
-//! The persisted cache lives in `<store>/.fen-cache/<namespace>.json` (a folder with no
+//! The persisted cache lives in `layout::listing_cache` (a folder with no
 //! `*.jsonl`, so the store ignores it). It is written atomically (temp file + rename),
 //! validated per file, and safe to delete: it only saves a remount from re-reading
 //! unchanged transcripts.
 
 use crate::error::Result;
-use crate::store::Store;
 use crate::store::index::FileStamp;
+use crate::store::{Store, layout};
 use crate::views::listing::{Listing, render_json, sort_newest_first};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -30,7 +30,7 @@ pub struct Catalog {
     render_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Set by a long-lived process (the daemon): then an unchanged namespace is
     /// served without a `stat` per session file.
-    watch: Option<crate::watch::StoreWatch>,
+    watch: Option<super::watch::StoreWatch>,
 }
 
 /// `index.json` and `latest` of a namespace as of one fingerprint: reused while no
@@ -54,7 +54,6 @@ fn fingerprint(files: &[(String, std::fs::Metadata)]) -> u64 {
     h.finish()
 }
 
-pub const CACHE_DIR: &str = ".fen-cache";
 const CACHE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize, Default)]
@@ -71,7 +70,7 @@ struct CachedListing {
 }
 
 fn cache_path(store: &Store, ns: &str) -> PathBuf {
-    store.root.join(CACHE_DIR).join(format!("{ns}.json"))
+    layout::listing_cache(&store.root, ns)
 }
 
 fn load(store: &Store, ns: &str) -> NamespaceCache {
@@ -85,7 +84,7 @@ fn load(store: &Store, ns: &str) -> NamespaceCache {
 /// The rendered `index.json` persisted as `<fingerprint hex> <latest>\n<bytes>`: after a
 /// remount, one stat pass that finds every file unchanged serves it as is.
 fn rendered_path(store: &Store, ns: &str) -> PathBuf {
-    store.root.join(CACHE_DIR).join(format!("{ns}.index"))
+    layout::rendered_index_cache(&store.root, ns)
 }
 
 fn load_rendered(store: &Store, ns: &str) -> Option<Rendered> {
@@ -127,7 +126,7 @@ impl Catalog {
     /// run gains nothing from it).
     pub fn watching() -> Self {
         Catalog {
-            watch: crate::watch::StoreWatch::new(),
+            watch: super::watch::StoreWatch::new(),
             ..Default::default()
         }
     }
@@ -184,7 +183,7 @@ impl Catalog {
             .clone();
         let _one_at_a_time = lock.lock().unwrap();
         if let Some(w) = &self.watch {
-            if !w.changed(ns, &store.root.join(ns))
+            if !w.changed(ns, &layout::namespace_path(&store.root, ns))
                 && let Some(r) = self.rendered.lock().unwrap().get(ns)
             {
                 return Ok(r.clone());

@@ -28,13 +28,17 @@ enum Slot {
 pub const ROOT: u64 = 1;
 pub const ROOT_CTL: u64 = 2;
 
-/// The files of a session folder, in `ls` order, with their kind codes.
+/// The `ctl` file's name, in the root and in each writable session folder.
+pub const CTL: &str = "ctl";
+
+/// The files of a session folder, in `ls` order, with their kind codes (`ctl` is
+/// listed only in writable sessions).
 pub const SESSION_FILES: [(&str, u64); 5] = [
-    ("conversation.json", 2),
-    ("ctl", 5),
-    ("meta.json", 4),
-    ("summary.txt", 3),
-    ("transcript.jsonl", 1),
+    (ViewKind::Conversation.file_name(), 2),
+    (CTL, 5),
+    (ViewKind::Meta.file_name(), 4),
+    (ViewKind::Summary.file_name(), 3),
+    (ViewKind::Transcript.file_name(), 1),
 ];
 
 fn view_of(code: u64) -> Option<ViewKind> {

@@ -2,7 +2,8 @@
 //!
 //! [`check_file`] reads one transcript (read-only, `O_NOFOLLOW`, under a shared
 //! `flock` so that an append in progress is not mistaken for a torn line) and returns
-//! a [`Report`]; [`run`] checks a store, or one session, and prints the reports.
+//! a [`Report`]; [`check_store`] checks a store, or one session, and returns the
+//! reports as a value that the command prints.
 //!
 //! Lines are classified exactly as readers do (`store::index`'s `ingest_line`): a BOM
 //! on line 1, a `\r` before the `\n` and trailing blanks are accepted, blank lines are
@@ -17,16 +18,12 @@ use crate::error::{Error, Result};
 use crate::json::{RawObject, as_string, is_null};
 use crate::store::Store;
 use crate::store::ids::id_key;
-use crate::store::line::{Body, CompactionFields, FirstKept, Line, parse_line};
+use crate::store::line::{Body, CompactionFields, Line, parse_line};
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Lines longer than this are not parsed (reported as [`ProblemKind::TooLong`]), so a
 /// file of garbage without newlines cannot make fsck load it whole.
@@ -157,19 +154,11 @@ impl Report {
 /// Checks one transcript file. Never writes: the file is opened read-only with
 /// `O_NOFOLLOW` (a symbolic link is an error) and must be a regular file.
 pub fn check_file(path: &Path) -> Result<Report> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(path.display(), &e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path.display(), &e))?;
-    if !meta.file_type().is_file() {
-        return Err(Error::not_found(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    let _lock = SharedLock::acquire(&file);
+    let (file, _) = crate::store::open::open_regular(path)?;
+    // A shared lock, so a writer (which appends under an exclusive one) is never
+    // caught half-way; a writer that holds it longer than LOCK_WAIT only risks a
+    // torn tail being reported that is really an append in progress.
+    let _lock = crate::store::lock::FileLock::shared_within(&file, LOCK_WAIT);
     check_reader(BufReader::with_capacity(256 << 10, &file), MAX_LINE_BYTES)
         .map_err(|e| Error::io(path.display(), &e))
 }
@@ -188,39 +177,6 @@ pub fn check_reader<R: BufRead>(mut reader: R, max_line: usize) -> std::io::Resu
         }
     }
     Ok(checker.finish())
-}
-
-/// A shared `flock`, so a writer (which appends under an exclusive one) is never
-/// caught half-way. Waits at most [`LOCK_WAIT`]; a writer that holds its lock longer
-/// only risks a torn tail being reported that is really an append in progress.
-struct SharedLock(Option<i32>);
-
-impl SharedLock {
-    fn acquire(file: &std::fs::File) -> SharedLock {
-        let fd = file.as_raw_fd();
-        let start = Instant::now();
-        loop {
-            // SAFETY: a valid descriptor; flock has no memory effects.
-            if unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) } == 0 {
-                return SharedLock(Some(fd));
-            }
-            let e = std::io::Error::last_os_error();
-            let busy = matches!(e.raw_os_error(), Some(libc::EWOULDBLOCK | libc::EINTR));
-            if !busy || start.elapsed() >= LOCK_WAIT {
-                return SharedLock(None);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for SharedLock {
-    fn drop(&mut self) {
-        if let Some(fd) = self.0 {
-            // SAFETY: as above; the file outlives this guard.
-            unsafe { libc::flock(fd, libc::LOCK_UN) };
-        }
-    }
 }
 
 /// One line as read: a leading run of NUL bytes is counted, not stored.
@@ -504,34 +460,21 @@ impl Checker {
         }
     }
 
-    /// §3's validity rule, as `SessionIndex` applies it.
-    fn compaction_validity(&self, c: CompactionFields<'_>) -> std::result::Result<(), String> {
-        if c.summary.is_none() {
-            return Err("summary is missing or not a string".into());
-        }
-        match (c.messages, c.first_kept) {
-            (Some(Ok(_)), _) => Ok(()),
-            (_, FirstKept::Null) => Ok(()),
-            (_, FirstKept::Id(id)) => match self.ids.get(&id_key(&id)) {
-                Some(i) if i.message => Ok(()),
-                Some(i) => Err(format!(
-                    "first-kept-entry-id {} names line {}, which is not a message entry",
-                    show(&id),
-                    i.line
-                )),
-                None => Err(format!(
-                    "first-kept-entry-id {} names no message entry before the compaction",
-                    show(&id)
-                )),
-            },
-            (Some(Err(why)), _) => Err(why),
-            (None, FirstKept::WrongType) => {
-                Err("first-kept-entry-id is neither a string nor null".into())
-            }
-            (None, FirstKept::Absent) => {
-                Err("neither first-kept-entry-id nor messages is given".into())
-            }
-        }
+    /// §3's validity rule (`CompactionFields::validity`), with reasons that name lines.
+    fn compaction_validity(&self, mut c: CompactionFields<'_>) -> std::result::Result<(), String> {
+        c.validity(|id| match self.ids.get(&id_key(id)) {
+            Some(i) if i.message => Ok(()),
+            Some(i) => Err(format!(
+                "first-kept-entry-id {} names line {}, which is not a message entry",
+                show(id),
+                i.line
+            )),
+            None => Err(format!(
+                "first-kept-entry-id {} names no message entry before the compaction",
+                show(id)
+            )),
+        })
+        .map(|_| ())
     }
 }
 
@@ -712,43 +655,53 @@ pub fn render(label: &str, report: &Report) -> String {
     out
 }
 
-/// Checks every session of the store (or the one `session` names), writing one block
-/// per session with something to report and a final count line. Returns
-/// (sessions checked, sessions with problems).
-pub fn run_to(store: &Store, session: Option<&str>, out: &mut dyn Write) -> Result<(usize, usize)> {
+/// The reports of a store's sessions: each labelled `namespace/dir`, with the
+/// report or why the file could not be checked.
+pub struct StoreReport {
+    pub sessions: Vec<(String, std::result::Result<Report, String>)>,
+}
+
+impl StoreReport {
+    /// Sessions with problems (or that could not be checked).
+    pub fn bad(&self) -> usize {
+        self.sessions
+            .iter()
+            .filter(|(_, r)| !r.as_ref().is_ok_and(|r| r.is_clean()))
+            .count()
+    }
+
+    /// One block per session with something to report, then a count line.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (label, report) in &self.sessions {
+            match report {
+                Ok(report) => out.push_str(&render(label, report)),
+                Err(why) => out.push_str(&format!("{label}: cannot check: {}\n", one_line(why))),
+            }
+        }
+        let n = self.sessions.len();
+        let s = if n == 1 { "" } else { "s" };
+        out.push_str(&format!(
+            "checked {n} session{s}, {} with problems\n",
+            self.bad()
+        ));
+        out
+    }
+}
+
+/// Checks every session of the store, or the one `session` names.
+pub fn check_store(store: &Store, session: Option<&str>) -> Result<StoreReport> {
     let sessions = match session {
         Some(spec) => vec![store.resolve(spec)?],
         None => store.all_sessions()?,
     };
-    let mut bad = 0;
-    for s in &sessions {
-        let label = format!("{}/{}", s.namespace, s.dir);
-        let text = match check_file(&s.path) {
-            Ok(report) => {
-                bad += !report.is_clean() as usize;
-                render(&label, &report)
-            }
-            Err(e) => {
-                bad += 1;
-                format!("{label}: cannot check: {}\n", one_line(&e.reason))
-            }
-        };
-        let _ = out.write_all(text.as_bytes());
-    }
-    let n = sessions.len();
-    let s = if n == 1 { "" } else { "s" };
-    let _ = writeln!(out, "checked {n} session{s}, {bad} with problems");
-    let _ = out.flush();
-    Ok((n, bad))
-}
-
-/// `fen-fs fsck [SESSION]`: exit 0 when every checked session is clean, 1 otherwise.
-pub fn run(store: &Store, session: Option<&str>) -> Result<ExitCode> {
-    let mut stdout = std::io::stdout().lock();
-    let (_, bad) = run_to(store, session, &mut stdout)?;
-    Ok(if bad > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    Ok(StoreReport {
+        sessions: sessions
+            .iter()
+            .map(|s| {
+                let label = format!("{}/{}", s.namespace, s.dir);
+                (label, check_file(&s.path).map_err(|e| e.reason))
+            })
+            .collect(),
     })
 }

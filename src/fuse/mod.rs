@@ -1,0 +1,445 @@
+//! The FUSE adapter, and the only module that names `fuser`: each callback translates
+//! its arguments, calls the [`Tree`], and converts the value or errno into a reply.
+//! [`mount`] starts a session with its notifier thread.
+
+use crate::error::Error;
+use crate::tree::attr::{Attr, CacheMode, ENTRY_TTL, FileKind};
+use crate::tree::{SetAttr, Tree};
+use fuser::{
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    SessionACL, TimeOrNow, WriteFlags,
+};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+pub struct FenFuse {
+    tree: Arc<Tree>,
+}
+
+fn errno(e: &Error) -> Errno {
+    Errno::from_i32(e.errno)
+}
+
+fn file_type(kind: FileKind) -> FileType {
+    match kind {
+        FileKind::Directory => FileType::Directory,
+        FileKind::RegularFile => FileType::RegularFile,
+        FileKind::Symlink => FileType::Symlink,
+    }
+}
+
+fn file_attr(a: &Attr) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(a.ino),
+        size: a.size,
+        blocks: a.blocks,
+        atime: a.mtime,
+        mtime: a.mtime,
+        ctime: a.mtime,
+        crtime: a.mtime,
+        kind: file_type(a.kind),
+        perm: a.perm,
+        nlink: a.nlink(),
+        uid: a.uid,
+        gid: a.gid,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+fn fopen_flags(cache: CacheMode) -> FopenFlags {
+    match cache {
+        CacheMode::DirectIo => FopenFlags::FOPEN_DIRECT_IO,
+        CacheMode::KeepCache => FopenFlags::FOPEN_KEEP_CACHE,
+        CacheMode::Stream => FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES,
+    }
+}
+
+fn reply_entry(reply: ReplyEntry, r: crate::Result<Attr>) {
+    match r {
+        Ok(a) => reply.entry_with_ttls(&a.ttl(), &ENTRY_TTL, &file_attr(&a), Generation(0)),
+        Err(e) => reply.error(errno(&e)),
+    }
+}
+
+fn reply_attr(reply: ReplyAttr, r: crate::Result<Attr>) {
+    match r {
+        Ok(a) => reply.attr(&a.ttl(), &file_attr(&a)),
+        Err(e) => reply.error(errno(&e)),
+    }
+}
+
+fn reply_empty(reply: ReplyEmpty, r: crate::Result<()>) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(errno(&e)),
+    }
+}
+
+impl Filesystem for FenFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Lets mmap readers use direct-I/O views (kernel 6.6+); harmless if refused.
+        let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        // Attributes come with the listing: `ls -l` of 10,000 sessions is then a
+        // handful of READDIRPLUS requests instead of 10,000 LOOKUPs.
+        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
+        let _ = config.set_max_write(1 << 20);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        reply_entry(reply, self.tree.lookup(parent.0, name));
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply_attr(reply, self.tree.getattr(ino.0, fh.map(|f| f.0)));
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let change = SetAttr {
+            mode: mode.is_some(),
+            owner: uid.is_some() || gid.is_some(),
+            size: size.is_some(),
+        };
+        reply_attr(reply, self.tree.setattr(ino.0, change));
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.tree.readlink(ino.0) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    // Every change to the structure: one answer, from the tree.
+    fn mknod(
+        &self,
+        _r: &Request,
+        p: INodeNo,
+        n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _d: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn mkdir(&self, _r: &Request, p: INodeNo, n: &OsStr, _m: u32, _u: u32, reply: ReplyEntry) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn unlink(&self, _r: &Request, p: INodeNo, n: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn rmdir(&self, _r: &Request, p: INodeNo, n: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn symlink(
+        &self,
+        _r: &Request,
+        p: INodeNo,
+        n: &OsStr,
+        _t: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn rename(
+        &self,
+        _r: &Request,
+        p: INodeNo,
+        n: &OsStr,
+        _np: INodeNo,
+        _nn: &OsStr,
+        _f: fuser::RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn link(&self, _r: &Request, _i: INodeNo, np: INodeNo, nn: &OsStr, reply: ReplyEntry) {
+        reply.error(errno(&self.tree.change_structure(np.0, nn)));
+    }
+
+    fn create(
+        &self,
+        _r: &Request,
+        p: INodeNo,
+        n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _f: i32,
+        reply: ReplyCreate,
+    ) {
+        reply.error(errno(&self.tree.change_structure(p.0, n)));
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.tree.open(ino.0, flags.0, req.pid()) {
+            Ok(o) => reply.opened(FileHandle(o.fh), fopen_flags(o.cache)),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.tree.read(fh.0, offset, size) {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        _offset: u64,
+        data: &[u8],
+        _wf: WriteFlags,
+        _flags: OpenFlags,
+        lock: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.tree.write(ino.0, fh.0, data, lock.map(|l| l.0)) {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        lock: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.tree.flush(ino.0, fh.0, lock.0));
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.tree.release(fh.0);
+        reply.ok();
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.tree.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let entries = match self.tree.readdir(fh.0) {
+            Ok(e) => e,
+            Err(e) => return reply.error(errno(&e)),
+        };
+        for (i, e) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(e.ino), i as u64 + 1, file_type(e.kind), &e.name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: fuser::ReplyDirectoryPlus,
+    ) {
+        let entries = match self.tree.readdir(fh.0) {
+            Ok(e) => e,
+            Err(e) => return reply.error(errno(&e)),
+        };
+        for (i, e) in entries.iter().enumerate().skip(offset as usize) {
+            let Some(attr) = self.tree.entry_attr(e) else {
+                continue;
+            };
+            // One TTL serves name and attributes here: the shorter of the two.
+            let ttl = attr.ttl().min(ENTRY_TTL);
+            let fa = file_attr(&attr);
+            if reply.add(
+                INodeNo(e.ino),
+                i as u64 + 1,
+                &e.name,
+                &ttl,
+                &fa,
+                Generation(0),
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.tree.releasedir(fh.0);
+        reply.ok();
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: fuser::ReplyXattr,
+    ) {
+        // ENOSYS (not ENODATA): the kernel then stops asking, instead of sending a
+        // getxattr per file on every `ls -l`.
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: fuser::ReplyXattr) {
+        if size == 0 {
+            reply.size(0)
+        } else {
+            reply.data(&[])
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let s = self.tree.statfs();
+        reply.statfs(
+            s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize,
+        );
+    }
+}
+
+/// How to mount.
+pub struct MountConfig {
+    pub allow_other: bool,
+    pub threads: usize,
+}
+
+/// A running mount: its request loop's thread and a way to end it.
+pub struct Mounted {
+    unmounter: fuser::SessionUnmounter,
+    requests: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Mounted {
+    /// Unmounts; the request loop then ends.
+    pub fn unmount(&mut self) -> std::io::Result<()> {
+        self.unmounter.unmount()
+    }
+
+    /// Waits for the request loop to end (after an unmount, ours or `umount`'s).
+    pub fn join(self) -> std::io::Result<()> {
+        self.requests
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("fuse thread panicked")))
+    }
+}
+
+/// Mounts `tree` at `mountpoint` and serves it from a thread; `on_end` runs on that
+/// thread when the kernel ends the session. Also starts the notifier thread that
+/// sends the tree's cache invalidations.
+pub fn mount(
+    tree: Arc<Tree>,
+    mountpoint: &Path,
+    options: &MountConfig,
+    on_end: impl FnOnce() + Send + 'static,
+) -> std::io::Result<Mounted> {
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName("fen-fs".into()),
+        MountOption::Subtype("fen-fs".into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoSuid,
+        MountOption::NoDev,
+        MountOption::NoAtime,
+    ];
+    if options.allow_other {
+        config.acl = SessionACL::All;
+    }
+    config.n_threads = Some(options.threads.max(1));
+    config.clone_fd = true;
+    let stale = tree.invalidations();
+    let mut session = fuser::Session::new(FenFuse { tree }, mountpoint, &config)?;
+    let unmounter = session.unmount_callable();
+    let notifier = session.notifier();
+    std::thread::Builder::new()
+        .name("fen-notify".into())
+        .spawn(move || {
+            loop {
+                for ino in stale.next_batch() {
+                    // ENOENT just means the kernel holds nothing for that inode.
+                    let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
+                }
+            }
+        })?;
+    let requests = std::thread::Builder::new()
+        .name("fen-fuse".into())
+        .spawn(move || {
+            let r = session.run();
+            on_end();
+            r
+        })?;
+    Ok(Mounted {
+        unmounter,
+        requests,
+    })
+}

@@ -1,0 +1,70 @@
+//! Every path name in a store, in one place: the namespace folders, session files,
+//! and fen-fs's own cache folder with its caches and lock files. Nothing else in the
+//! crate joins a name onto the store's root.
+
+use std::path::{Path, PathBuf};
+
+/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/sessions`, unless `FEN_FS_STORE` is set.
+pub fn default_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FEN_FS_STORE").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
+            PathBuf::from(home).join(".local/state")
+        });
+    state.join("fen").join("sessions")
+}
+
+/// fen-fs's own folder in the store: caches (safe to delete) and lock files. It holds
+/// no `*.jsonl` at its top, so the store's readers ignore it.
+pub const CACHE_DIR: &str = ".fen-cache";
+
+/// A session file's name for its folder name `dir` (`<stamp>_<session-id>`).
+pub fn session_file_name(dir: &str) -> String {
+    format!("{dir}.jsonl")
+}
+
+/// The folder name of a session file name, if it is one (`*.jsonl`, non-empty stem).
+pub fn session_dir_of(file_name: &str) -> Option<&str> {
+    file_name.strip_suffix(".jsonl").filter(|s| !s.is_empty())
+}
+
+pub fn namespace_path(root: &Path, ns: &str) -> PathBuf {
+    root.join(ns)
+}
+
+pub fn session_path(root: &Path, ns: &str, dir: &str) -> PathBuf {
+    root.join(ns).join(session_file_name(dir))
+}
+
+pub fn cache_dir(root: &Path) -> PathBuf {
+    root.join(CACHE_DIR)
+}
+
+/// The persisted listings of one namespace (`catalog`).
+pub fn listing_cache(root: &Path, ns: &str) -> PathBuf {
+    cache_dir(root).join(format!("{ns}.json"))
+}
+
+/// The persisted rendered `index.json` of one namespace (`catalog`).
+pub fn rendered_index_cache(root: &Path, ns: &str) -> PathBuf {
+    cache_dir(root).join(format!("{ns}.index"))
+}
+
+/// The persisted index of one large session (`index_cache`).
+pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> PathBuf {
+    cache_dir(root)
+        .join("index")
+        .join(ns)
+        .join(format!("{dir}.idx"))
+}
+
+/// The lock that makes "is this session-id free? then create it" atomic across
+/// processes.
+pub fn session_ids_lock(root: &Path) -> PathBuf {
+    cache_dir(root).join("session-ids.lock")
+}

@@ -1,0 +1,604 @@
+//! The mount's tree (§2) as plain Rust: lookups, listings, attributes, open views,
+//! `ctl` writes and their replies are methods that take inode numbers and names and
+//! return values or an [`Error`] with an errno. Nothing here knows FUSE; the adapter in
+//! `fuse` translates each request into one call, and tests drive this in-process.
+//!
+//! Sessions come from [`SessionSource`]s: a namespace folder lists the sessions of
+//! every source that has it; the tree knows of a source only whether it is writable.
+
+pub mod attr;
+pub mod inodes;
+pub mod invalidate;
+
+use crate::ctl::{CtlHandle, CtlService, CtlTarget};
+use crate::error::{Error, Result};
+use crate::sources::{NamespaceIndex, SessionSource};
+use crate::views::listing::{render_json, sort_newest_first};
+use crate::views::{Snapshot, ViewKind};
+use attr::{Attr, CacheMode, FileKind, StatFs};
+use inodes::{CTL, InodeTable, Node, SESSION_FILES};
+use invalidate::Invalidations;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+pub use inodes::ROOT;
+
+/// The size a `ctl` reports. The kernel serializes direct writes that end past a
+/// file's size (and all O_APPEND writes); below this size, writers on separate
+/// descriptors of one `ctl` reach the daemon concurrently and share `fdatasync`s
+/// (group commit). Small on purpose: readers such as `read_to_string` or Python's
+/// `read()` preallocate `st_size`. Reads ignore offsets (a control file is a stream).
+const CTL_SIZE: u64 = 1 << 20;
+
+/// One entry of a folder listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: FileKind,
+    pub name: String,
+}
+
+/// An open file or folder.
+enum OpenFile {
+    View(Snapshot),
+    Ctl(Mutex<CtlHandle>),
+    Dir(Arc<Vec<DirEntry>>),
+}
+
+/// What `open` gives: the handle number and how the kernel should cache it.
+#[derive(Debug, Clone, Copy)]
+pub struct Opened {
+    pub fh: u64,
+    pub cache: CacheMode,
+}
+
+/// The changes `setattr` asks for (times are accepted and ignored).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SetAttr {
+    pub mode: bool,
+    pub owner: bool,
+    pub size: bool,
+}
+
+pub struct Tree {
+    sources: Vec<Box<dyn SessionSource>>,
+    /// The `ctl` service of the writable source, if there is one.
+    ctl: Option<Arc<CtlService>>,
+    inodes: InodeTable,
+    handles: Mutex<HashMap<u64, Arc<OpenFile>>>,
+    next_fh: AtomicU64,
+    uid: u32,
+    gid: u32,
+    stale: Arc<Invalidations>,
+}
+
+impl Tree {
+    /// A tree over `sources` (the writable one first, if any); `ctl` serves its control
+    /// files. Files and folders belong to `uid`/`gid` (the user who mounted).
+    pub fn new(
+        sources: Vec<Box<dyn SessionSource>>,
+        ctl: Option<Arc<CtlService>>,
+        uid: u32,
+        gid: u32,
+    ) -> Self {
+        Tree {
+            sources,
+            ctl,
+            inodes: InodeTable::default(),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            uid,
+            gid,
+            stale: Arc::new(Invalidations::default()),
+        }
+    }
+
+    /// Inodes whose kernel caches must be dropped (drained by the adapter's notifier).
+    pub fn invalidations(&self) -> Arc<Invalidations> {
+        self.stale.clone()
+    }
+
+    fn attr(&self, ino: u64, kind: FileKind, perm: u16, size: u64, mtime: SystemTime) -> Attr {
+        Attr {
+            ino,
+            kind,
+            perm,
+            size,
+            blocks: size.div_ceil(512),
+            mtime,
+            uid: self.uid,
+            gid: self.gid,
+        }
+    }
+
+    fn node_of(&self, ino: u64) -> Result<Node> {
+        self.inodes
+            .node(ino)
+            .ok_or_else(|| Error::not_found("stale inode"))
+    }
+
+    fn ctl_service(&self) -> Result<&Arc<CtlService>> {
+        self.ctl
+            .as_ref()
+            .ok_or_else(|| Error::not_found("this mount has no control file"))
+    }
+
+    fn sources_of(&self, ns: &str) -> Vec<&dyn SessionSource> {
+        self.sources
+            .iter()
+            .map(|s| s.as_ref())
+            .filter(|s| s.has_namespace(ns))
+            .collect()
+    }
+
+    /// The source that holds session `ns/dir`, with the session's stat.
+    fn session_source(
+        &self,
+        ns: &str,
+        dir: &str,
+    ) -> Result<(&dyn SessionSource, crate::sources::SessionStat)> {
+        for s in &self.sources {
+            if let Ok(stat) = s.session_stat(ns, dir) {
+                return Ok((s.as_ref(), stat));
+            }
+        }
+        Err(Error::not_found(format!("no session {ns}/{dir}")))
+    }
+
+    fn root_mtime(&self) -> SystemTime {
+        self.sources
+            .iter()
+            .filter_map(|s| s.root_mtime())
+            .max()
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+
+    fn namespace_mtime(&self, ns: &str) -> Result<SystemTime> {
+        self.sources
+            .iter()
+            .filter_map(|s| s.namespace_mtime(ns))
+            .max()
+            .ok_or_else(|| Error::not_found(format!("no namespace {ns}")))
+    }
+
+    /// `index.json` and `latest` of `ns` over every source that has it.
+    pub fn namespace_index(&self, ns: &str) -> Result<NamespaceIndex> {
+        let sources = self.sources_of(ns);
+        match sources.as_slice() {
+            [] => Err(Error::not_found(format!("no sessions in {ns}"))),
+            [one] => one.index(ns),
+            many => {
+                let mut all = Vec::new();
+                for s in many {
+                    all.extend(s.listings(ns)?);
+                }
+                sort_newest_first(&mut all);
+                Ok(NamespaceIndex {
+                    latest: all.first().map(|l| l.dir.clone()),
+                    index_json: Arc::new(render_json(&all)),
+                })
+            }
+        }
+    }
+
+    fn latest(&self, ns: &str) -> Result<String> {
+        self.namespace_index(ns)?
+            .latest
+            .ok_or_else(|| Error::not_found(format!("no sessions in {ns}")))
+    }
+
+    fn writers(&self, ns: &str, dir: &str) -> u64 {
+        self.ctl.as_ref().map_or(0, |c| c.writers_of(ns, dir))
+    }
+
+    /// Attributes of `node` as the store is now; `snapshot` is an open handle's view.
+    fn node_attr(&self, ino: u64, node: &Node, snapshot: Option<&Snapshot>) -> Result<Attr> {
+        Ok(match node {
+            Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
+            Node::RootCtl => {
+                self.ctl_service()?;
+                Attr {
+                    blocks: 0,
+                    ..self.attr(
+                        ino,
+                        FileKind::RegularFile,
+                        0o600,
+                        CTL_SIZE,
+                        self.root_mtime(),
+                    )
+                }
+            }
+            Node::Namespace(ns) => {
+                let mtime = self.namespace_mtime(ns)?;
+                self.attr(ino, FileKind::Directory, 0o755, 0, mtime)
+            }
+            Node::Latest(ns) => {
+                let mtime = self.namespace_mtime(ns)?;
+                let target = self.latest(ns)?;
+                self.attr(ino, FileKind::Symlink, 0o777, target.len() as u64, mtime)
+            }
+            Node::IndexJson(ns) => {
+                let mtime = self.namespace_mtime(ns)?;
+                let size = match snapshot {
+                    Some(s) => s.size(),
+                    None => self.namespace_index(ns)?.index_json.len() as u64,
+                };
+                self.attr(ino, FileKind::RegularFile, 0o444, size, mtime)
+            }
+            Node::SessionDir(ns, dir) => {
+                let (_, stat) = self.session_source(ns, dir)?;
+                self.attr(ino, FileKind::Directory, 0o755, 0, stat.mtime)
+            }
+            Node::SessionCtl(ns, dir) => {
+                let (source, stat) = self.session_source(ns, dir)?;
+                if !source.writable() {
+                    return Err(Error::not_found(format!("no ctl in {ns}/{dir}")));
+                }
+                // A stream, not stored data: `du` and `ls -s` say 0.
+                Attr {
+                    blocks: 0,
+                    ..self.attr(ino, FileKind::RegularFile, 0o600, CTL_SIZE, stat.mtime)
+                }
+            }
+            Node::View(ns, dir, kind) => {
+                let (source, stat) = self.session_source(ns, dir)?;
+                let size = match (snapshot, kind) {
+                    (Some(s), _) => s.size(),
+                    (None, ViewKind::Transcript) => stat.size,
+                    (None, k) => source.view_size(ns, dir, *k, self.writers(ns, dir))?,
+                };
+                self.attr(ino, FileKind::RegularFile, 0o444, size, stat.mtime)
+            }
+        })
+    }
+
+    fn child(&self, parent: &Node, name: &str) -> Result<Node> {
+        let missing = || Error::not_found(format!("no {name}"));
+        Ok(match parent {
+            Node::Root if name == CTL => Node::RootCtl,
+            Node::Root => {
+                if self.sources_of(name).is_empty() {
+                    return Err(missing());
+                }
+                Node::Namespace(name.to_string())
+            }
+            Node::Namespace(ns) => match name {
+                "latest" => Node::Latest(ns.clone()),
+                "index.json" => Node::IndexJson(ns.clone()),
+                dir => {
+                    // Checked before an inode slot is allocated for the name: a lookup
+                    // of a name that does not exist must not cost memory forever.
+                    self.session_source(ns, dir).map_err(|_| missing())?;
+                    Node::SessionDir(ns.clone(), dir.to_string())
+                }
+            },
+            Node::SessionDir(ns, dir) => inodes::session_file(ns, dir, name).ok_or_else(missing)?,
+            _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
+        })
+    }
+
+    /// The entries of folder `node`, `.` and `..` first.
+    fn list_dir(&self, node: &Node) -> Result<Vec<DirEntry>> {
+        let entry = |node: &Node, kind: FileKind, name: &str| DirEntry {
+            ino: self.inodes.ino(node),
+            kind,
+            name: name.to_string(),
+        };
+        let mut out = vec![
+            entry(node, FileKind::Directory, "."),
+            DirEntry {
+                ino: ROOT,
+                kind: FileKind::Directory,
+                name: "..".into(),
+            },
+        ];
+        match node {
+            Node::Root => {
+                if self.ctl.is_some() {
+                    out.push(entry(&Node::RootCtl, FileKind::RegularFile, CTL));
+                }
+                let mut names = Vec::new();
+                for s in &self.sources {
+                    names.extend(s.namespaces()?);
+                }
+                names.sort();
+                names.dedup();
+                for ns in names {
+                    out.push(entry(
+                        &Node::Namespace(ns.clone()),
+                        FileKind::Directory,
+                        &ns,
+                    ));
+                }
+            }
+            Node::Namespace(ns) => {
+                let mut dirs = Vec::new();
+                for s in self.sources_of(ns) {
+                    dirs.extend(s.session_dirs(ns)?);
+                }
+                if dirs.is_empty() {
+                    // Its last session is gone: so is the namespace.
+                    return Err(Error::not_found(format!("no sessions in {ns}")));
+                }
+                dirs.sort();
+                dirs.dedup();
+                out.push(entry(
+                    &Node::Latest(ns.clone()),
+                    FileKind::Symlink,
+                    "latest",
+                ));
+                out.push(entry(
+                    &Node::IndexJson(ns.clone()),
+                    FileKind::RegularFile,
+                    "index.json",
+                ));
+                for dir in dirs {
+                    let n = Node::SessionDir(ns.clone(), dir.clone());
+                    out.push(entry(&n, FileKind::Directory, &dir));
+                }
+            }
+            Node::SessionDir(ns, dir) => {
+                let (source, _) = self.session_source(ns, dir)?;
+                for (name, _) in SESSION_FILES {
+                    if name == CTL && !source.writable() {
+                        continue;
+                    }
+                    let n = inodes::session_file(ns, dir, name).expect("listed names resolve");
+                    out.push(entry(&n, FileKind::RegularFile, name));
+                }
+            }
+            _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
+        }
+        Ok(out)
+    }
+
+    fn add_handle(&self, f: OpenFile) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles.lock().unwrap().insert(fh, Arc::new(f));
+        fh
+    }
+
+    fn handle(&self, fh: u64) -> Option<Arc<OpenFile>> {
+        self.handles.lock().unwrap().get(&fh).cloned()
+    }
+
+    // ---- the operations, one per FUSE request ----
+
+    /// `name` in folder `parent`.
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
+        let parent = self.node_of(parent)?;
+        let name = name.to_str().ok_or_else(|| Error::not_found("not UTF-8"))?;
+        let node = self.child(&parent, name)?;
+        let ino = self.inodes.ino(&node);
+        self.node_attr(ino, &node, None)
+    }
+
+    /// Attributes of `ino`; through an open handle `fh`, its snapshot's size.
+    pub fn getattr(&self, ino: u64, fh: Option<u64>) -> Result<Attr> {
+        let handle = fh.and_then(|fh| self.handle(fh));
+        let snapshot = match handle.as_deref() {
+            Some(OpenFile::View(s)) => Some(s),
+            _ => None,
+        };
+        self.node_attr(ino, &self.node_of(ino)?, snapshot)
+    }
+
+    /// Owners and modes are fixed; `echo … > ctl` truncates first, which is accepted
+    /// and ignored, as are times.
+    pub fn setattr(&self, ino: u64, change: SetAttr) -> Result<Attr> {
+        let node = self.node_of(ino)?;
+        let is_ctl = matches!(node, Node::RootCtl | Node::SessionCtl(..));
+        if change.mode || change.owner {
+            return Err(Error::not_permitted(
+                "the tree's owners and modes are fixed",
+            ));
+        }
+        if change.size && !is_ctl {
+            return Err(Error::access("views are read-only"));
+        }
+        self.node_attr(ino, &node, None)
+    }
+
+    /// The target of a `latest` link.
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        match self.node_of(ino)? {
+            Node::Latest(ns) => Ok(self.latest(&ns)?.into_bytes()),
+            _ => Err(Error::invalid("not a symbolic link")),
+        }
+    }
+
+    /// Any change to the tree's structure (create, mkdir, mknod, unlink, rmdir,
+    /// symlink, link, rename): the structure is synthesized (§2.1).
+    pub fn change_structure(&self, _parent: u64, _name: &OsStr) -> Error {
+        Error::not_permitted("the tree's structure is fixed; write to ctl instead")
+    }
+
+    /// Opens `ino`: a view becomes a snapshot held by the handle; a `ctl` a stream.
+    pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
+        let node = self.node_of(ino)?;
+        let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let ctl_target = match &node {
+            Node::RootCtl => Some(CtlTarget::Root),
+            Node::SessionCtl(ns, dir) => {
+                let (source, _) = self.session_source(ns, dir)?;
+                if !source.writable() {
+                    return Err(Error::not_found(format!("no ctl in {ns}/{dir}")));
+                }
+                let store = &self.ctl_service()?.store;
+                Some(CtlTarget::Session(store.session(ns, dir)?))
+            }
+            _ => None,
+        };
+        if let Some(target) = ctl_target {
+            let h = self.ctl_service()?.open(target, pid, writing);
+            let fh = self.add_handle(OpenFile::Ctl(Mutex::new(h)));
+            return Ok(Opened {
+                fh,
+                cache: CacheMode::Stream,
+            });
+        }
+        if writing || flags & libc::O_TRUNC != 0 {
+            return Err(Error::access("views are read-only; write to ctl instead"));
+        }
+        let (snapshot, cache) = match &node {
+            Node::IndexJson(ns) => (
+                Snapshot::Bytes(self.namespace_index(ns)?.index_json),
+                CacheMode::DirectIo,
+            ),
+            Node::View(ns, dir, kind) => {
+                let (source, _) = self.session_source(ns, dir)?;
+                let snap = source.snapshot(ns, dir, *kind, self.writers(ns, dir))?;
+                // The transcript is append-only, so the page cache can keep its pages
+                // (growth is seen through getattr, and our own appends invalidate).
+                // Generated views are per-handle snapshots: direct I/O.
+                let cache = if *kind == ViewKind::Transcript {
+                    CacheMode::KeepCache
+                } else {
+                    CacheMode::DirectIo
+                };
+                (snap, cache)
+            }
+            _ => return Err(Error::new(libc::EISDIR, "is a folder")),
+        };
+        Ok(Opened {
+            fh: self.add_handle(OpenFile::View(snapshot)),
+            cache,
+        })
+    }
+
+    /// Up to `size` bytes at `offset` of an open view, or a `ctl`'s replies.
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        match self.handle(fh).as_deref() {
+            Some(OpenFile::View(s)) => s.read_at(offset, size as usize),
+            Some(OpenFile::Ctl(h)) => {
+                let ctl = self.ctl_service()?;
+                Ok(ctl.read(&mut h.lock().unwrap(), size as usize))
+            }
+            Some(OpenFile::Dir(_)) => Err(Error::new(libc::EISDIR, "is a folder")),
+            None => Err(Error::new(libc::EBADF, "no such handle")),
+        }
+    }
+
+    /// A `write(2)` to a `ctl`; `writer` is the kernel's lock owner of the writer.
+    pub fn write(&self, ino: u64, fh: u64, data: &[u8], writer: Option<u64>) -> Result<usize> {
+        let handle = self.handle(fh);
+        let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
+            return Err(Error::new(libc::EBADF, "not open for writing"));
+        };
+        self.ctl_service()?
+            .write(&mut h.lock().unwrap(), data, writer)?;
+        self.ctl_appended(ino);
+        Ok(data.len())
+    }
+
+    /// A `close(2)` of a descriptor: a `ctl`'s unterminated last line is processed.
+    pub fn flush(&self, ino: u64, fh: u64, closer: u64) -> Result<()> {
+        let handle = self.handle(fh);
+        let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
+            return Ok(());
+        };
+        self.ctl_service()?
+            .flush(&mut h.lock().unwrap(), Some(closer))?;
+        self.ctl_appended(ino);
+        Ok(())
+    }
+
+    /// The last close of a handle. Its errors reach nobody, so there are none.
+    pub fn release(&self, fh: u64) {
+        let removed = self.handles.lock().unwrap().remove(&fh);
+        if let (Some(OpenFile::Ctl(h)), Some(ctl)) = (removed.as_deref(), &self.ctl) {
+            let mut h = h.lock().unwrap();
+            // Normally flushed already; a leftover line is still processed (and logged).
+            let _ = ctl.flush(&mut h, None);
+            ctl.release(&h);
+        }
+    }
+
+    /// Opens folder `ino`: the listing is taken once per open, so paging through a
+    /// big folder does not re-list it for every readdir call.
+    pub fn opendir(&self, ino: u64) -> Result<u64> {
+        let entries = self.list_dir(&self.node_of(ino)?)?;
+        Ok(self.add_handle(OpenFile::Dir(Arc::new(entries))))
+    }
+
+    /// The listing taken at `opendir`.
+    pub fn readdir(&self, fh: u64) -> Result<Arc<Vec<DirEntry>>> {
+        match self.handle(fh).as_deref() {
+            Some(OpenFile::Dir(entries)) => Ok(entries.clone()),
+            _ => Err(Error::new(libc::EBADF, "not an open folder")),
+        }
+    }
+
+    /// Attributes for one `readdirplus` entry; `None` for an entry that vanished
+    /// since `opendir` (left out of the reply).
+    pub fn entry_attr(&self, entry: &DirEntry) -> Option<Attr> {
+        let node = self.inodes.node(entry.ino)?;
+        match node {
+            // `latest` and `index.json` cost a pass over the whole namespace, and their
+            // attributes have TTL 0: the kernel asks again (LOOKUP/GETATTR) before any
+            // use, so the listing carries only their type and permissions.
+            Node::Latest(_) => {
+                Some(self.attr(entry.ino, entry.kind, 0o777, 0, SystemTime::UNIX_EPOCH))
+            }
+            Node::IndexJson(_) => {
+                Some(self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::UNIX_EPOCH))
+            }
+            _ => self.node_attr(entry.ino, &node, None).ok(),
+        }
+    }
+
+    pub fn releasedir(&self, fh: u64) {
+        self.handles.lock().unwrap().remove(&fh);
+    }
+
+    /// The space of the writable source's filesystem, so `df` on the mount says
+    /// something true.
+    pub fn statfs(&self) -> StatFs {
+        let empty = StatFs {
+            bsize: 4096,
+            namelen: 255,
+            frsize: 4096,
+            ..Default::default()
+        };
+        let Some(source) = self.sources.first() else {
+            return empty;
+        };
+        let Ok(path) = std::ffi::CString::new(source.root().as_os_str().as_encoded_bytes()) else {
+            return empty;
+        };
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: valid C string and out-pointer.
+        if unsafe { libc::statvfs(path.as_ptr(), &mut s) } != 0 {
+            return empty;
+        }
+        StatFs {
+            blocks: s.f_blocks,
+            bfree: s.f_bfree,
+            bavail: s.f_bavail,
+            files: s.f_files,
+            ffree: s.f_ffree,
+            bsize: s.f_bsize as u32,
+            namelen: 255,
+            frsize: s.f_frsize as u32,
+        }
+    }
+
+    /// After a `ctl` write or flush succeeded on `ino`: if it is a session's `ctl`, the
+    /// namespace's newest update moves, and the session and namespace folders' cached
+    /// attributes (their mtimes) must go, so `ls -t` is right at once. The transcript
+    /// needs nothing: its attributes are never cached, and the kernel drops its pages
+    /// when it sees the size change.
+    fn ctl_appended(&self, ino: u64) {
+        if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
+            if let Some(s) = self.sources.iter().find(|s| s.writable()) {
+                s.appended(&ns);
+            }
+            self.stale
+                .mark(self.inodes.ino(&Node::SessionDir(ns.clone(), dir)));
+            self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));
+        }
+    }
+}
