@@ -1,0 +1,287 @@
+//! The mount's tree driven in-process, without FUSE (runs on any machine): lookups,
+//! listings, attributes, view snapshots, `ctl` writes, replies and errors, through the
+//! same `Tree` methods the FUSE adapter calls.
+
+use fen_fs::ctl::CtlService;
+use fen_fs::sources::SessionSource;
+use fen_fs::sources::fen::FenSource;
+use fen_fs::store::Store;
+use fen_fs::store::durability::FsyncMode;
+use fen_fs::tree::attr::{CacheMode, FileKind};
+use fen_fs::tree::{DirEntry, ROOT, SetAttr, Tree};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::sync::Arc;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    tree: Tree,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path().join("store"), FsyncMode::No).unwrap());
+    let ctl = Arc::new(CtlService::new(store.clone(), 1 << 20));
+    let sources: Vec<Box<dyn SessionSource>> = vec![Box::new(FenSource::new(store.clone()))];
+    let tree = Tree::new(sources, Some(ctl), 1000, 1000);
+    Fixture {
+        _dir: dir,
+        store,
+        tree,
+    }
+}
+
+impl Fixture {
+    fn lookup(&self, path: &str) -> fen_fs::Result<u64> {
+        let mut ino = ROOT;
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            ino = self.tree.lookup(ino, OsStr::new(part))?.ino;
+        }
+        Ok(ino)
+    }
+
+    fn names(&self, path: &str) -> Vec<String> {
+        let fh = self.tree.opendir(self.lookup(path).unwrap()).unwrap();
+        let entries: Vec<DirEntry> = self.tree.readdir(fh).unwrap().to_vec();
+        self.tree.releasedir(fh);
+        entries.into_iter().map(|e| e.name).collect()
+    }
+
+    /// Opens, reads to the end, releases: what `cat` gets.
+    fn cat(&self, path: &str) -> Vec<u8> {
+        let ino = self.lookup(path).unwrap();
+        let o = self.tree.open(ino, libc::O_RDONLY, 1).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let chunk = self.tree.read(o.fh, out.len() as u64, 4096).unwrap();
+            if chunk.is_empty() {
+                break;
+            }
+            out.extend(chunk);
+        }
+        self.tree.release(o.fh);
+        out
+    }
+
+    /// `open(O_RDWR)`, write `line`, read the reply, close: as an agent would.
+    fn ctl(&self, path: &str, line: &str) -> (fen_fs::Result<usize>, String) {
+        let ino = self.lookup(path).unwrap();
+        let o = self.tree.open(ino, libc::O_RDWR, 42).unwrap();
+        assert_eq!(o.cache, CacheMode::Stream);
+        let written = self.tree.write(ino, o.fh, line.as_bytes(), Some(7));
+        let reply = self.tree.read(o.fh, 0, 4096).unwrap();
+        self.tree.flush(ino, o.fh, 7).unwrap();
+        self.tree.release(o.fh);
+        (written, String::from_utf8(reply).unwrap())
+    }
+
+    /// Creates a session in `cwd`; returns "namespace/dir".
+    fn create(&self, cwd: &str, content: &str) -> String {
+        let line = format!(r#"{{"cwd":"{cwd}","role":"user","content":"{content}"}}"#) + "\n";
+        let (written, reply) = self.ctl("ctl", &line);
+        assert_eq!(written.unwrap(), line.len());
+        let mut words = reply.split_whitespace();
+        assert_eq!(words.next(), Some("ok"), "{reply}");
+        words.nth(1).unwrap().to_string()
+    }
+}
+
+#[test]
+fn an_empty_store_has_only_the_root_ctl() {
+    let f = fixture();
+    assert_eq!(f.names("/"), [".", "..", "ctl"]);
+    let attr = f.tree.getattr(ROOT, None).unwrap();
+    assert_eq!(attr.kind, FileKind::Directory);
+    assert_eq!(attr.perm, 0o755);
+    assert_eq!(f.lookup("nothing").unwrap_err().errno, libc::ENOENT);
+}
+
+#[test]
+fn a_created_session_is_listed_and_its_views_read() {
+    let f = fixture();
+    let path = f.create("/home/u/proj", "hello");
+    let (ns, dir) = path.split_once('/').unwrap();
+    assert_eq!(ns, "--home-u-proj--");
+    assert_eq!(f.names("/"), [".", "..", "ctl", ns]);
+    assert_eq!(f.names(ns), [".", "..", "latest", "index.json", dir]);
+    assert_eq!(
+        f.names(&path),
+        [
+            ".",
+            "..",
+            "conversation.json",
+            "ctl",
+            "meta.json",
+            "summary.txt",
+            "transcript.jsonl"
+        ]
+    );
+
+    // `stat` size is what a read returns, for every view.
+    for view in [
+        "conversation.json",
+        "meta.json",
+        "summary.txt",
+        "transcript.jsonl",
+    ] {
+        let p = format!("{path}/{view}");
+        let attr = f.tree.getattr(f.lookup(&p).unwrap(), None).unwrap();
+        assert_eq!(attr.size, f.cat(&p).len() as u64, "{view}");
+        assert_eq!(attr.perm, 0o444);
+    }
+    assert_eq!(
+        f.cat(&format!("{path}/conversation.json")),
+        b"[\n{\"role\":\"user\",\"content\":\"hello\"}\n]\n"
+    );
+    let meta: Value = serde_json::from_slice(&f.cat(&format!("{path}/meta.json"))).unwrap();
+    assert_eq!(meta["cwd"], "/home/u/proj");
+    assert_eq!(meta["messages"], 1);
+
+    let index: Value = serde_json::from_slice(&f.cat(&format!("{ns}/index.json"))).unwrap();
+    assert_eq!(index[0]["dir"], dir);
+    assert_eq!(
+        f.tree
+            .readlink(f.lookup(&format!("{ns}/latest")).unwrap())
+            .unwrap(),
+        dir.as_bytes()
+    );
+}
+
+#[test]
+fn session_ctl_appends_and_replies_with_the_entry_id() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let (written, reply) = f.ctl(
+        &format!("{path}/ctl"),
+        "{\"role\":\"assistant\",\"content\":\"two\"}\n",
+    );
+    assert!(written.is_ok());
+    assert!(reply.starts_with("ok "), "{reply}");
+    let conv = String::from_utf8(f.cat(&format!("{path}/conversation.json"))).unwrap();
+    assert_eq!(conv.lines().count(), 4, "{conv}");
+
+    // A fresh handle that wrote nothing reads the log of recent replies.
+    let log = String::from_utf8(f.cat(&format!("{path}/ctl"))).unwrap();
+    assert!(log.contains("pid=42 ok "), "{log}");
+}
+
+#[test]
+fn a_bad_ctl_line_fails_the_write_and_appends_nothing() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let before = f.cat(&format!("{path}/transcript.jsonl"));
+    let (written, reply) = f.ctl(
+        &format!("{path}/ctl"),
+        "{\"role\":\"user\",\"content\":\"ok\"}\nnot json\n",
+    );
+    assert_eq!(written.unwrap_err().errno, libc::EINVAL);
+    assert!(reply.contains("err EINVAL"), "{reply}");
+    assert_eq!(f.cat(&format!("{path}/transcript.jsonl")), before);
+
+    let (written, _) = f.ctl(
+        &format!("{path}/ctl"),
+        "{\"id\":\"x\",\"role\":\"user\",\"content\":1}\n",
+    );
+    assert_eq!(written.unwrap_err().errno, libc::EINVAL, "reserved field");
+    let (written, _) = f.ctl("ctl", "{\"role\":\"user\",\"content\":\"no cwd\"}\n");
+    assert_eq!(
+        written.unwrap_err().errno,
+        libc::EINVAL,
+        "root line without cwd"
+    );
+}
+
+#[test]
+fn an_open_view_is_a_snapshot() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let conv = f.lookup(&format!("{path}/conversation.json")).unwrap();
+    let o = f.tree.open(conv, libc::O_RDONLY, 1).unwrap();
+    assert_eq!(o.cache, CacheMode::DirectIo);
+    let size = f.tree.getattr(conv, Some(o.fh)).unwrap().size;
+    f.ctl(
+        &format!("{path}/ctl"),
+        "{\"role\":\"assistant\",\"content\":\"two\"}\n",
+    )
+    .0
+    .unwrap();
+    // The handle keeps its size and bytes; a fresh open sees the append.
+    assert_eq!(f.tree.getattr(conv, Some(o.fh)).unwrap().size, size);
+    assert_eq!(f.tree.read(o.fh, 0, 1 << 20).unwrap().len() as u64, size);
+    assert!(f.tree.getattr(conv, None).unwrap().size > size);
+    f.tree.release(o.fh);
+}
+
+#[test]
+fn structure_is_fixed_and_views_are_read_only() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let (ns, dir) = path.split_once('/').unwrap();
+    let ns_ino = f.lookup(ns).unwrap();
+    let err = f.tree.change_structure(ns_ino, OsStr::new(dir));
+    assert_eq!(err.errno, libc::EPERM);
+    let view = f.lookup(&format!("{path}/meta.json")).unwrap();
+    assert_eq!(
+        f.tree.open(view, libc::O_WRONLY, 1).unwrap_err().errno,
+        libc::EACCES
+    );
+    let change = SetAttr {
+        size: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        f.tree.setattr(view, change).unwrap_err().errno,
+        libc::EACCES
+    );
+    let ctl = f.lookup(&format!("{path}/ctl")).unwrap();
+    assert!(
+        f.tree.setattr(ctl, change).is_ok(),
+        "`> ctl` truncates first"
+    );
+    let chmod = SetAttr {
+        mode: true,
+        ..Default::default()
+    };
+    assert_eq!(f.tree.setattr(ctl, chmod).unwrap_err().errno, libc::EPERM);
+    assert_eq!(
+        f.tree.lookup(view, OsStr::new("x")).unwrap_err().errno,
+        libc::ENOTDIR
+    );
+    assert_eq!(f.tree.readlink(view).unwrap_err().errno, libc::EINVAL);
+}
+
+#[test]
+fn a_session_deleted_behind_the_tree_disappears() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let (ns, dir) = path.split_once('/').unwrap();
+    let ino = f.lookup(&path).unwrap();
+    std::fs::remove_file(f.store.session_path(ns, dir)).unwrap();
+    assert_eq!(f.tree.getattr(ino, None).unwrap_err().errno, libc::ENOENT);
+    assert_eq!(f.lookup(ns).unwrap_err().errno, libc::ENOENT);
+    assert_eq!(f.names("/"), [".", "..", "ctl"]);
+}
+
+#[test]
+fn namespaces_sort_and_latest_follows_the_newest_update() {
+    let f = fixture();
+    let a = f.create("/p", "first");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let b = f.create("/p", "second");
+    let ns = a.split_once('/').unwrap().0;
+    let latest = |f: &Fixture| {
+        f.tree
+            .readlink(f.lookup(&format!("{ns}/latest")).unwrap())
+            .unwrap()
+    };
+    assert_eq!(latest(&f), b.split_once('/').unwrap().1.as_bytes());
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    f.ctl(
+        &format!("{a}/ctl"),
+        "{\"role\":\"assistant\",\"content\":\"newer\"}\n",
+    )
+    .0
+    .unwrap();
+    assert_eq!(latest(&f), a.split_once('/').unwrap().1.as_bytes());
+}
