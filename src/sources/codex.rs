@@ -279,7 +279,9 @@ impl CodexReader {
     /// it, as not resumable): a loose `session_meta` payload or a legacy `{id}` header.
     fn loose_first_line(&mut self, obj: Option<&RawObject>) {
         let Some(obj) = obj else { return };
-        let payload = obj.get("payload").and_then(|p| RawObject::parse(p.get()).ok());
+        let payload = obj
+            .get("payload")
+            .and_then(|p| RawObject::parse(p.get()).ok());
         let get = |k: &str| match &payload {
             Some(p) => p.get(k).and_then(as_string),
             None => obj.get(k).and_then(as_string),
@@ -356,9 +358,9 @@ impl CodexReader {
                                 None => return false,
                                 // `replace` takes the list as is, `Other` included: it
                                 // is shown like any other non-tool item.
-                                Some(item) => items.push(item.unwrap_or_else(|| {
-                                    other_item(at, v.get(), &o)
-                                })),
+                                Some(item) => {
+                                    items.push(item.unwrap_or_else(|| other_item(at, v.get(), &o)))
+                                }
                             }
                         }
                         self.history = items;
@@ -371,9 +373,15 @@ impl CodexReader {
                 self.compactions += 1;
                 true
             }
-            "turn_context" => ["cwd", "approval_policy", "sandbox_policy", "model", "summary"]
-                .iter()
-                .all(|k| p.get(k).is_some_and(|v| !crate::json::is_null(v))),
+            "turn_context" => [
+                "cwd",
+                "approval_policy",
+                "sandbox_policy",
+                "model",
+                "summary",
+            ]
+            .iter()
+            .all(|k| p.get(k).is_some_and(|v| !crate::json::is_null(v))),
             "event_msg" => self.event(&p, in_head),
             _ => false,
         }
@@ -485,7 +493,12 @@ impl CodexReader {
     fn legacy_compaction(&mut self, summary: &str) {
         let mut remaining = COMPACT_USER_MESSAGE_MAX_TOKENS;
         let mut selected = Vec::new();
-        for text in self.history.iter().rev().filter_map(|i| i.user_text.as_ref()) {
+        for text in self
+            .history
+            .iter()
+            .rev()
+            .filter_map(|i| i.user_text.as_ref())
+        {
             if remaining == 0 {
                 break;
             }
@@ -738,9 +751,9 @@ fn tool_output_ok(v: Option<&RawValue>) -> bool {
         return true;
     }
     array(v).is_some_and(|items| {
-        items.iter().all(|i| {
-            RawObject::parse(i.get()).is_ok_and(|o| content_item_ok(&o, true))
-        })
+        items
+            .iter()
+            .all(|i| RawObject::parse(i.get()).is_ok_and(|o| content_item_ok(&o, true)))
     })
 }
 
@@ -848,10 +861,7 @@ fn message_item(base: u64, text: &str, p: &RawObject) -> Option<Option<Item>> {
         || !is_null_or(p.get("id"), is_str)
         || !is_null_or(p.get("end_turn"), |v| matches!(v.get(), "true" | "false"))
         || !is_null_or(p.get("phase"), |v| {
-            matches!(
-                as_string(v).as_deref(),
-                Some("commentary" | "final_answer")
-            )
+            matches!(as_string(v).as_deref(), Some("commentary" | "final_answer"))
         })
     {
         return None;
@@ -918,8 +928,7 @@ fn is_contextual_user_text(text: &str) -> bool {
     }
     CONTEXTUAL_USER_MARKERS.iter().any(|(start, end)| {
         starts_with_ignore_case(t, start)
-            && t
-                .get(t.len().saturating_sub(end.len())..)
+            && t.get(t.len().saturating_sub(end.len())..)
                 .is_some_and(|c| c.eq_ignore_ascii_case(end))
     })
 }
