@@ -28,14 +28,7 @@ impl Agent {
     }
 }
 
-/// One part of a generated JSON text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Piece {
-    /// Bytes made by the reader (always valid UTF-8 JSON text when joined).
-    Text(String),
-    /// `len` bytes of the source file from absolute offset `start`, kept verbatim.
-    Range { start: u64, len: u64 },
-}
+pub use crate::views::pieces::Piece;
 
 /// One message object of `conversation.json`: its pieces joined are one JSON object
 /// on one line (no `\n` inside).
@@ -94,20 +87,7 @@ pub trait ForeignReader: Send {
 }
 
 /// Joins one message's pieces against the file's bytes (`file` from offset 0).
-pub fn render_message(pieces: &[Piece], file: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in pieces {
-        match p {
-            Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
-            Piece::Range { start, len } => {
-                let s = (*start as usize).min(file.len());
-                let e = (s + *len as usize).min(file.len());
-                out.extend_from_slice(&file[s..e]);
-            }
-        }
-    }
-    out
-}
+pub use crate::views::pieces::render as render_message;
 
 /// Reads a whole file's bytes through `reader` (tests and one-shot tools): feeds the
 /// complete lines, returns the unterminated tail.

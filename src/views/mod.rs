@@ -4,6 +4,7 @@
 pub mod conversation;
 pub mod listing;
 pub mod meta;
+pub mod pieces;
 pub mod summary;
 
 use crate::error::{Error, Result};
@@ -53,6 +54,8 @@ impl ViewKind {
 pub enum Snapshot {
     Bytes(std::sync::Arc<Vec<u8>>),
     Conversation(ConversationSnapshot),
+    /// Literal text and ranges of a file (another agent's conversation).
+    Pieces(pieces::PieceSnapshot),
     /// The transcript itself: append-only, so bytes once read never change and a
     /// handle may follow growth (`tail -f`). Reads and size go to the descriptor.
     Transcript(File),
@@ -63,6 +66,7 @@ impl Snapshot {
         match self {
             Snapshot::Bytes(b) => b.len() as u64,
             Snapshot::Conversation(c) => c.size(),
+            Snapshot::Pieces(p) => p.size(),
             Snapshot::Transcript(file) => file.metadata().map(|m| m.len()).unwrap_or(0),
         }
     }
@@ -75,6 +79,7 @@ impl Snapshot {
                 Ok(b[start..end].to_vec())
             }
             Snapshot::Conversation(c) => c.read_at(offset, len),
+            Snapshot::Pieces(p) => p.read_at(offset, len),
             Snapshot::Transcript(file) => {
                 let mut buf = vec![0u8; len];
                 let mut got = 0;
