@@ -75,7 +75,7 @@ struct Entry {
     tool_result_ids: Vec<Box<str>>,
     has_tool_result: bool,
     /// A compact boundary's `compactMetadata.preservedMessages`: (anchor, uuids).
-    preserved: Option<Box<(Box<str>, Vec<Box<str>>)>>,
+    preserved: Option<Box<Preserved>>,
     render: Render,
 }
 
@@ -172,7 +172,10 @@ impl ClaudeReader {
         }
         if self.records.is_empty() && extra.is_none() {
             // BB-C on the ccusage fixture.
-            return Some(format!("No conversation found with session ID: {}", self.id));
+            return Some(format!(
+                "No conversation found with session ID: {}",
+                self.id
+            ));
         }
         None
     }
@@ -301,7 +304,11 @@ fn string(v: Option<&RawValue>) -> Option<String> {
 
 /// The last value of `key` (Python's `json.loads` keeps the last duplicate).
 fn last<'a>(o: &RawObject<'a>, key: &str) -> Option<&'a RawValue> {
-    o.fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    o.fields
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
 }
 
 /// Reads one line (without its `\n`) starting at absolute offset `start`: updates the
@@ -409,7 +416,12 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     if !exact {
         return None;
     }
-    let range = |v: &RawValue| (start + offset_in(text, v.get()) as u64, v.get().len() as u64);
+    let range = |v: &RawValue| {
+        (
+            start + offset_in(text, v.get()) as u64,
+            v.get().len() as u64,
+        )
+    };
     let boxed = |s: Option<String>| s.map(String::into_boxed_str);
     let mut e = Entry {
         uuid: uuid.into(),
@@ -450,7 +462,11 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
             }
             if let Some(content) = content {
                 let role = last(&msg, "role");
-                let default = if kind == Kind::User { "user" } else { "assistant" };
+                let default = if kind == Kind::User {
+                    "user"
+                } else {
+                    "assistant"
+                };
                 e.render = Render::Message {
                     role: role.map(range),
                     role_name: string(role)
@@ -491,7 +507,9 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
 }
 
 /// `compactMetadata.preservedMessages = {anchorUuid, uuids}` (partial compaction).
-fn preserved(obj: &RawObject) -> Option<Box<(Box<str>, Vec<Box<str>>)>> {
+type Preserved = (Box<str>, Vec<Box<str>>);
+
+fn preserved(obj: &RawObject) -> Option<Box<Preserved>> {
     let meta = RawObject::parse(last(obj, "compactMetadata")?.get()).ok()?;
     let pm = RawObject::parse(last(&meta, "preservedMessages")?.get()).ok()?;
     let anchor = string(last(&pm, "anchorUuid"))?;
@@ -585,9 +603,14 @@ fn skipped_prompt(s: &str) -> bool {
     let whole = |tag: &str| {
         s.starts_with(&format!("<{tag}>")) && s.trim_end().ends_with(&format!("</{tag}>"))
     };
-    ["<local-command-stdout>", "<session-start-hook>", "<tick>", "<goal>"]
-        .iter()
-        .any(|p| s.starts_with(p))
+    [
+        "<local-command-stdout>",
+        "<session-start-hook>",
+        "<tick>",
+        "<goal>",
+    ]
+    .iter()
+    .any(|p| s.starts_with(p))
         || s.strip_prefix("[Request interrupted by user")
             .is_some_and(|r| r.contains(']'))
         || whole("ide_opened_file")
@@ -708,8 +731,9 @@ fn recover_parallel<'a>(
     if anchor.is_empty() {
         return chain;
     }
-    let same_writer =
-        |a: usize, b: usize| all[a].sidechain == all[b].sidechain && all[a].agent_id == all[b].agent_id;
+    let same_writer = |a: usize, b: usize| {
+        all[a].sidechain == all[b].sidechain && all[a].agent_id == all[b].agent_id
+    };
 
     let mut siblings: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut call_owner: HashMap<&str, Option<usize>> = HashMap::new();
@@ -765,8 +789,11 @@ fn recover_parallel<'a>(
         }
         let group = siblings.get(m).cloned().unwrap_or_else(|| vec![a]);
         let members: HashSet<&str> = group.iter().map(|&g| &*all[g].uuid).collect();
-        let mut orphan_siblings: Vec<usize> =
-            group.iter().copied().filter(|&g| !seen.contains(&*all[g].uuid)).collect();
+        let mut orphan_siblings: Vec<usize> = group
+            .iter()
+            .copied()
+            .filter(|&g| !seen.contains(&*all[g].uuid))
+            .collect();
         let mut orphan_results = Vec::new();
         let mut strays = Vec::new();
         let mut collected: HashSet<usize> = HashSet::new();
@@ -858,7 +885,11 @@ fn render(e: &Entry) -> Option<MessagePieces> {
             range(*content),
             text("}"),
         ],
-        Render::Local(c) => vec![text("{\"role\":\"user\",\"content\":"), range(*c), text("}")],
+        Render::Local(c) => vec![
+            text("{\"role\":\"user\",\"content\":"),
+            range(*c),
+            text("}"),
+        ],
         Render::Attachment(texts) => {
             let mut p = vec![text("{\"role\":\"user\",\"content\":[")];
             for (k, t) in texts.iter().enumerate() {
