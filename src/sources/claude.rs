@@ -200,12 +200,14 @@ impl ForeignReader for ClaudeReader {
         let (list, extra) = self.with_tail(tail);
         let size = self.end + tail.len() as u64;
         let reason = self.not_resumable(&list, &extra);
-        let messages = self.messages(&list, &extra);
         let all = self.all(&extra);
+        // Counted without rendering: the same entries `conversation` renders.
+        let mut messages = 0u64;
         let mut roles = BTreeMap::new();
         if reason.is_none() {
             for i in chain(&all) {
                 if let Some(role) = role_of(all[i]) {
+                    messages += 1;
                     *roles.entry(role.to_string()).or_insert(0u64) += 1;
                 }
             }
@@ -252,7 +254,7 @@ impl ForeignReader for ClaudeReader {
             not_resumable_reason: reason,
             entries: list.entries,
             malformed_lines: list.malformed,
-            messages: messages.len() as u64,
+            messages,
             roles,
             compactions: list.compactions,
         }
