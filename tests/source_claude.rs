@@ -738,3 +738,36 @@ fn garbage_never_panics() {
         }
     }
 }
+
+#[test]
+fn stored_values_are_served_from_the_file() {
+    // Only the glue is made by the reader: every role and content is a byte range.
+    let glue = [
+        "{\"role\":",
+        ",\"content\":",
+        "}",
+        "{\"role\":\"user\",\"content\":",
+        "{\"role\":\"user\",\"content\":[",
+        "{\"type\":\"text\",\"text\":",
+        ",{\"type\":\"text\",\"text\":",
+        "]}",
+    ];
+    for f in all_fixtures() {
+        let bytes = std::fs::read(&f).unwrap();
+        let (_, conv) = whole(name_of(&f), &bytes);
+        for m in conv {
+            assert!(
+                m.iter()
+                    .filter(|p| matches!(p, Piece::Range { .. }))
+                    .count()
+                    >= 1
+            );
+            for p in m {
+                if let Piece::Text(t) = p {
+                    assert!(glue.contains(&t.as_str()), "{t}");
+                }
+            }
+        }
+    }
+    assert!(ClaudeReader::is_session_file_name(ID));
+}

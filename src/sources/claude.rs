@@ -119,6 +119,11 @@ pub struct ClaudeReader {
 }
 
 impl ClaudeReader {
+    /// See the free function [`is_session_file_name`].
+    pub fn is_session_file_name(name: &str) -> bool {
+        is_session_file_name(name)
+    }
+
     /// `file_name` is the file's base name: its uuid is the session id (the
     /// `sessionId` fields inside may differ).
     pub fn new(file_name: &str) -> ClaudeReader {
