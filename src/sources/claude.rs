@@ -1,1 +1,915 @@
-//! Reader of claude session files (see ForeignReader).
+//! Reader of Claude Code session files (`projects/<slug>/<uuid>.jsonl`), see
+//! `ForeignReader` and AGENT-FORMATS.md section 1. Sources cited as in that file:
+//! SDK = claude-agent-sdk 0.2.187 `_internal/sessions.py`, BB-C = the CLI observed.
+//!
+//! Feeding keeps one small record per conversation line (ids, flags, byte ranges of
+//! `message.role`/`message.content`) plus the listing facts; the chain is rebuilt from
+//! the records on demand, so an append only parses the new lines.
+
+use crate::json::{RawObject, offset_in};
+use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The SDK's listing reads only this much of the file's head and tail (SDK `:33`).
+const LITE: u64 = 65536;
+
+/// Whether Claude Code treats `name` as a session file: `<uuid>.jsonl` only (SDK
+/// `:538`); `agent-*.jsonl` are subagent transcripts.
+pub fn is_session_file_name(name: &str) -> bool {
+    name.strip_suffix(".jsonl").is_some_and(is_uuid)
+}
+
+fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    User,
+    Assistant,
+    Progress,
+    LocalCommand,
+    CompactBoundary,
+    OtherSystem,
+    Attachment,
+}
+
+/// How an entry appears in `conversation.json` (byte ranges of the file).
+#[derive(Debug)]
+enum Render {
+    None,
+    /// `{"role": <role>, "content": <content>}`; `role` None means "use the type".
+    Message {
+        role: Option<(u64, u64)>,
+        role_name: Box<str>,
+        content: (u64, u64),
+    },
+    /// A `system/local_command` entry's `content` string, sent as a user message.
+    Local((u64, u64)),
+    /// An attachment's `rendered[].content` strings, sent as user text blocks.
+    Attachment(Vec<(u64, u64)>),
+}
+
+/// One line of the conversation graph: a `user/assistant/progress/system/attachment`
+/// object with a string `uuid` (SDK `:897-928`).
+#[derive(Debug)]
+struct Entry {
+    uuid: Box<str>,
+    parent: Option<Box<str>>,
+    kind: Kind,
+    sidechain: bool,
+    /// Raw JSON of `agentId` (only compared, SDK `_same_writer`).
+    agent_id: Option<Box<str>>,
+    timestamp: Option<Box<str>>,
+    source_tool_assistant: Option<Box<str>>,
+    /// Assistant `message.id`: entries sharing it are one API response.
+    message_id: Option<Box<str>>,
+    tool_use_ids: Vec<Box<str>>,
+    tool_result_ids: Vec<Box<str>>,
+    has_tool_result: bool,
+    /// A compact boundary's `compactMetadata.preservedMessages`: (anchor, uuids).
+    preserved: Option<Box<Preserved>>,
+    render: Render,
+}
+
+/// A string field's last (or first) value, with the absolute offset where its value
+/// ends, so the SDK's head/tail windows can be applied once the size is known.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    value: String,
+    end: u64,
+}
+
+/// The listing facts (SDK `_parse_session_info_from_lite`), small and cloneable so a
+/// torn tail can be judged without changing the reader.
+#[derive(Debug, Clone, Default)]
+struct Listing {
+    first_line_done: bool,
+    first_line_sidechain: bool,
+    custom_title: Option<Seen>,
+    custom_title_head: Option<Seen>,
+    ai_title: Option<Seen>,
+    ai_title_head: Option<Seen>,
+    last_prompt: Option<Seen>,
+    summary: Option<Seen>,
+    cwd: Option<Seen>,
+    timestamp: Option<Seen>,
+    first_prompt: Option<String>,
+    command_fallback: Option<String>,
+    entries: u64,
+    malformed: u64,
+    compactions: u64,
+    non_utf8: bool,
+}
+
+pub struct ClaudeReader {
+    id: String,
+    session_file: bool,
+    /// Absolute offset just past the last consumed line.
+    end: u64,
+    list: Listing,
+    records: Vec<Entry>,
+}
+
+impl ClaudeReader {
+    /// See the free function [`is_session_file_name`].
+    pub fn is_session_file_name(name: &str) -> bool {
+        is_session_file_name(name)
+    }
+
+    /// `file_name` is the file's base name: its uuid is the session id (the
+    /// `sessionId` fields inside may differ).
+    pub fn new(file_name: &str) -> ClaudeReader {
+        let id = file_name.strip_suffix(".jsonl").unwrap_or(file_name);
+        ClaudeReader {
+            id: id.to_string(),
+            session_file: is_session_file_name(file_name),
+            end: 0,
+            list: Listing::default(),
+            records: Vec::new(),
+        }
+    }
+
+    /// The unterminated tail as the agent sees it: the SDK splits on `\n` and parses
+    /// the last piece too, so a complete object without its newline still counts, and
+    /// a torn one is bad JSON, skipped. Its bytes still go through the strict UTF-8
+    /// read of `get_session_messages`, so a tail cut inside a character makes the
+    /// file unreadable to the agent until the writer finishes the line.
+    fn with_tail(&self, tail: &[u8]) -> (Listing, Option<Entry>) {
+        let mut list = self.list.clone();
+        let entry = if tail.is_empty() {
+            None
+        } else {
+            read_line(&mut list, self.end, tail)
+        };
+        (list, entry)
+    }
+
+    fn all<'a>(&'a self, extra: &'a Option<Entry>) -> Vec<&'a Entry> {
+        self.records.iter().chain(extra.iter()).collect()
+    }
+
+    fn messages(&self, list: &Listing, extra: &Option<Entry>) -> Vec<MessagePieces> {
+        if self.not_resumable(list, extra).is_some() {
+            return Vec::new();
+        }
+        let all = self.all(extra);
+        chain(&all)
+            .into_iter()
+            .filter_map(|i| render(all[i]))
+            .collect()
+    }
+
+    fn not_resumable(&self, list: &Listing, extra: &Option<Entry>) -> Option<String> {
+        if !self.session_file {
+            return Some("Claude Code resumes only <uuid>.jsonl session files.".into());
+        }
+        if list.non_utf8 {
+            // get_session_messages reads the file as strict UTF-8 (SDK `:839`).
+            return Some("The file is not valid UTF-8, which Claude Code cannot read.".into());
+        }
+        if self.records.is_empty() && extra.is_none() {
+            // BB-C on the ccusage fixture.
+            return Some(format!(
+                "No conversation found with session ID: {}",
+                self.id
+            ));
+        }
+        None
+    }
+}
+
+impl ForeignReader for ClaudeReader {
+    fn feed(&mut self, offset: u64, bytes: &[u8]) -> u64 {
+        let mut pos = 0usize;
+        while let Some(nl) = memchr::memchr(b'\n', &bytes[pos..]) {
+            let line = &bytes[pos..pos + nl];
+            let start = offset + pos as u64;
+            if let Some(e) = read_line(&mut self.list, start, line) {
+                self.records.push(e);
+            }
+            pos += nl + 1;
+        }
+        self.end = offset + pos as u64;
+        pos as u64
+    }
+
+    fn summary(&self, tail: &[u8]) -> ForeignSummary {
+        let (list, extra) = self.with_tail(tail);
+        let size = self.end + tail.len() as u64;
+        let reason = self.not_resumable(&list, &extra);
+        let all = self.all(&extra);
+        // Counted without rendering: the same entries `conversation` renders.
+        let mut messages = 0u64;
+        let mut roles = BTreeMap::new();
+        if reason.is_none() {
+            for i in chain(&all) {
+                if let Some(role) = role_of(all[i]) {
+                    messages += 1;
+                    *roles.entry(role.to_string()).or_insert(0u64) += 1;
+                }
+            }
+        }
+        let in_tail = |s: &Option<Seen>| {
+            s.as_ref()
+                .filter(|s| s.end + LITE >= size && !s.value.is_empty())
+                .map(|s| s.value.clone())
+        };
+        let head = |s: &Option<Seen>| {
+            s.as_ref()
+                .filter(|s| !s.value.is_empty())
+                .map(|s| s.value.clone())
+        };
+        // SDK `:443-449`: last customTitle (tail, then head), else last aiTitle.
+        let title = in_tail(&list.custom_title)
+            .or_else(|| head(&list.custom_title_head))
+            .or_else(|| in_tail(&list.ai_title))
+            .or_else(|| head(&list.ai_title_head));
+        // SDK `:452-457`: the picker shows title, else lastPrompt, else summary, else
+        // the first prompt. `title` holds the first; `preview` the rest of the rule,
+        // so "title, else preview" is what the picker shows.
+        let first_prompt = list.first_prompt.clone().or(list.command_fallback.clone());
+        let preview = in_tail(&list.last_prompt)
+            .or_else(|| in_tail(&list.summary))
+            .or(first_prompt);
+        let listed = self.session_file
+            && size > 0
+            && !list.first_line_sidechain
+            && (title.is_some() || preview.is_some());
+        ForeignSummary {
+            id: self.id.clone(),
+            cwd: head(&list.cwd),
+            title,
+            preview,
+            created_at: list
+                .timestamp
+                .as_ref()
+                .filter(|t| chrono::DateTime::parse_from_rfc3339(&t.value).is_ok())
+                .map(|t| t.value.clone()),
+            updated_at: None,
+            listed,
+            resumable: reason.is_none(),
+            not_resumable_reason: reason,
+            entries: list.entries,
+            malformed_lines: list.malformed,
+            messages,
+            roles,
+            compactions: list.compactions,
+        }
+    }
+
+    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
+        let (list, extra) = self.with_tail(tail);
+        self.messages(&list, &extra)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One line
+// ---------------------------------------------------------------------------
+
+fn trim_ascii(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// Python truthiness of a JSON value (`entry.get("isSidechain")` and the like).
+fn truthy(v: Option<&RawValue>) -> bool {
+    match v.map(|v| v.get().trim()) {
+        None => false,
+        Some(t) => !matches!(t, "null" | "false" | "\"\"" | "[]" | "{}") && !is_zero(t),
+    }
+}
+
+fn is_zero(t: &str) -> bool {
+    t.parse::<f64>().is_ok_and(|f| f == 0.0)
+}
+
+fn string(v: Option<&RawValue>) -> Option<String> {
+    v.and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+}
+
+/// The last value of `key` (Python's `json.loads` keeps the last duplicate).
+fn last<'a>(o: &RawObject<'a>, key: &str) -> Option<&'a RawValue> {
+    o.fields
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
+}
+
+/// Reads one line (without its `\n`) starting at absolute offset `start`: updates the
+/// listing facts and returns the conversation record, if the line is one.
+fn read_line(list: &mut Listing, start: u64, raw: &[u8]) -> Option<Entry> {
+    let first = !list.first_line_done;
+    list.first_line_done = true;
+    if first {
+        // SDK `:438` tests the first line's text.
+        let f = memchr::memmem::find;
+        list.first_line_sidechain =
+            f(raw, b"\"isSidechain\":true").is_some() || f(raw, b"\"isSidechain\": true").is_some();
+    }
+    let line = trim_ascii(raw);
+    if line.is_empty() {
+        return None;
+    }
+    let start = start + offset_of(raw, line);
+    match std::str::from_utf8(line) {
+        Ok(text) => read_object(list, start, text, true),
+        Err(_) => {
+            // The listing decodes with replacement (SDK `:353-385`); the resume
+            // cannot read the file at all, so no record is kept.
+            list.non_utf8 = true;
+            let lossy = String::from_utf8_lossy(line);
+            read_object(list, start, &lossy, false);
+            None
+        }
+    }
+}
+
+fn offset_of(outer: &[u8], inner: &[u8]) -> u64 {
+    (inner.as_ptr() as usize - outer.as_ptr() as usize) as u64
+}
+
+/// `exact` is false for a lossy-decoded line, whose offsets do not match the file.
+fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Option<Entry> {
+    let Ok(obj) = RawObject::parse(text) else {
+        list.malformed += 1;
+        return None;
+    };
+    list.entries += 1;
+    let end_of = |v: &RawValue| start + (offset_in(text, v.get()) + v.get().len()) as u64;
+    let seen = |key: &str| {
+        let v = last(&obj, key)?;
+        Some(Seen {
+            value: string(Some(v))?,
+            end: end_of(v),
+        })
+    };
+    let head_too = |s: &Option<Seen>, head: &mut Option<Seen>| {
+        if let Some(s) = s.as_ref().filter(|s| s.end <= LITE) {
+            *head = Some(s.clone());
+        }
+    };
+    if let Some(s) = seen("customTitle") {
+        list.custom_title = Some(s);
+        head_too(&list.custom_title, &mut list.custom_title_head);
+    }
+    if let Some(s) = seen("aiTitle") {
+        list.ai_title = Some(s);
+        head_too(&list.ai_title, &mut list.ai_title_head);
+    }
+    if let Some(s) = seen("lastPrompt") {
+        list.last_prompt = Some(s);
+    }
+    if let Some(s) = seen("summary") {
+        list.summary = Some(s);
+    }
+    // cwd and created come from the first occurrence in the head (SDK `:468`, `:487`).
+    if list.cwd.is_none()
+        && let Some(s) = seen("cwd").filter(|s| s.end <= LITE)
+    {
+        list.cwd = Some(s);
+    }
+    if list.timestamp.is_none()
+        && let Some(s) = seen("timestamp").filter(|s| s.end <= LITE)
+    {
+        list.timestamp = Some(s);
+    }
+    let ty = string(last(&obj, "type"));
+    if list.first_prompt.is_none()
+        && ty.as_deref() == Some("user")
+        && start + text.len() as u64 <= LITE
+    {
+        first_prompt(list, &obj, text);
+    }
+
+    let kind = match ty.as_deref()? {
+        "user" => Kind::User,
+        "assistant" => Kind::Assistant,
+        "progress" => Kind::Progress,
+        "attachment" => Kind::Attachment,
+        "system" => match string(last(&obj, "subtype")).as_deref() {
+            Some("local_command") => Kind::LocalCommand,
+            Some("compact_boundary") => Kind::CompactBoundary,
+            _ => Kind::OtherSystem,
+        },
+        _ => return None,
+    };
+    let uuid = string(last(&obj, "uuid"))?;
+    if kind == Kind::CompactBoundary {
+        list.compactions += 1;
+    }
+    if !exact {
+        return None;
+    }
+    let range = |v: &RawValue| {
+        (
+            start + offset_in(text, v.get()) as u64,
+            v.get().len() as u64,
+        )
+    };
+    let boxed = |s: Option<String>| s.map(String::into_boxed_str);
+    let mut e = Entry {
+        uuid: uuid.into(),
+        parent: boxed(string(last(&obj, "parentUuid")).filter(|p| !p.is_empty())),
+        kind,
+        sidechain: truthy(last(&obj, "isSidechain")),
+        agent_id: last(&obj, "agentId").map(|v| v.get().into()),
+        timestamp: boxed(string(last(&obj, "timestamp"))),
+        source_tool_assistant: boxed(string(last(&obj, "sourceToolAssistantUUID"))),
+        message_id: None,
+        tool_use_ids: Vec::new(),
+        tool_result_ids: Vec::new(),
+        has_tool_result: false,
+        preserved: None,
+        render: Render::None,
+    };
+    match kind {
+        Kind::User | Kind::Assistant => {
+            let Some(msg) = last(&obj, "message").and_then(|m| RawObject::parse(m.get()).ok())
+            else {
+                return Some(e);
+            };
+            if kind == Kind::Assistant {
+                e.message_id = boxed(string(last(&msg, "id")).filter(|s| !s.is_empty()));
+            }
+            let content = last(&msg, "content");
+            for b in content.map(blocks).unwrap_or_default() {
+                match b.ty.as_deref() {
+                    Some("tool_use") if kind == Kind::Assistant => {
+                        e.tool_use_ids.extend(boxed(string(b.id)));
+                    }
+                    Some("tool_result") => {
+                        e.has_tool_result = true;
+                        e.tool_result_ids.extend(boxed(string(b.tool_use_id)));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(content) = content {
+                let role = last(&msg, "role");
+                let default = if kind == Kind::User {
+                    "user"
+                } else {
+                    "assistant"
+                };
+                e.render = Render::Message {
+                    role: role.map(range),
+                    role_name: string(role)
+                        .unwrap_or_else(|| role.map_or(default, |r| r.get()).to_string())
+                        .into(),
+                    content: range(content),
+                };
+            }
+        }
+        Kind::LocalCommand => {
+            if let Some(c) = last(&obj, "content").filter(|c| string(Some(c)).is_some()) {
+                e.render = Render::Local(range(c));
+            }
+        }
+        Kind::Attachment => {
+            // `rendered` is read at the top level, else inside `attachment`.
+            let rendered = last(&obj, "rendered").or_else(|| {
+                let a = RawObject::parse(last(&obj, "attachment")?.get()).ok()?;
+                last(&a, "rendered")
+            });
+            let items: Vec<&RawValue> = rendered
+                .and_then(|r| serde_json::from_str(r.get()).ok())
+                .unwrap_or_default();
+            let texts: Vec<(u64, u64)> = items
+                .into_iter()
+                .filter_map(|it| RawObject::parse(it.get()).ok())
+                .filter_map(|o| last(&o, "content").filter(|c| string(Some(c)).is_some()))
+                .map(range)
+                .collect();
+            if !texts.is_empty() {
+                e.render = Render::Attachment(texts);
+            }
+        }
+        Kind::CompactBoundary => e.preserved = preserved(&obj),
+        Kind::Progress | Kind::OtherSystem => {}
+    }
+    Some(e)
+}
+
+/// `compactMetadata.preservedMessages = {anchorUuid, uuids}` (partial compaction).
+type Preserved = (Box<str>, Vec<Box<str>>);
+
+fn preserved(obj: &RawObject) -> Option<Box<Preserved>> {
+    let meta = RawObject::parse(last(obj, "compactMetadata")?.get()).ok()?;
+    let pm = RawObject::parse(last(&meta, "preservedMessages")?.get()).ok()?;
+    let anchor = string(last(&pm, "anchorUuid"))?;
+    let uuids: Vec<&RawValue> = serde_json::from_str(last(&pm, "uuids")?.get()).ok()?;
+    let uuids = uuids
+        .into_iter()
+        .filter_map(|u| string(Some(u)))
+        .map(String::into_boxed_str)
+        .collect();
+    Some(Box::new((anchor.into(), uuids)))
+}
+
+#[derive(Deserialize, Default)]
+struct Block<'a> {
+    #[serde(rename = "type", default)]
+    ty: Option<String>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+}
+
+/// A content array's object blocks (anything else is skipped, as the SDK does).
+fn blocks(content: &RawValue) -> Vec<Block<'_>> {
+    let items: Vec<&RawValue> = serde_json::from_str(content.get()).unwrap_or_default();
+    items
+        .into_iter()
+        .filter_map(|it| serde_json::from_str::<Block>(it.get()).ok())
+        .collect()
+}
+
+/// SDK `_extract_first_prompt_from_head` (`:259-338`) for one user line.
+fn first_prompt(list: &mut Listing, obj: &RawObject, text: &str) {
+    if text.contains("\"tool_result\"")
+        || last(obj, "isMeta").is_some_and(|v| v.get() == "true")
+        || last(obj, "isCompactSummary").is_some_and(|v| v.get() == "true")
+    {
+        return;
+    }
+    let Some(msg) = last(obj, "message").and_then(|m| RawObject::parse(m.get()).ok()) else {
+        return;
+    };
+    let Some(content) = last(&msg, "content") else {
+        return;
+    };
+    let texts: Vec<String> = match string(Some(content)) {
+        Some(s) => vec![s],
+        None => blocks(content)
+            .into_iter()
+            .filter(|b| b.ty.as_deref() == Some("text"))
+            .filter_map(|b| string(b.text))
+            .collect(),
+    };
+    for raw in texts {
+        let folded = raw.replace('\n', " ");
+        let result = folded.trim();
+        if result.is_empty() {
+            continue;
+        }
+        if let Some(name) = command_name(result) {
+            if list.command_fallback.is_none() {
+                list.command_fallback = Some(name.to_string());
+            }
+            continue;
+        }
+        if skipped_prompt(result) {
+            continue;
+        }
+        let mut shown: String = result.chars().take(200).collect();
+        if result.chars().nth(200).is_some() {
+            shown = shown.trim_end().to_string();
+            shown.push('\u{2026}');
+        }
+        list.first_prompt = Some(shown);
+        return;
+    }
+}
+
+/// `<command-name>(.*?)</command-name>` anywhere in the text.
+fn command_name(s: &str) -> Option<&str> {
+    let open = "<command-name>";
+    let at = s.find(open)? + open.len();
+    let len = s[at..].find("</command-name>")?;
+    Some(&s[at..at + len])
+}
+
+/// `_SKIP_FIRST_PROMPT_PATTERN`: hook, stdout, interrupt and IDE-context texts.
+fn skipped_prompt(s: &str) -> bool {
+    let whole = |tag: &str| {
+        s.starts_with(&format!("<{tag}>")) && s.trim_end().ends_with(&format!("</{tag}>"))
+    };
+    [
+        "<local-command-stdout>",
+        "<session-start-hook>",
+        "<tick>",
+        "<goal>",
+    ]
+    .iter()
+    .any(|p| s.starts_with(p))
+        || s.strip_prefix("[Request interrupted by user")
+            .is_some_and(|r| r.contains(']'))
+        || whole("ide_opened_file")
+        || whole("ide_selection")
+}
+
+// ---------------------------------------------------------------------------
+// The resumed chain
+// ---------------------------------------------------------------------------
+
+/// Indices into `all` of the entries on the resumed chain, in order.
+fn chain(all: &[&Entry]) -> Vec<usize> {
+    // A repeated uuid: the later line wins (SDK `:950-952`); `order` keeps each
+    // uuid's first position, as the SDK's dict does.
+    let mut by_uuid: HashMap<&str, usize> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for (i, e) in all.iter().enumerate() {
+        if by_uuid.insert(&e.uuid, i).is_none() {
+            order.push(&e.uuid);
+        }
+    }
+    let live: Vec<usize> = order.iter().map(|u| by_uuid[u]).collect();
+    let mut by_file: Vec<usize> = live.clone();
+    by_file.sort_unstable();
+
+    // Partial compaction (BB-C, `dd8453a6`): the kept uuids hang in order under the
+    // anchor, and what was written as the anchor's child continues from the last one.
+    let mut kept_parent: HashMap<&str, &str> = HashMap::new();
+    let mut redirect: HashMap<&str, &str> = HashMap::new();
+    for &i in &by_file {
+        let Some(p) = all[i].preserved.as_deref() else {
+            continue;
+        };
+        let (anchor, uuids) = (&*p.0, &p.1);
+        let mut prev = anchor;
+        for u in uuids.iter().map(|u| &**u) {
+            if by_uuid.contains_key(u) && u != anchor && !kept_parent.contains_key(u) {
+                kept_parent.insert(u, prev);
+                prev = u;
+            }
+        }
+        if prev != anchor {
+            redirect.insert(anchor, prev);
+        }
+    }
+    let parent = |i: usize| -> Option<&str> {
+        let e = all[i];
+        if let Some(p) = kept_parent.get(&*e.uuid) {
+            return Some(p);
+        }
+        let p = e.parent.as_deref()?;
+        Some(redirect.get(p).copied().unwrap_or(p))
+    };
+    let up = |i: usize| parent(i).and_then(|p| by_uuid.get(p).copied());
+
+    // Leaves (SDK `:959-1006`): from each terminal back to the nearest user or
+    // assistant entry; the CLI also stops at a local command and does not pass
+    // over isMeta/teamName leaves (BB-C). The newest non-sidechain one in file order.
+    let parents: HashSet<&str> = live.iter().filter_map(|&i| parent(i)).collect();
+    let mut leaf: Option<usize> = None;
+    for &t in &live {
+        if parents.contains(&*all[t].uuid) {
+            continue;
+        }
+        let mut cur = Some(t);
+        let mut seen = HashSet::new();
+        while let Some(i) = cur {
+            if !seen.insert(i) {
+                break;
+            }
+            let k = all[i].kind;
+            if matches!(k, Kind::User | Kind::Assistant | Kind::LocalCommand) {
+                if !all[i].sidechain && leaf.is_none_or(|l| i > l) {
+                    leaf = Some(i);
+                }
+                break;
+            }
+            cur = up(i);
+        }
+    }
+    let Some(leaf) = leaf else {
+        return Vec::new();
+    };
+
+    // parentUuid to the root, never logicalParentUuid: a compact boundary ends it.
+    let mut chain = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut cur = Some(leaf);
+    while let Some(i) = cur {
+        if !seen.insert(&all[i].uuid) {
+            break;
+        }
+        chain.push(i);
+        cur = up(i);
+    }
+    chain.reverse();
+    recover_parallel(all, &by_uuid, &order, chain, seen, &parent)
+}
+
+/// SDK `_recover_orphaned_parallel_tool_results` (`:1086-1245`): a response's
+/// sibling assistant entries and their tool results that the walk missed go back
+/// after the response's last entry on the chain.
+fn recover_parallel<'a>(
+    all: &[&'a Entry],
+    by_uuid: &HashMap<&'a str, usize>,
+    order: &[&'a str],
+    chain: Vec<usize>,
+    mut seen: HashSet<&'a str>,
+    parent: &dyn Fn(usize) -> Option<&'a str>,
+) -> Vec<usize> {
+    let mid = |i: usize| all[i].message_id.as_deref();
+    let mut anchor: HashMap<&str, usize> = HashMap::new();
+    for &i in &chain {
+        if let Some(m) = mid(i) {
+            anchor.insert(m, i);
+        }
+    }
+    if anchor.is_empty() {
+        return chain;
+    }
+    let same_writer = |a: usize, b: usize| {
+        all[a].sidechain == all[b].sidechain && all[a].agent_id == all[b].agent_id
+    };
+
+    let mut siblings: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut call_owner: HashMap<&str, Option<usize>> = HashMap::new();
+    let mut results: Vec<usize> = Vec::new();
+    for u in order {
+        let i = by_uuid[u];
+        if let Some(m) = mid(i) {
+            siblings.entry(m).or_default().push(i);
+            for c in &all[i].tool_use_ids {
+                let owner = match call_owner.get(&**c) {
+                    None => Some(i),
+                    Some(o) => o.filter(|&o| mid(o) == Some(m)).map(|_| i),
+                };
+                call_owner.insert(c, owner);
+            }
+        } else if all[i].kind == Kind::User && all[i].has_tool_result && parent(i).is_some() {
+            results.push(i);
+        }
+    }
+    let mut by_assistant: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &r in &results {
+        if let Some(p) = parent(r) {
+            by_assistant.entry(p).or_default().push(r);
+        }
+        if let Some(s) = all[r].source_tool_assistant.as_deref()
+            && let Some(&si) = by_uuid.get(s)
+            && same_writer(r, si)
+        {
+            by_assistant.entry(&all[si].uuid).or_default().push(r);
+        }
+        for c in &all[r].tool_result_ids {
+            if let Some(&Some(o)) = call_owner.get(&**c)
+                && same_writer(r, o)
+            {
+                by_assistant.entry(&all[o].uuid).or_default().push(r);
+            }
+        }
+    }
+
+    let answered_on_chain: HashSet<&str> = chain
+        .iter()
+        .flat_map(|&i| all[i].tool_result_ids.iter().map(|s| &**s))
+        .collect();
+    let position: HashMap<&str, usize> = order.iter().enumerate().map(|(p, u)| (*u, p)).collect();
+    let ts = |i: usize| all[i].timestamp.as_deref().unwrap_or("");
+
+    let mut processed: HashSet<&str> = HashSet::new();
+    let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &a in &chain {
+        let Some(m) = mid(a) else { continue };
+        if !processed.insert(m) {
+            continue;
+        }
+        let group = siblings.get(m).cloned().unwrap_or_else(|| vec![a]);
+        let members: HashSet<&str> = group.iter().map(|&g| &*all[g].uuid).collect();
+        let mut orphan_siblings: Vec<usize> = group
+            .iter()
+            .copied()
+            .filter(|&g| !seen.contains(&*all[g].uuid))
+            .collect();
+        let mut orphan_results = Vec::new();
+        let mut strays = Vec::new();
+        let mut collected: HashSet<usize> = HashSet::new();
+        for &g in &group {
+            for &r in by_assistant.get(&*all[g].uuid).into_iter().flatten() {
+                if seen.contains(&*all[r].uuid) || !collected.insert(r) {
+                    continue;
+                }
+                if parent(r).is_some_and(|p| members.contains(p)) {
+                    orphan_results.push(r);
+                } else {
+                    strays.push(r);
+                }
+            }
+        }
+        if !strays.is_empty() {
+            let mut answered = answered_on_chain.clone();
+            for &r in &orphan_results {
+                answered.extend(all[r].tool_result_ids.iter().map(|s| &**s));
+            }
+            strays.sort_by_key(|&r| position[&*all[r].uuid]);
+            for r in strays {
+                let ids = &all[r].tool_result_ids;
+                let open = ids.iter().any(|c| {
+                    !answered.contains(&**c)
+                        && matches!(call_owner.get(&**c), Some(Some(o)) if members.contains(&*all[*o].uuid))
+                });
+                if open {
+                    answered.extend(ids.iter().map(|s| &**s));
+                    orphan_results.push(r);
+                }
+            }
+        }
+        if orphan_siblings.is_empty() && orphan_results.is_empty() {
+            continue;
+        }
+        orphan_siblings.sort_by(|&x, &y| ts(x).cmp(ts(y)));
+        orphan_results.sort_by(|&x, &y| ts(x).cmp(ts(y)));
+        let recovered: Vec<usize> = orphan_siblings.into_iter().chain(orphan_results).collect();
+        for &r in &recovered {
+            seen.insert(&all[r].uuid);
+        }
+        inserts.insert(anchor[m], recovered);
+    }
+    if inserts.is_empty() {
+        return chain;
+    }
+    let mut out = Vec::with_capacity(chain.len());
+    for i in chain {
+        out.push(i);
+        if let Some(more) = inserts.remove(&i) {
+            out.extend(more);
+        }
+    }
+    out
+}
+
+fn role_of(e: &Entry) -> Option<&str> {
+    if e.sidechain {
+        return None;
+    }
+    match &e.render {
+        Render::None => None,
+        Render::Message { role_name, .. } => Some(role_name),
+        Render::Local(_) | Render::Attachment(_) => Some("user"),
+    }
+}
+
+/// One `conversation.json` line: glue as text, the stored values as ranges.
+fn render(e: &Entry) -> Option<MessagePieces> {
+    if e.sidechain {
+        return None;
+    }
+    let text = |s: &str| Piece::Text(s.to_string());
+    let range = |(start, len): (u64, u64)| Piece::Range { start, len };
+    Some(match &e.render {
+        Render::None => return None,
+        Render::Message {
+            role,
+            role_name,
+            content,
+        } => vec![
+            text("{\"role\":"),
+            match role {
+                Some(r) => range(*r),
+                None => Piece::Text(crate::json::quote(role_name)),
+            },
+            text(",\"content\":"),
+            range(*content),
+            text("}"),
+        ],
+        Render::Local(c) => vec![
+            text("{\"role\":\"user\",\"content\":"),
+            range(*c),
+            text("}"),
+        ],
+        Render::Attachment(texts) => {
+            let mut p = vec![text("{\"role\":\"user\",\"content\":[")];
+            for (k, t) in texts.iter().enumerate() {
+                p.push(text(if k == 0 {
+                    "{\"type\":\"text\",\"text\":"
+                } else {
+                    ",{\"type\":\"text\",\"text\":"
+                }));
+                p.push(range(*t));
+                p.push(text("}"));
+            }
+            p.push(text("]}"));
+            p
+        }
+    })
+}
