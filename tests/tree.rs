@@ -23,7 +23,7 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path().join("store"), FsyncMode::No).unwrap());
     let ctl = Arc::new(CtlService::new(store.clone(), 1 << 20));
-    let sources: Vec<Box<dyn SessionSource>> = vec![Box::new(FenSource::new(store.clone()))];
+    let sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::new(store.clone()))];
     let tree = Tree::new(sources, Some(ctl), 1000, 1000);
     Fixture {
         _dir: dir,

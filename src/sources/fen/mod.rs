@@ -152,4 +152,11 @@ impl SessionSource for FenSource {
     fn appended(&self, ns: &str) {
         self.catalog.observe(ns, SystemTime::now());
     }
+
+    /// Large sessions' indexes, so the next mount need not re-parse them.
+    fn persist(&self) {
+        for s in self.store.known_sessions() {
+            s.persist_if_stale();
+        }
+    }
 }
