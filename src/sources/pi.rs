@@ -230,7 +230,11 @@ impl PiReader {
             if let Some(i) = c.first_kept_index.take() {
                 let target = (i >= 0.0 && i.fract() == 0.0 && i <= idx as f64).then_some(i as u32);
                 let target = target.filter(|&t| {
-                    t == idx || !matches!(self.entries.get(t as usize).map(|e| &e.body), Some(Body::Session) | None)
+                    t == idx
+                        || !matches!(
+                            self.entries.get(t as usize).map(|e| &e.body),
+                            Some(Body::Session) | None
+                        )
                 });
                 e_first_kept(c, target);
             } else {
@@ -338,7 +342,11 @@ impl Ctx<'_> {
 
 /// Duplicate keys: JSON.parse keeps the last.
 fn field<'a>(obj: &RawObject<'a>, key: &str) -> Option<&'a RawValue> {
-    obj.fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    obj.fields
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
 }
 
 /// A JSON string's value (borrowed when it has no escapes); lone surrogates, which
@@ -352,7 +360,9 @@ fn js_str(v: &RawValue) -> Option<Cow<'_, str>> {
     if let Ok(s) = serde_json::from_str::<String>(t) {
         return Some(Cow::Owned(s));
     }
-    serde_json::from_str::<String>(&replace_surrogate_escapes(t)).ok().map(Cow::Owned)
+    serde_json::from_str::<String>(&replace_surrogate_escapes(t))
+        .ok()
+        .map(Cow::Owned)
 }
 
 /// Rewrites `\uD800`-style escapes to `\uFFFD` (same length, so offsets hold).
@@ -386,14 +396,8 @@ fn replace_surrogate_escapes(t: &str) -> String {
 fn is_js_ws(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n'
-            | '\u{b}'
-            | '\u{c}'
-            | '\r'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
                 | '\u{2028}'
                 | '\u{2029}'
                 | '\u{202f}'
@@ -498,14 +502,20 @@ fn extract_text(content: &RawValue) -> Result<String, ()> {
                 match b.get().as_bytes().first() {
                     Some(b'n') => return Err(()),
                     Some(b'{') => {
-                        let Ok(obj) = RawObject::parse(b.get()) else { continue };
+                        let Ok(obj) = RawObject::parse(b.get()) else {
+                            continue;
+                        };
                         if field(&obj, "type").and_then(js_str).as_deref() != Some("text") {
                             continue;
                         }
                         let text = match field(&obj, "text") {
                             None => String::new(),
-                            Some(v) if v.get().starts_with('"') => js_str(v).unwrap_or_default().into_owned(),
-                            Some(v) => serde_json::from_str(v.get()).map(|v| js_join_string(&v)).unwrap_or_default(),
+                            Some(v) if v.get().starts_with('"') => {
+                                js_str(v).unwrap_or_default().into_owned()
+                            }
+                            Some(v) => serde_json::from_str(v.get())
+                                .map(|v| js_join_string(&v))
+                                .unwrap_or_default(),
                         };
                         parts.push(text);
                     }
@@ -589,11 +599,19 @@ fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
         Some("message") => {
             let m = field(&o, "message").filter(|v| v.get() != "null");
             entry.body = Body::Message(m.map(|v| {
-                let mobj = if v.get().starts_with('{') { RawObject::parse(v.get()).ok() } else { None };
+                let mobj = if v.get().starts_with('{') {
+                    RawObject::parse(v.get()).ok()
+                } else {
+                    None
+                };
                 let role_v = mobj.as_ref().and_then(|m| field(m, "role"));
-                let role = role_v.and_then(js_str).map(|r| Box::<str>::from(r.as_ref()));
+                let role = role_v
+                    .and_then(js_str)
+                    .map(|r| Box::<str>::from(r.as_ref()));
                 let rename = match (&role, role_v) {
-                    (Some(r), Some(rv)) if &**r == "hookMessage" => Some((offset_in(v.get(), rv.get()), rv.get().len())),
+                    (Some(r), Some(rv)) if &**r == "hookMessage" => {
+                        Some((offset_in(v.get(), rv.get()), rv.get().len()))
+                    }
                     _ => None,
                 };
                 Box::new(Msg {
@@ -609,7 +627,8 @@ fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
                 summary: raw("summary"),
                 tokens_before: raw("tokensBefore"),
                 first_kept: Key::of(field(&o, "firstKeptEntryId")),
-                first_kept_index: field(&o, "firstKeptEntryIndex").and_then(|v| v.get().parse().ok()),
+                first_kept_index: field(&o, "firstKeptEntryIndex")
+                    .and_then(|v| v.get().parse().ok()),
             }))
         }
         Some("branch_summary") => {
@@ -656,7 +675,11 @@ fn js_version(v: &RawValue) -> f64 {
         Some(b'"') => {
             let s = js_str(v).unwrap_or_default();
             let s = js_trim(&s);
-            if s.is_empty() { 0.0 } else { s.parse().unwrap_or(f64::NAN) }
+            if s.is_empty() {
+                0.0
+            } else {
+                s.parse().unwrap_or(f64::NAN)
+            }
         }
         Some(b'{' | b'[') => f64::NAN,
         _ => t.parse().unwrap_or(f64::NAN),
@@ -673,9 +696,15 @@ fn list_message(list: &mut ListAcc, m: Option<&RawValue>, entry_ts: Option<&RawV
     if !m.get().starts_with('{') {
         return;
     }
-    let Ok(obj) = RawObject::parse(m.get()) else { return };
-    let Some(role) = field(&obj, "role").and_then(js_str) else { return };
-    let Some(content) = field(&obj, "content") else { return };
+    let Ok(obj) = RawObject::parse(m.get()) else {
+        return;
+    };
+    let Some(role) = field(&obj, "role").and_then(js_str) else {
+        return;
+    };
+    let Some(content) = field(&obj, "content") else {
+        return;
+    };
     if role != "user" && role != "assistant" {
         return;
     }
@@ -689,7 +718,12 @@ fn list_message(list: &mut ListAcc, m: Option<&RawValue>, entry_ts: Option<&RawV
     }
     let ts = field(&obj, "timestamp");
     let t = match ts {
-        Some(v) if !matches!(v.get().as_bytes().first(), Some(b'"' | b'{' | b'[' | b'n' | b't' | b'f')) => {
+        Some(v)
+            if !matches!(
+                v.get().as_bytes().first(),
+                Some(b'"' | b'{' | b'[' | b'n' | b't' | b'f')
+            ) =>
+        {
             v.get().parse::<f64>().ok()
         }
         _ => match entry_ts {
@@ -755,21 +789,36 @@ impl View<'_> {
     /// conversation, or the messages it gives.
     fn resolve<'s>(&'s self) -> Result<(Vec<Out<'s>>, u64), String> {
         let Some(h) = &self.header else {
-            return Err("the file holds no JSON line, so pi would start a new session over it".into());
+            return Err(
+                "the file holds no JSON line, so pi would start a new session over it".into(),
+            );
         };
-        if let Some(n) = self.r.null_line.or((self.extra_kind == Kind::Null).then_some(self.r.lines + 1)) {
-            return Err(format!("line {n} is JSON null, on which pi's session loader throws"));
+        if let Some(n) = self
+            .r
+            .null_line
+            .or((self.extra_kind == Kind::Null).then_some(self.r.lines + 1))
+        {
+            return Err(format!(
+                "line {n} is JSON null, on which pi's session loader throws"
+            ));
         }
         if !h.openable {
             return Err("the first JSON line is not a session header with a string id, so pi would start a new session over the file".into());
         }
         if self.version() < 2.0 {
-            let prim = self.r.primitive_line.or((self.extra_kind == Kind::Primitive).then_some(self.r.lines + 1));
+            let prim = self
+                .r
+                .primitive_line
+                .or((self.extra_kind == Kind::Primitive).then_some(self.r.lines + 1));
             if let Some(n) = prim {
-                return Err(format!("line {n} is not a JSON object, on which pi's version 1 migration throws"));
+                return Err(format!(
+                    "line {n} is not a JSON object, on which pi's version 1 migration throws"
+                ));
             }
         }
-        let Some(leaf) = self.leaf() else { return Ok((Vec::new(), 0)) };
+        let Some(leaf) = self.leaf() else {
+            return Ok((Vec::new(), 0));
+        };
         if self.get(leaf).id == Key::Null {
             // `_buildIndex` leaves leafId null: buildSessionContext returns nothing.
             return Ok((Vec::new(), 0));
@@ -794,7 +843,9 @@ impl View<'_> {
         for (pos, &i) in path.iter().enumerate() {
             match &self.get(i).body {
                 Body::Message(None) => {
-                    return Err("an entry on the resumed path has no message, on which pi throws".into());
+                    return Err(
+                        "an entry on the resumed path has no message, on which pi throws".into(),
+                    );
                 }
                 Body::Compaction(_) => compaction = Some(pos),
                 _ => {}
@@ -810,12 +861,15 @@ impl View<'_> {
             None => path.iter().for_each(|&i| push(&mut out, i)),
             Some(last) => {
                 let ce = self.get(path[last]);
-                let Body::Compaction(c) = &ce.body else { unreachable!() };
+                let Body::Compaction(c) = &ce.body else {
+                    unreachable!()
+                };
                 out.push(Out::Compaction(c, ce.time));
                 // findIndex: the first compaction on the path with the same id.
                 let same = |pos: usize| {
                     let e = self.get(path[pos]);
-                    matches!(e.body, Body::Compaction(_)) && js_eq(&e.id, path[pos], &ce.id, path[last])
+                    matches!(e.body, Body::Compaction(_))
+                        && js_eq(&e.id, path[pos], &ce.id, path[last])
                 };
                 let idx = (0..path.len()).find(|&p| same(p)).unwrap_or(last);
                 let mut found = false;
@@ -883,20 +937,30 @@ impl Out<'_> {
                 ],
                 (Some((at, len)), Raw::Owned(s)) => {
                     let s: &str = s;
-                    vec![Piece::Text(format!("{}\"custom\"{}", &s[..at], &s[at + len..]))]
+                    vec![Piece::Text(format!(
+                        "{}\"custom\"{}",
+                        &s[..at],
+                        &s[at + len..]
+                    ))]
                 }
             },
             Out::Compaction(c, time) => {
                 let f = [("summary", &c.summary), ("tokensBefore", &c.tokens_before)];
                 synth("compactionSummary", f.into_iter(), *time)
             }
-            Out::Synth(role, f, time) => synth(role, f.keys.iter().copied().zip(f.values.iter()), *time),
+            Out::Synth(role, f, time) => {
+                synth(role, f.keys.iter().copied().zip(f.values.iter()), *time)
+            }
         }
     }
 }
 
 /// `{"role":...,<present fields>,"timestamp":ms}`: JSON.stringify drops undefined keys.
-fn synth<'a>(role: &str, fields: impl Iterator<Item = (&'a str, &'a Option<Raw>)>, time: Option<f64>) -> MessagePieces {
+fn synth<'a>(
+    role: &str,
+    fields: impl Iterator<Item = (&'a str, &'a Option<Raw>)>,
+    time: Option<f64>,
+) -> MessagePieces {
     let mut out = Vec::new();
     let mut text = format!("{{\"role\":\"{role}\"");
     for (k, v) in fields {
@@ -918,7 +982,9 @@ impl ForeignReader for PiReader {
             let abs = offset + pos as u64;
             pos += nl + 1;
             self.lines += 1;
-            let Some(parsed) = self.parse_line(line, abs, false) else { continue };
+            let Some(parsed) = self.parse_line(line, abs, false) else {
+                continue;
+            };
             self.started = true;
             let Some(p) = parsed else {
                 self.malformed += 1;
@@ -965,7 +1031,13 @@ impl ForeignReader for PiReader {
         s.preview = v.list.first_message.as_deref().map(|m| {
             let m: String = m
                 .chars()
-                .map(|c| if c <= '\u{1f}' || c == '\u{7f}' { ' ' } else { c })
+                .map(|c| {
+                    if c <= '\u{1f}' || c == '\u{7f}' {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
                 .collect();
             js_trim(&m).to_string()
         });

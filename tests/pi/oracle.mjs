@@ -147,6 +147,10 @@ const scenarios = {
 	},
 };
 
+// Lone surrogates (JSON.parse keeps them) printed as U+FFFD, so Rust can parse the output.
+const print = (v) =>
+	console.log(JSON.stringify(v, (_k, x) => (typeof x === "string" ? x.toWellFormed() : x)));
+
 const [cmd, arg1, arg2] = process.argv.slice(2);
 if (cmd === "write") {
 	const out = {};
@@ -155,7 +159,7 @@ if (cmd === "write") {
 		fill(sm);
 		out[name] = sm.getSessionFile();
 	}
-	console.log(JSON.stringify(out));
+	print(out);
 } else if (cmd === "context") {
 	// open() may rewrite the file (migration, bad header): work on a copy.
 	const dir = mkdtempSync(join(tmpdir(), "pi-oracle-"));
@@ -164,17 +168,16 @@ if (cmd === "write") {
 	try {
 		const startedOver = loadEntriesFromFile(copy).length === 0;
 		const sm = SessionManager.open(copy, dir);
-		console.log(JSON.stringify({ ok: true, startedOver, messages: sm.buildSessionContext().messages }));
+		print({ ok: true, startedOver, messages: sm.buildSessionContext().messages });
 	} catch (e) {
-		console.log(JSON.stringify({ ok: false, error: String(e) }));
+		print({ ok: false, error: String(e) });
 	} finally {
 		rmSync(dir, { recursive: true, force: true });
 	}
 } else if (cmd === "list") {
 	const iso = (d) => (d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : null);
 	const sessions = await SessionManager.list("/unused", arg1);
-	console.log(
-		JSON.stringify(
+	print(
 			sessions.map((s) => ({
 				path: s.path,
 				id: s.id,
@@ -185,7 +188,6 @@ if (cmd === "write") {
 				messageCount: s.messageCount,
 				firstMessage: s.firstMessage,
 			})),
-		),
 	);
 } else {
 	console.error(`unknown command ${cmd}`);
