@@ -322,6 +322,8 @@ fn crafted() -> Vec<(&'static str, Vec<u8>)> {
         ("v1 index on header", v1_bad_index.into_bytes()),
         ("v1 with primitive", format!("{{\"type\":\"session\",\"id\":\"q\",\"cwd\":\"/q\"}}\n{u1}\n7\n").into_bytes()),
         ("v2", v2.into_bytes()),
+        ("v3 keeps hookMessage", format!("{HEADER}\n{}\n", r#"{"type":"message","id":"h","parentId":null,"message":{"role":"hookMessage","content":"k"}}"#).into_bytes()),
+        ("version NaN migrates nothing", format!("{}\n{}\n", HEADER.replace("\"version\":3", "\"version\":\"abc\""), r#"{"type":"message","id":"h","parentId":null,"message":{"role":"hookMessage","content":"k"}}"#).into_bytes()),
         ("rename then garbage", format!("{base}{}\n", r#"{"type":"session_info","id":"s","parentId":"u2","name":"  Named  "}"#).into_bytes()),
     ]
 }

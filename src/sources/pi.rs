@@ -190,7 +190,14 @@ impl PiReader {
 
     /// Parses one line (without its `\n`) starting at absolute offset `abs`.
     /// Returns `None` for a blank line, `Some(None)` for one that is not JSON.
-    fn parse_line(&self, bytes: &[u8], abs: u64, trim_end: bool) -> Option<Option<Parsed>> {
+    /// `list` is advanced past the line.
+    fn parse_line(
+        &self,
+        bytes: &[u8],
+        abs: u64,
+        trim_end: bool,
+        list: &mut ListAcc,
+    ) -> Option<Option<Parsed>> {
         let (text, lossless): (Cow<str>, bool) = match std::str::from_utf8(bytes) {
             Ok(s) => (Cow::Borrowed(s), true),
             Err(_) => (String::from_utf8_lossy(bytes), false),
@@ -211,13 +218,26 @@ impl PiReader {
             base,
             lossless,
         };
-        Some(parse_value(&ctx, &self.list, self.header.is_none()))
+        Some(parse_value(&ctx, list, self.header.is_none()))
     }
 
     /// Fixes ids the way pi's in-memory state has them (v1 migration) for the value
     /// that will sit at index `idx`.
     fn link(&self, e: &mut Entry, idx: u32) {
-        if self.version() >= 2.0 || matches!(e.body, Body::Session) || idx == 0 {
+        // JS comparisons: a NaN version migrates nothing.
+        let version = self.version();
+        if let Body::Message(Some(m)) = &mut e.body
+            && m.rename.is_some()
+        {
+            if version < 3.0 {
+                // migrateV2ToV3: hookMessage → custom.
+                m.role = Some("custom".into());
+            } else {
+                m.rename = None;
+            }
+        }
+        let v1 = version < 2.0;
+        if !v1 || matches!(e.body, Body::Session) || idx == 0 {
             return;
         }
         // migrateV1ToV2: fresh ids, each entry the child of the previous one.
@@ -251,7 +271,6 @@ impl PiReader {
             self.header = Some(p.header.unwrap_or_default());
         }
         self.link(&mut e, idx);
-        self.list = p.list;
         if !matches!(e.body, Body::Session) {
             if e.id.truthy() && e.id != Key::Unique {
                 self.by_id.insert(e.id.clone(), idx);
@@ -271,7 +290,7 @@ impl PiReader {
             extra: None,
             extra_kind: Kind::None,
         };
-        if let Some(parsed) = self.parse_line(tail, self.end, true) {
+        if let Some(parsed) = self.parse_line(tail, self.end, true, &mut view.list) {
             match parsed {
                 None => view.extra_kind = Kind::Malformed,
                 Some(p) => {
@@ -279,7 +298,6 @@ impl PiReader {
                     if view.header.is_none() {
                         view.header = Some(p.header.clone().unwrap_or_default());
                     }
-                    view.list = p.list.clone();
                     let mut e = p.entry;
                     // Link as if pushed.
                     let idx = self.entries.len() as u32;
@@ -316,8 +334,6 @@ struct Parsed {
     kind: Kind,
     /// The header facts, when this is the file's first value.
     header: Option<Header>,
-    /// The list accumulator after this value.
-    list: ListAcc,
 }
 
 struct Ctx<'a> {
@@ -529,7 +545,7 @@ fn extract_text(content: &RawValue) -> Result<String, ()> {
 }
 
 /// Parses one non-blank line's text; `None` when JSON.parse would refuse it.
-fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
+fn parse_value(ctx: &Ctx, list: &mut ListAcc, first: bool) -> Option<Parsed> {
     let text = ctx.line;
     let obj = match RawObject::parse(text) {
         Ok(o) => Some(o),
@@ -546,7 +562,6 @@ fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
         (None, Some(b'[')) => Kind::Array,
         _ => Kind::Primitive,
     };
-    let mut list = list.clone();
     let mut header = None;
     let mut entry = Entry {
         id: Key::Undef,
@@ -587,7 +602,6 @@ fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
             entry,
             kind,
             header,
-            list,
         });
     };
     entry.id = Key::of(field(&o, "id"));
@@ -620,7 +634,7 @@ fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
                     rename,
                 })
             }));
-            list_message(&mut list, m, field(&o, "timestamp"));
+            list_message(list, m, field(&o, "timestamp"));
         }
         Some("compaction") => {
             entry.body = Body::Compaction(Box::new(Compaction {
@@ -661,7 +675,6 @@ fn parse_value(ctx: &Ctx, list: &ListAcc, first: bool) -> Option<Parsed> {
         entry,
         kind,
         header,
-        list,
     })
 }
 
@@ -982,9 +995,10 @@ impl ForeignReader for PiReader {
             let abs = offset + pos as u64;
             pos += nl + 1;
             self.lines += 1;
-            let Some(parsed) = self.parse_line(line, abs, false) else {
-                continue;
-            };
+            let mut list = std::mem::take(&mut self.list);
+            let parsed = self.parse_line(line, abs, false, &mut list);
+            self.list = list;
+            let Some(parsed) = parsed else { continue };
             self.started = true;
             let Some(p) = parsed else {
                 self.malformed += 1;
@@ -1065,5 +1079,68 @@ impl ForeignReader for PiReader {
             Ok((out, _)) => out.iter().map(Out::pieces).collect(),
             Err(_) => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(t: &str) -> Box<RawValue> {
+        RawValue::from_string(t.to_string()).unwrap()
+    }
+
+    #[test]
+    fn dates_as_js_date_reads_them() {
+        let ms = |t: &str| js_date(Some(&raw(t)));
+        assert_eq!(ms(r#""2026-01-01T00:00:01.500Z""#), Some(1767225601500.0));
+        assert_eq!(ms(r#""2026-01-01T01:00:00+01:00""#), Some(1767225600000.0));
+        assert_eq!(ms(r#""2026-01-01""#), Some(1767225600000.0));
+        assert_eq!(ms(r#""yesterday""#), None);
+        assert_eq!(ms("null"), Some(0.0));
+        assert_eq!(ms("12.9"), Some(12.0));
+        assert_eq!(ms("1e300"), None);
+        assert_eq!(js_date(None), None);
+        assert_eq!(
+            iso(1767225601500.0).as_deref(),
+            Some("2026-01-01T00:00:01.500Z")
+        );
+    }
+
+    #[test]
+    fn js_values() {
+        for (t, want) in [
+            ("\"\"", false),
+            ("\"a\"", true),
+            ("0", false),
+            ("-0.0", false),
+            ("2", true),
+            ("[]", true),
+            ("null", false),
+        ] {
+            assert_eq!(js_truthy(Some(&raw(t))), want, "{t}");
+        }
+        assert!(!Key::of(Some(&raw("0"))).truthy());
+        assert_eq!(Key::of(Some(&raw("-0"))), Key::of(Some(&raw("0"))));
+        assert_eq!(Key::of(Some(&raw(r#""a\u0062""#))), Key::Str("ab".into()));
+        assert_eq!(
+            replace_surrogate_escapes(r#""\\ud800\ud800é""#),
+            r#""\\ud800\uFFFDé""#
+        );
+        assert_eq!(js_str(&raw(r#""x\ud800""#)).as_deref(), Some("x\u{fffd}"));
+        assert_eq!(js_version(&raw("\" 2 \"")), 2.0);
+        assert!(js_version(&raw("\"x\"")).is_nan());
+    }
+
+    #[test]
+    fn hook_message_is_renamed_in_place() {
+        let file = "{\"type\":\"session\",\"version\":2,\"id\":\"s\"}\n{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"message\":{\"role\":\"hookMessage\",\"content\":\"x\"}}\n";
+        let mut r = PiReader::new();
+        let n = r.feed(0, file.as_bytes());
+        assert_eq!(n as usize, file.len());
+        let conv = r.conversation(b"");
+        let out = crate::sources::foreign::render_message(&conv[0], file.as_bytes());
+        assert_eq!(out, br#"{"role":"custom","content":"x"}"#);
+        assert_eq!(r.summary(b"").roles.get("custom"), Some(&1));
     }
 }
