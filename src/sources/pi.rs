@@ -160,6 +160,7 @@ struct ListAcc {
 /// Reader of one pi session file.
 #[derive(Debug, Default)]
 pub struct PiReader {
+    /// Where the consumed lines end (the tail starts here).
     end: u64,
     /// A non-blank line was seen (pi trims the whole content, so only the first
     /// non-blank line loses leading whitespace).
@@ -167,15 +168,16 @@ pub struct PiReader {
     entries: Vec<Entry>,
     header: Option<Header>,
     by_id: HashMap<Key, u32>,
-    /// Last non-session entry (pi's leaf).
+    /// Last non-session value: pi's leaf, and the v1 migration's previous entry.
     leaf: Option<u32>,
-    /// Last non-session entry, for the v1 migration's linear parent chain.
     list: ListAcc,
     json_entries: u64,
     malformed: u64,
     /// First line number (1-based) holding JSON `null`.
     null_line: Option<u64>,
+    /// First line holding a number, string or boolean (fatal only to v1 migration).
     primitive_line: Option<u64>,
+    /// `\n`-terminated lines consumed.
     lines: u64,
 }
 
