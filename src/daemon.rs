@@ -191,7 +191,8 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let ctl = Arc::new(CtlService::new(store.clone(), args.max_entry_bytes));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let mut sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::watching(store.clone()))];
+    let mut sources: Vec<Arc<dyn SessionSource>> =
+        vec![Arc::new(FenSource::watching(store.clone()))];
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
     for foreign in crate::sources::foreign_sources(&args.foreign, &root) {

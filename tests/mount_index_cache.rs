@@ -4,7 +4,6 @@
 
 mod support;
 use std::io::Write;
-use std::process::Command;
 
 fn show(store: &std::path::Path, file: &std::path::Path, view: &str) -> Vec<u8> {
     // A session file path is parsed from scratch (no store, no cache).

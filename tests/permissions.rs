@@ -69,10 +69,7 @@ impl PermissiveMount {
 
 impl Drop for PermissiveMount {
     fn drop(&mut self) {
-        let _ = support::fen_fs()
-            .arg("umount")
-            .arg(&self.mp)
-            .output();
+        let _ = support::fen_fs().arg("umount").arg(&self.mp).output();
         let _ = &self.tmp;
     }
 }

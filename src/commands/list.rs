@@ -1,9 +1,9 @@
 //! `fen-fs list`: what it computes, apart from its options, so that it is testable.
 
 use crate::error::Result;
-use crate::store::Store;
 use crate::sources::SessionSource;
 use crate::sources::foreign_source::ForeignSource;
+use crate::store::Store;
 use crate::views::listing::{Listing, sort_newest_first};
 
 /// `dir` as the absolute path a session's header would record: relative to the

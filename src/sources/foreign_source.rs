@@ -84,7 +84,13 @@ fn session_dir_name(agent: Agent, path: &Path, e: &FileEntry) -> String {
         // No usable id in the file: its name stands in (made path-safe).
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
         stem.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect()
     };
     format!("{}_{}-{id}", naming::stamp(created), agent.name())
@@ -174,7 +180,11 @@ impl ForeignSource {
                 fresh.insert(path, e);
             }
             if (i + 1) % 1000 == 0 {
-                log::info!("{}: indexed {} of {total} session files", self.agent.name(), i + 1);
+                log::info!(
+                    "{}: indexed {} of {total} session files",
+                    self.agent.name(),
+                    i + 1
+                );
             }
         }
         {
@@ -229,7 +239,10 @@ impl ForeignSource {
         let Some(path) = &self.cache_file else { return };
         let files: Vec<(PathBuf, FileEntry)> = {
             let idx = self.index.lock().unwrap();
-            idx.files.iter().map(|(p, e)| (p.clone(), e.clone())).collect()
+            idx.files
+                .iter()
+                .map(|(p, e)| (p.clone(), e.clone()))
+                .collect()
         };
         let p = Persisted {
             version: INDEX_VERSION,
@@ -410,7 +423,11 @@ impl ForeignSource {
         let missing = || Error::not_found(format!("no session {ns}/{dir}"));
         let path = {
             let idx = self.current();
-            idx.by_ns.get(ns).and_then(|m| m.get(dir)).cloned().ok_or_else(missing)?
+            idx.by_ns
+                .get(ns)
+                .and_then(|m| m.get(dir))
+                .cloned()
+                .ok_or_else(missing)?
         };
         let known = self.index.lock().unwrap().files.get(&path).map(|e| e.stamp);
         if file_stamp(&path) != known {
@@ -506,8 +523,14 @@ impl ForeignSource {
         field("cwd", s.cwd.as_deref().unwrap_or("(unknown)"));
         field("file", &path.to_string_lossy());
         if let Some(l) = &listing {
-            field("created", &l.created_at.as_deref().map(local_time).unwrap_or_default());
-            field("updated", &l.updated_at.as_deref().map(local_time).unwrap_or_default());
+            field(
+                "created",
+                &l.created_at.as_deref().map(local_time).unwrap_or_default(),
+            );
+            field(
+                "updated",
+                &l.updated_at.as_deref().map(local_time).unwrap_or_default(),
+            );
         }
         let roles: Vec<String> = s.roles.iter().map(|(r, n)| format!("{n} {r}")).collect();
         let roles = if roles.is_empty() {
@@ -516,14 +539,20 @@ impl ForeignSource {
             format!(" ({})", roles.join(", "))
         };
         field("messages", &format!("{}{roles}", s.messages));
-        field("entries", &format!("{} ({} malformed lines)", s.entries, s.malformed_lines));
+        field(
+            "entries",
+            &format!("{} ({} malformed lines)", s.entries, s.malformed_lines),
+        );
         match (&s.resumable, &s.not_resumable_reason) {
             (true, _) => field("resumable", "yes"),
             (false, Some(why)) => field("resumable", &format!("no: {why}")),
             (false, None) => field("resumable", "no"),
         }
         if let Some(p) = &s.preview {
-            out.push_str(&format!("\nfirst request:\n  {}\n", crate::store::index::one_line(p, 76)));
+            out.push_str(&format!(
+                "\nfirst request:\n  {}\n",
+                crate::store::index::one_line(p, 76)
+            ));
         }
         out.into_bytes()
     }
@@ -636,7 +665,10 @@ fn walk_folder(
     if !meta.is_dir() {
         return;
     }
-    let stamp = (meta.ino(), meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128);
+    let stamp = (
+        meta.ino(),
+        meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+    );
     let scan = match old.remove(folder) {
         Some(s) if s.stamp == stamp => s,
         _ => {
@@ -751,7 +783,9 @@ impl SessionSource for ForeignSource {
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, _writers: u64) -> Result<Snapshot> {
         let (path, e) = self.session(ns, dir)?;
         Ok(match kind {
-            ViewKind::Transcript => Snapshot::Transcript(crate::store::open::open_regular(&path)?.0),
+            ViewKind::Transcript => {
+                Snapshot::Transcript(crate::store::open::open_regular(&path)?.0)
+            }
             ViewKind::Conversation => {
                 let (file, messages) = self.conversation(&path)?;
                 Snapshot::Pieces(PieceSnapshot::conversation(file, messages))

@@ -11,10 +11,10 @@ pub mod foreign;
 pub mod foreign_source;
 pub mod pi;
 
+use crate::agent::Agent;
 use crate::error::Result;
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
-use crate::agent::Agent;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;

@@ -416,10 +416,9 @@ impl Tree {
     /// Whether `node` is (in) a session of a read-only source: another agent's.
     fn is_read_only(&self, node: &Node) -> bool {
         match node {
-            Node::SessionDir(ns, dir) | Node::SessionCtl(ns, dir) | Node::View(ns, dir, _) => {
-                self.session_source(ns, dir)
-                    .is_ok_and(|(source, _)| !source.writable())
-            }
+            Node::SessionDir(ns, dir) | Node::SessionCtl(ns, dir) | Node::View(ns, dir, _) => self
+                .session_source(ns, dir)
+                .is_ok_and(|(source, _)| !source.writable()),
             _ => false,
         }
     }

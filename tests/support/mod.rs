@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// test ever reads this machine's real agent history (tests that want other agents'
 /// sessions pass `--source KIND=DIR` or set the variables themselves).
 pub fn fen_fs() -> Command {
-    let mut cmd = fen_fs();
+    let mut cmd = Command::new(bin());
     for var in ["PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"] {
         cmd.env(var, "/nonexistent/fen-fs-tests");
     }
