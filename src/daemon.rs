@@ -195,7 +195,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         vec![Arc::new(FenSource::watching(store.clone()))];
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
-    for foreign in crate::sources::foreign_sources(&args.foreign, &root) {
+    for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
         let indexer = foreign.clone();
         std::thread::Builder::new()
             .name(format!("fen-index-{}", foreign.agent().name()))

@@ -50,7 +50,7 @@ pub fn foreign_sources(
     options: &crate::sources::ForeignOptions,
     store: &Store,
 ) -> Vec<std::sync::Arc<ForeignSource>> {
-    let sources = crate::sources::foreign_sources(options, &store.root);
+    let sources = crate::sources::foreign_sources(options, &store.root, false);
     std::thread::scope(|scope| {
         for s in &sources {
             scope.spawn(|| s.build_index());

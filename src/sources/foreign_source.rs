@@ -114,6 +114,12 @@ struct Index {
     renames: HashMap<String, String>,
     renames_stamp: Option<FileStamp>,
     ready: bool,
+    /// Bumped by every change to the index: keys the rendered listings.
+    generation: u64,
+    /// Namespaces whose files must be re-`stat`ed before the next listing (all of
+    /// them when nothing watches the folders).
+    dirty: BTreeSet<String>,
+    rendered: HashMap<String, (u64, Arc<Vec<Listing>>, NamespaceIndex)>,
 }
 
 /// A reader that has consumed a file up to `consumed`, for following appends.
@@ -134,6 +140,9 @@ pub struct ForeignSource {
     index: Mutex<Index>,
     ready: Condvar,
     readers: Mutex<(u64, HashMap<PathBuf, Following>)>,
+    /// inotify on the session folders (daemon only): an unchanged store costs no
+    /// `stat` per file on a listing.
+    watch: Option<super::watch::StoreWatch>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -155,6 +164,15 @@ impl ForeignSource {
             index: Mutex::new(Index::default()),
             ready: Condvar::new(),
             readers: Mutex::new((0, HashMap::new())),
+            watch: None,
+        }
+    }
+
+    /// The same, watching its folders with inotify (a long-lived daemon).
+    pub fn watching(root: &AgentRoot, cache_file: Option<PathBuf>) -> Self {
+        ForeignSource {
+            watch: super::watch::StoreWatch::new(),
+            ..Self::new(root, cache_file)
         }
     }
 
@@ -293,12 +311,38 @@ impl ForeignSource {
             .insert(dir.clone(), path.clone());
         idx.dir_of.insert(path.clone(), (ns, dir));
         idx.files.insert(path, e);
+        idx.generation += 1;
     }
 
     /// Brings `idx` up to date with the folders: new files are read, vanished ones
     /// dropped; with `ns`, every file of that namespace is also re-`stat`ed (and
     /// re-read if it changed).
     fn sync(&self, ns: Option<&str>) {
+        if let Some(watch) = &self.watch {
+            let mut idx = self.current();
+            // Folders with events since their last read: their files' namespaces must
+            // be re-stat'ed, and the walk must look at them again.
+            let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
+            let mut changed = folders.is_empty();
+            for f in &folders {
+                let key = f.to_string_lossy();
+                if watch.changed(&key, f) {
+                    watch.mark_clean(&key);
+                    changed = true;
+                    let files = idx.folders.get(f).map(|s| s.files.clone()).unwrap_or_default();
+                    let namespaces: Vec<String> = files
+                        .iter()
+                        .filter_map(|p| idx.dir_of.get(p).map(|(n, _)| n.clone()))
+                        .collect();
+                    idx.dirty.extend(namespaces);
+                }
+            }
+            let renames_changed =
+                self.agent == Agent::Codex && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
+            if !changed && !renames_changed && ns.is_none_or(|n| !idx.dirty.contains(n)) {
+                return;
+            }
+        }
         let found = self.walk();
         let mut idx = self.current();
         let present: BTreeSet<&PathBuf> = found.iter().collect();
@@ -317,6 +361,7 @@ impl ForeignSource {
             .cloned()
             .collect();
         if let Some(ns) = ns
+            && (self.watch.is_none() || idx.dirty.remove(ns))
             && let Some(dirs) = idx.by_ns.get(ns)
         {
             for path in dirs.values() {
@@ -356,6 +401,7 @@ impl ForeignSource {
             Ok(bytes) => super::codex::CodexReader::read_session_index(&bytes),
             Err(_) => HashMap::new(),
         };
+        idx.generation += 1;
     }
 
     /// Feeds `path` through its reader, from where a cached reader stopped if the file
@@ -455,6 +501,35 @@ impl ForeignSource {
             messages: s.messages as usize,
             agent: self.agent,
         })
+    }
+
+    /// The listings and `index.json` of `ns`, rendered again only after the index
+    /// changed.
+    fn rendered(&self, ns: &str) -> (Arc<Vec<Listing>>, NamespaceIndex) {
+        self.sync(Some(ns));
+        let mut idx = self.index.lock().unwrap();
+        if let Some((generation, listings, index)) = idx.rendered.get(ns)
+            && *generation == idx.generation
+        {
+            return (listings.clone(), index.clone());
+        }
+        let mut out: Vec<Listing> = idx
+            .by_ns
+            .get(ns)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|p| self.listing(&idx, p, idx.files.get(p)?))
+            .collect();
+        sort_newest_first(&mut out);
+        let index = NamespaceIndex {
+            latest: out.first().map(|l| l.dir.clone()),
+            index_json: Arc::new(render_json(&out)),
+        };
+        let listings = Arc::new(out);
+        let generation = idx.generation;
+        idx.rendered
+            .insert(ns.to_string(), (generation, listings.clone(), index.clone()));
+        (listings, index)
     }
 
     fn conversation(&self, path: &Path) -> Result<(File, Vec<Vec<Piece>>)> {
@@ -593,7 +668,9 @@ fn piece_len(p: &Piece) -> u64 {
 }
 
 fn remove(idx: &mut Index, path: &Path) {
-    idx.files.remove(path);
+    if idx.files.remove(path).is_some() {
+        idx.generation += 1;
+    }
     if let Some((ns, dir)) = idx.dir_of.remove(path)
         && let Some(m) = idx.by_ns.get_mut(&ns)
     {
@@ -755,25 +832,11 @@ impl SessionSource for ForeignSource {
     }
 
     fn listings(&self, ns: &str) -> Result<Vec<Listing>> {
-        self.sync(Some(ns));
-        let idx = self.index.lock().unwrap();
-        let mut out: Vec<Listing> = idx
-            .by_ns
-            .get(ns)
-            .into_iter()
-            .flat_map(|m| m.values())
-            .filter_map(|p| self.listing(&idx, p, idx.files.get(p)?))
-            .collect();
-        sort_newest_first(&mut out);
-        Ok(out)
+        Ok(self.rendered(ns).0.as_ref().clone())
     }
 
     fn index(&self, ns: &str) -> Result<NamespaceIndex> {
-        let listings = self.listings(ns)?;
-        Ok(NamespaceIndex {
-            latest: listings.first().map(|l| l.dir.clone()),
-            index_json: Arc::new(render_json(&listings)),
-        })
+        Ok(self.rendered(ns).1)
     }
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {

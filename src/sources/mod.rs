@@ -10,6 +10,7 @@ pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
 pub mod pi;
+pub mod watch;
 
 use crate::agent::Agent;
 use crate::error::Result;
@@ -91,10 +92,12 @@ pub struct ForeignOptions {
     pub explicit: Vec<agents::AgentRoot>,
 }
 
-/// The sources of another agents' stores, indexed in fen's store at `fen_root`.
+/// The sources of other agents' stores, indexed in fen's store at `fen_root`;
+/// `watching` for a long-lived daemon (inotify on their folders).
 pub fn foreign_sources(
     options: &ForeignOptions,
     fen_root: &Path,
+    watching: bool,
 ) -> Vec<Arc<foreign_source::ForeignSource>> {
     agents::roots(options.detect, &options.explicit)
         .iter()
@@ -103,7 +106,11 @@ pub fn foreign_sources(
             let cache = fen_root.is_dir().then(|| {
                 crate::store::layout::foreign_index_cache(fen_root, r.agent.name(), &r.root)
             });
-            Arc::new(foreign_source::ForeignSource::new(r, cache))
+            Arc::new(if watching {
+                foreign_source::ForeignSource::watching(r, cache)
+            } else {
+                foreign_source::ForeignSource::new(r, cache)
+            })
         })
         .collect()
 }

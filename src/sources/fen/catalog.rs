@@ -30,7 +30,7 @@ pub struct Catalog {
     render_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Set by a long-lived process (the daemon): then an unchanged namespace is
     /// served without a `stat` per session file.
-    watch: Option<super::watch::StoreWatch>,
+    watch: Option<crate::sources::watch::StoreWatch>,
 }
 
 /// `index.json` and `latest` of a namespace as of one fingerprint: reused while no
@@ -126,7 +126,7 @@ impl Catalog {
     /// run gains nothing from it).
     pub fn watching() -> Self {
         Catalog {
-            watch: super::watch::StoreWatch::new(),
+            watch: crate::sources::watch::StoreWatch::new(),
             ..Default::default()
         }
     }

@@ -3,7 +3,7 @@
 //! namespaces).
 
 pub mod catalog;
-pub mod watch;
+
 
 use super::foreign::Agent;
 use super::{NamespaceIndex, SessionSource, SessionStat};

@@ -1,5 +1,6 @@
-//! Which namespaces changed behind our back, from inotify. Each watched namespace
-//! folder reports every create, delete, rename and write of a file in it. The kernel
+//! Which folders changed behind our back, from inotify: fen's namespace folders and
+//! other agents' session folders, each under a key of the caller's choosing. Each
+//! watched folder reports every create, delete, rename and write of a file in it. The kernel
 //! queues those events synchronously with the write, so draining the queue at the
 //! start of an access is exact: an append that returned before the access began is
 //! always seen. Where a watch cannot be set (no inotify, limits, remote filesystems
