@@ -152,4 +152,8 @@ impl SessionSource for FenSource {
     fn appended(&self, ns: &str) {
         self.catalog.observe(ns, SystemTime::now());
     }
+
+    fn trash(&self, ns: &str, dir: &str) -> Result<()> {
+        self.store.trash_session(ns, dir).map(|_| ())
+    }
 }
