@@ -80,7 +80,10 @@ pub struct TrashListing {
 impl TrashListing {
     pub fn of(t: &Trashed) -> Self {
         let session = t.session();
-        let listing = session.current().ok().map(|idx| Listing::of(&session, &idx));
+        let listing = session
+            .current()
+            .ok()
+            .map(|idx| Listing::of(&session, &idx));
         TrashListing {
             id: listing
                 .as_ref()

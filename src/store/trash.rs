@@ -101,7 +101,10 @@ fn sync_dir(dir: &Path) -> Result<()> {
 fn real_dir(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
-        _ => Err(Error::not_found(format!("{} is not a folder", dir.display()))),
+        _ => Err(Error::not_found(format!(
+            "{} is not a folder",
+            dir.display()
+        ))),
     }
 }
 
@@ -146,12 +149,18 @@ impl Store {
         let deleted_at = Utc::now();
         let to = trash_ns.join(layout::trashed_file_name(dir, &naming::stamp(deleted_at)));
         rename_noreplace(&from, &to)?;
+        if std::env::var_os("FEN_FS_TEST_KILL_AFTER_TRASH_RENAME").is_some() {
+            // Tests only: die as `kill -9` would, between the move and its fsyncs.
+            // SAFETY: signalling ourselves.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
         self.forget(ns, dir);
         sync_dir(&trash_ns)?;
         sync_dir(&ns_path)?;
         drop(_lock);
 
-        if self.session_dirs(ns).is_ok_and(|d| d.is_empty()) && std::fs::remove_dir(&ns_path).is_ok()
+        if self.session_dirs(ns).is_ok_and(|d| d.is_empty())
+            && std::fs::remove_dir(&ns_path).is_ok()
         {
             let _ = sync_dir(&self.root);
         }
