@@ -168,3 +168,19 @@ fn trash_empty_removes_by_age() {
     let out = fen(&store, &["list", "--all", "--json"]);
     assert_eq!(out.stdout, b"[]\n");
 }
+
+#[test]
+fn restore_refuses_a_session_id_taken_meanwhile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = session(&store, "--p--", "named", "first");
+    assert!(fen(&store, &["rm", "named"]).status.success());
+    // A new session chose the same session-id (in another namespace).
+    session(&store, "--q--", "named", "second");
+    let out = fen(&store, &["restore", "named"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use"), "{err}");
+    assert!(!a.exists());
+    assert_eq!(trash_list(&store).len(), 1);
+}
