@@ -113,6 +113,24 @@ fn rmdir_moves_a_session_to_the_trash_and_restore_brings_it_back() {
     // Removing it again: gone.
     let e = std::fs::remove_dir(&s1).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+
+    // Restored behind the daemon's back, the namespace comes back with it.
+    let out = fen(&m.store, &["restore", &dir1]);
+    assert!(out.status.success(), "{}", out_text(&out));
+    let start = Instant::now();
+    while !ns.join("index.json").exists() && start.elapsed().as_secs() < 2 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        names(&ns),
+        [dir1.clone(), "index.json".into(), "latest".into()]
+    );
+    let index = std::fs::read_to_string(ns.join("index.json")).unwrap();
+    assert!(index.contains(&dir1), "{index}");
+    assert_eq!(
+        std::fs::read_link(ns.join("latest")).unwrap(),
+        PathBuf::from(&dir1)
+    );
 }
 
 #[test]
