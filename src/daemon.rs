@@ -3,6 +3,7 @@
 
 use crate::ctl::CtlService;
 use crate::error::{Error, Result};
+use crate::sources::SessionSource;
 use crate::sources::fen::FenSource;
 use crate::store::Store;
 use crate::store::durability::FsyncMode;
@@ -30,6 +31,8 @@ pub struct MountOptions {
     pub threads: usize,
     pub log_file: Option<PathBuf>,
     pub max_entry_bytes: usize,
+    /// Which other agents' stores to show beside fen's own.
+    pub foreign: crate::sources::ForeignOptions,
 }
 
 fn os_error(what: impl std::fmt::Display) -> Error {
@@ -113,6 +116,14 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     if args.allow_other {
         cmd.arg("--allow-other");
     }
+    if !args.foreign.detect {
+        cmd.arg("--no-detect");
+    }
+    for r in &args.foreign.explicit {
+        let mut spec = std::ffi::OsString::from(format!("{}=", r.agent.name()));
+        spec.push(&r.root);
+        cmd.arg("--source").arg(spec);
+    }
     let stderr = match &args.log_file {
         Some(path) => std::process::Stdio::from(
             std::fs::OpenOptions::new()
@@ -180,9 +191,19 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let ctl = Arc::new(CtlService::new(store.clone(), args.max_entry_bytes));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let sources: Vec<Box<dyn crate::sources::SessionSource>> =
-        vec![Box::new(FenSource::watching(store.clone()))];
-    let tree = Arc::new(Tree::new(sources, Some(ctl), uid, gid));
+    let mut sources: Vec<Arc<dyn SessionSource>> =
+        vec![Arc::new(FenSource::watching(store.clone()))];
+    // Other agents' stores are indexed in the background: the mount is ready at once,
+    // and a listing that needs them waits for their first index.
+    for foreign in crate::sources::foreign_sources(&args.foreign, &root) {
+        let indexer = foreign.clone();
+        std::thread::Builder::new()
+            .name(format!("fen-index-{}", foreign.agent().name()))
+            .spawn(move || indexer.build_index())
+            .map_err(|e| Error::io("index thread", &e))?;
+        sources.push(foreign);
+    }
+    let tree = Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid));
     let config = crate::fuse::MountConfig {
         allow_other: args.allow_other,
         threads: args.threads,
@@ -237,9 +258,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             log::warn!("unmount: {e}");
         }
     }
-    // Large sessions' indexes, so the next mount need not re-parse them.
-    for s in store.known_sessions() {
-        s.persist_if_stale();
+    // Indexes, so the next mount need not re-read unchanged files.
+    for s in &sources {
+        s.persist();
     }
     match mounted.join() {
         Ok(()) => Ok(ExitCode::SUCCESS),

@@ -6,6 +6,7 @@
 //! of store) and `ctl` (control files) → `views` → `store` (files on disk); `check`
 //! is `fen-fs fsck`.
 
+pub mod agent;
 pub mod error;
 pub mod json;
 

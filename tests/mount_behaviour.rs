@@ -310,7 +310,7 @@ fn umount_clears_the_stale_mount_of_a_killed_daemon() {
         out_text(&out)
     );
 
-    let out = Command::new(support::bin())
+    let out = support::fen_fs()
         .arg("mount")
         .arg(&m.mp)
         .arg("--store")
@@ -364,7 +364,7 @@ fn sigterm_unmounts_cleanly() {
     assert!(m.backing_file(&s).is_file());
 
     // In the foreground, as systemd runs it: SIGTERM, exit status 0, no mount left.
-    let mut child = Command::new(support::bin())
+    let mut child = support::fen_fs()
         .arg("mount")
         .arg(&m.mp)
         .arg("--foreground")

@@ -4,11 +4,10 @@
 
 mod support;
 use std::io::Write;
-use std::process::Command;
 
 fn show(store: &std::path::Path, file: &std::path::Path, view: &str) -> Vec<u8> {
     // A session file path is parsed from scratch (no store, no cache).
-    let out = Command::new(support::bin())
+    let out = support::fen_fs()
         .args(["show", "--view", view])
         .arg(file)
         .env("FEN_FS_STORE", store)

@@ -69,10 +69,7 @@ impl PermissiveMount {
 
 impl Drop for PermissiveMount {
     fn drop(&mut self) {
-        let _ = Command::new(support::bin())
-            .arg("umount")
-            .arg(&self.mp)
-            .output();
+        let _ = support::fen_fs().arg("umount").arg(&self.mp).output();
         let _ = &self.tmp;
     }
 }
@@ -281,7 +278,7 @@ fn symlinks_in_the_store_are_not_followed() {
     // Nor does the CLI.
     let store = m.store.to_string_lossy().into_owned();
     let run = |args: &[&str]| {
-        let out = Command::new(support::bin())
+        let out = support::fen_fs()
             .args(args)
             .args(["--store", &store])
             .current_dir("/")

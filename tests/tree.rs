@@ -23,7 +23,7 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path().join("store"), FsyncMode::No).unwrap());
     let ctl = Arc::new(CtlService::new(store.clone(), 1 << 20));
-    let sources: Vec<Box<dyn SessionSource>> = vec![Box::new(FenSource::new(store.clone()))];
+    let sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::new(store.clone()))];
     let tree = Tree::new(sources, Some(ctl), 1000, 1000);
     Fixture {
         _dir: dir,
@@ -291,8 +291,8 @@ fn namespaces_sort_and_latest_follows_the_newest_update() {
 struct ReadOnly(FenSource);
 
 impl SessionSource for ReadOnly {
-    fn agent(&self) -> fen_fs::sources::foreign::Agent {
-        fen_fs::sources::foreign::Agent::Claude
+    fn agent(&self) -> fen_fs::agent::Agent {
+        fen_fs::agent::Agent::Claude
     }
     fn writable(&self) -> bool {
         false
@@ -461,8 +461,8 @@ fn another_agents_session_cannot_be_removed() {
     let f = fixture();
     let path = f.create("/p", "one");
     let (ns, dir) = path.split_once('/').unwrap();
-    let sources: Vec<Box<dyn SessionSource>> =
-        vec![Box::new(ReadOnly(FenSource::new(f.store.clone())))];
+    let sources: Vec<Arc<dyn SessionSource>> =
+        vec![Arc::new(ReadOnly(FenSource::new(f.store.clone())))];
     let tree = Tree::new(sources, None, 1000, 1000);
     let ns_ino = tree.lookup(ROOT, OsStr::new(ns)).unwrap().ino;
     let err = tree.rmdir(ns_ino, OsStr::new(dir)).unwrap_err();

@@ -6,6 +6,8 @@ pub mod trash;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
+use crate::sources::agents::{self, AgentRoot};
+use crate::sources::{ForeignOptions, SessionSource};
 use crate::store::durability::FsyncMode;
 use crate::store::{Store, default_root, naming};
 use crate::views::{self, ViewKind, listing};
@@ -46,6 +48,28 @@ fn parse_view(s: &str) -> Result<ViewKind, String> {
     ViewKind::from_name(s).ok_or_else(|| "one of conversation, meta, summary, transcript".into())
 }
 
+/// Which other agents' stores to show (`mount`, `list`, `show`).
+#[derive(clap::Args, Debug, Clone, Default)]
+struct SourceArgs {
+    /// Show KIND's sessions from DIR (KIND: pi, claude or codex); repeatable; replaces
+    /// the detected root of that agent.
+    #[arg(long = "source", value_name = "KIND=DIR", value_parser = agents::parse_source)]
+    sources: Vec<AgentRoot>,
+    /// Do not look for other agents' stores ($PI_CODING_AGENT_DIR or ~/.pi/agent,
+    /// $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex).
+    #[arg(long)]
+    no_detect: bool,
+}
+
+impl SourceArgs {
+    fn options(&self) -> ForeignOptions {
+        ForeignOptions {
+            detect: !self.no_detect,
+            explicit: self.sources.clone(),
+        }
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 struct MountArgs {
     mountpoint: PathBuf,
@@ -70,6 +94,8 @@ struct MountArgs {
     /// Longest accepted ctl line (and unterminated buffer), in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_ENTRY_BYTES)]
     max_entry_bytes: usize,
+    #[command(flatten)]
+    sources: SourceArgs,
 }
 
 impl MountArgs {
@@ -83,6 +109,7 @@ impl MountArgs {
             threads: self.threads,
             log_file: self.log_file,
             max_entry_bytes: self.max_entry_bytes,
+            foreign: self.sources.options(),
         }
     }
 }
@@ -100,7 +127,7 @@ enum Command {
         /// Sessions whose header cwd is DIR (default: the current directory).
         #[arg(long, conflicts_with = "all")]
         cwd: Option<PathBuf>,
-        /// Every session in the store.
+        /// Every session: fen's and other agents', with an AGENT column.
         #[arg(long)]
         all: bool,
         /// A JSON array of index.json's objects instead of a table.
@@ -108,6 +135,8 @@ enum Command {
         json: bool,
         #[command(flatten)]
         store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
     },
     /// Print one view of a session (by id, unique id prefix, or file path).
     Show {
@@ -117,6 +146,8 @@ enum Command {
         view: ViewKind,
         #[command(flatten)]
         store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
     },
     /// Check transcripts and report problems; changes nothing.
     Fsck {
@@ -203,14 +234,17 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             all,
             json,
             store,
+            sources,
         } => {
             let store = Store::open_existing(store.root());
+            let foreign = list::foreign_sources(&sources.options(), &store);
             let cwd = (!all).then(|| list::absolute_dir(&cwd.unwrap_or_else(current_dir)));
-            let list = list::list(&store, cwd.as_deref())?;
+            let list = list::list_with(&store, &foreign, cwd.as_deref())?;
             let out = if json {
                 listing::render_json(&list)
             } else {
-                listing::render_table(&list).into_bytes()
+                let agents = all || list.iter().any(|l| l.agent != crate::agent::Agent::Fen);
+                listing::render_table(&list, agents).into_bytes()
             };
             let _ = std::io::stdout().write_all(&out);
             Ok(ExitCode::SUCCESS)
@@ -219,10 +253,19 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             session,
             view,
             store,
+            sources,
         } => {
             let store = Store::open_existing(store.root());
-            let session = store.resolve(&session)?;
-            let snap = views::snapshot(&session, view, 0)?;
+            let snap = match store.resolve(&session) {
+                Ok(session) => views::snapshot(&session, view, 0)?,
+                Err(fen_err) => {
+                    let foreign = list::foreign_sources(&sources.options(), &store);
+                    match list::resolve_foreign(&foreign, &session)? {
+                        Some((source, ns, dir)) => source.snapshot(&ns, &dir, view, 0)?,
+                        None => return Err(fen_err),
+                    }
+                }
+            };
             let mut stdout = std::io::stdout().lock();
             let mut off = 0u64;
             let size = snap.size();

@@ -7,27 +7,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Which agent wrote a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Agent {
-    Fen,
-    Pi,
-    Claude,
-    Codex,
-}
-
-impl Agent {
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::Fen => "fen",
-            Agent::Pi => "pi",
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-        }
-    }
-}
-
+pub use crate::agent::Agent;
 pub use crate::views::pieces::Piece;
 
 /// One message object of `conversation.json`: its pieces joined are one JSON object

@@ -3,16 +3,18 @@
 //! names, stats, listings and view snapshots; beyond "writable or not" it does not
 //! know which kind of store it serves.
 
+pub mod agents;
 pub mod claude;
 pub mod codex;
 pub mod fen;
 pub mod foreign;
+pub mod foreign_source;
 pub mod pi;
 
+use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
-use foreign::Agent;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -84,4 +86,32 @@ pub trait SessionSource: Send + Sync {
             format!("{ns}/{dir} is another agent's session; fen-fs does not delete it"),
         ))
     }
+
+    /// Saves what lets the next mount start fast (caches); best effort.
+    fn persist(&self) {}
+}
+
+/// Which other agents' stores to show: detected roots (unless `detect` is off), with
+/// explicit `--source KIND=DIR` roots adding or replacing them.
+#[derive(Debug, Clone, Default)]
+pub struct ForeignOptions {
+    pub detect: bool,
+    pub explicit: Vec<agents::AgentRoot>,
+}
+
+/// The sources of another agents' stores, indexed in fen's store at `fen_root`.
+pub fn foreign_sources(
+    options: &ForeignOptions,
+    fen_root: &Path,
+) -> Vec<Arc<foreign_source::ForeignSource>> {
+    agents::roots(options.detect, &options.explicit)
+        .iter()
+        .map(|r| {
+            // A store that does not exist yet is not created just to hold a cache.
+            let cache = fen_root.is_dir().then(|| {
+                crate::store::layout::foreign_index_cache(fen_root, r.agent.name(), &r.root)
+            });
+            Arc::new(foreign_source::ForeignSource::new(r, cache))
+        })
+        .collect()
 }

@@ -71,6 +71,17 @@ pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> PathBuf {
         .join(format!("{dir}.idx"))
 }
 
+/// fen-fs's index of another agent's store rooted at `agent_root` (never kept in the
+/// agent's own folder).
+pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    agent_root.hash(&mut h);
+    cache_dir(root)
+        .join("foreign")
+        .join(format!("{agent}-{:016x}.json", h.finish()))
+}
+
 /// The lock that makes "is this session-id free? then create it" atomic across
 /// processes.
 pub fn session_ids_lock(root: &Path) -> PathBuf {

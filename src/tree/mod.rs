@@ -64,7 +64,7 @@ pub struct SetAttr {
 }
 
 pub struct Tree {
-    sources: Vec<Box<dyn SessionSource>>,
+    sources: Vec<Arc<dyn SessionSource>>,
     /// The `ctl` service of the writable source, if there is one.
     ctl: Option<Arc<CtlService>>,
     inodes: InodeTable,
@@ -83,7 +83,7 @@ impl Tree {
     /// A tree over `sources` (the writable one first, if any); `ctl` serves its control
     /// files. Files and folders belong to `uid`/`gid` (the user who mounted).
     pub fn new(
-        sources: Vec<Box<dyn SessionSource>>,
+        sources: Vec<Arc<dyn SessionSource>>,
         ctl: Option<Arc<CtlService>>,
         uid: u32,
         gid: u32,
@@ -396,6 +396,9 @@ impl Tree {
     pub fn setattr(&self, ino: u64, change: SetAttr) -> Result<Attr> {
         let node = self.node_of(ino)?;
         let is_ctl = matches!(node, Node::RootCtl | Node::SessionCtl(..));
+        if (change.mode || change.owner || change.size) && self.is_read_only(&node) {
+            return Err(Self::read_only_error());
+        }
         if change.mode || change.owner {
             return Err(Error::not_permitted(
                 "the tree's owners and modes are fixed",
@@ -415,10 +418,37 @@ impl Tree {
         }
     }
 
+    /// Whether `node` is (in) a session of a read-only source: another agent's.
+    fn is_read_only(&self, node: &Node) -> bool {
+        match node {
+            Node::SessionDir(ns, dir) | Node::SessionCtl(ns, dir) | Node::View(ns, dir, _) => self
+                .session_source(ns, dir)
+                .is_ok_and(|(source, _)| !source.writable()),
+            _ => false,
+        }
+    }
+
+    fn read_only_error() -> Error {
+        Error::new(
+            libc::EROFS,
+            "another agent's session is read-only: fen-fs never changes it",
+        )
+    }
+
     /// Any change to the tree's structure (create, mkdir, mknod, unlink, symlink,
     /// link, rename; `rmdir` but of a session folder): the structure is synthesized
-    /// (§2.1).
-    pub fn change_structure(&self, _parent: u64, _name: &OsStr) -> Error {
+    /// (§2.1), and another agent's session is read-only.
+    pub fn change_structure(&self, parent: u64, name: &OsStr) -> Error {
+        let parent = self.node_of(parent);
+        let target = match (&parent, name.to_str()) {
+            (Ok(Node::Namespace(ns)), Some(dir)) => Some(Node::SessionDir(ns.clone(), dir.into())),
+            _ => None,
+        };
+        let read_only = parent.as_ref().is_ok_and(|p| self.is_read_only(p))
+            || target.is_some_and(|t| self.is_read_only(&t));
+        if read_only {
+            return Self::read_only_error();
+        }
         Error::not_permitted("the tree's structure is fixed; write to ctl instead")
     }
 
@@ -436,10 +466,7 @@ impl Tree {
         }
         let (source, _) = self.session_source(&ns, dir)?;
         if !source.writable() {
-            return Err(Error::new(
-                libc::EROFS,
-                format!("{ns}/{dir} is another agent's session; fen-fs does not delete it"),
-            ));
+            return Err(Self::read_only_error());
         }
         {
             let _moving = self.trashing.lock().unwrap();
@@ -488,6 +515,9 @@ impl Tree {
             });
         }
         if writing || flags & libc::O_TRUNC != 0 {
+            if self.is_read_only(&node) {
+                return Err(Self::read_only_error());
+            }
             return Err(Error::access("views are read-only; write to ctl instead"));
         }
         let (snapshot, cache) = match &node {

@@ -14,6 +14,9 @@ pub struct Listing {
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
     pub messages: usize,
+    /// Who wrote it (`fen` for fen's own sessions).
+    #[serde(default)]
+    pub agent: crate::agent::Agent,
 }
 
 impl Listing {
@@ -30,6 +33,7 @@ impl Listing {
                 .clone()
                 .or_else(|| idx.created_at().map(String::from)),
             messages: idx.message_count(),
+            agent: crate::agent::Agent::Fen,
         }
     }
 }
@@ -57,12 +61,14 @@ pub fn render_json(list: &[Listing]) -> Vec<u8> {
     out
 }
 
-/// The aligned table of `fen-fs list`: updated (local time), messages, title or preview, dir.
-pub fn render_table(list: &[Listing]) -> String {
-    let rows: Vec<[String; 4]> = list
+/// The aligned table of `fen-fs list`: updated (local time), messages, title or
+/// preview, dir; with `agents`, an AGENT column first.
+pub fn render_table(list: &[Listing], agents: bool) -> String {
+    let rows: Vec<[String; 5]> = list
         .iter()
         .map(|l| {
             [
+                l.agent.name().to_string(),
                 l.updated_at
                     .as_deref()
                     .map(super::local_time)
@@ -79,8 +85,8 @@ pub fn render_table(list: &[Listing]) -> String {
             ]
         })
         .collect();
-    let header = ["UPDATED", "MSGS", "TITLE", "DIR"].map(String::from);
-    let mut widths = [0usize; 4];
+    let header = ["AGENT", "UPDATED", "MSGS", "TITLE", "DIR"].map(String::from);
+    let mut widths = [0usize; 5];
     for r in std::iter::once(&header).chain(rows.iter()) {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
@@ -89,13 +95,17 @@ pub fn render_table(list: &[Listing]) -> String {
     let mut out = String::new();
     for r in std::iter::once(&header).chain(rows.iter()) {
         let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
+        if agents {
+            out.push_str(&pad(&r[0], widths[0]));
+            out.push_str("  ");
+        }
         out.push_str(&format!(
-            "{}  {:>w1$}  {}  {}\n",
-            pad(&r[0], widths[0]),
-            r[1],
-            pad(&r[2], widths[2]),
-            r[3],
-            w1 = widths[1]
+            "{}  {:>w2$}  {}  {}\n",
+            pad(&r[1], widths[1]),
+            r[2],
+            pad(&r[3], widths[3]),
+            r[4],
+            w2 = widths[2]
         ));
     }
     out

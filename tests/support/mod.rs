@@ -8,6 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// `fen-fs` with other agents' roots pointed at a folder that does not exist, so no
+/// test ever reads this machine's real agent history (tests that want other agents'
+/// sessions pass `--source KIND=DIR` or set the variables themselves).
+pub fn fen_fs() -> Command {
+    let mut cmd = Command::new(bin());
+    for var in ["PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"] {
+        cmd.env(var, "/nonexistent/fen-fs-tests");
+    }
+    cmd
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_fen-fs")
 }
@@ -90,7 +101,7 @@ impl Mount {
     /// `fen-fs mount` (detached daemon); panics with its stderr if it fails.
     pub fn mount(&self) {
         let log = self.tmp.path().join("daemon.log");
-        let out = Command::new(bin())
+        let out = fen_fs()
             .arg("mount")
             .arg(&self.mp)
             .arg("--store")
@@ -108,7 +119,7 @@ impl Mount {
     }
 
     pub fn umount(&self) -> Output {
-        Command::new(bin())
+        fen_fs()
             .arg("umount")
             .arg(&self.mp)
             .output()

@@ -1,0 +1,115 @@
+//! Where other agents keep their sessions (AGENT-FORMATS.md §0): each agent's root
+//! folder, found from its environment variable or the home folder, and which files
+//! under it are session files. Nothing here opens a file for writing.
+
+use super::claude::ClaudeReader;
+use super::codex::CodexReader;
+use super::foreign::ForeignReader;
+use super::pi::PiReader;
+use crate::agent::Agent;
+use std::path::{Path, PathBuf};
+
+/// One agent's store: its root folder (`~/.pi/agent`, `~/.claude`, `~/.codex`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentRoot {
+    pub agent: Agent,
+    pub root: PathBuf,
+}
+
+/// The foreign agents, in the order their sources are listed.
+pub const FOREIGN: [Agent; 3] = [Agent::Pi, Agent::Claude, Agent::Codex];
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The root an agent itself would use: its override variable, else its folder in
+/// the home folder.
+pub fn default_root(agent: Agent) -> Option<PathBuf> {
+    let (var, home_dir) = match agent {
+        Agent::Pi => ("PI_CODING_AGENT_DIR", ".pi/agent"),
+        Agent::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
+        Agent::Codex => ("CODEX_HOME", ".codex"),
+        Agent::Fen => return None,
+    };
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(v) => Some(PathBuf::from(v)),
+        None => home().map(|h| h.join(home_dir)),
+    }
+}
+
+/// The roots to show: detected ones (unless `detect` is false) that exist as folders,
+/// with each explicit `--source KIND=DIR` adding or replacing its agent's root.
+pub fn roots(detect: bool, explicit: &[AgentRoot]) -> Vec<AgentRoot> {
+    let mut out = Vec::new();
+    for agent in FOREIGN {
+        if let Some(given) = explicit.iter().rev().find(|r| r.agent == agent) {
+            out.push(given.clone());
+        } else if detect
+            && let Some(root) = default_root(agent)
+            && std::fs::symlink_metadata(sessions_folder(agent, &root)).is_ok_and(|m| m.is_dir())
+        {
+            out.push(AgentRoot { agent, root });
+        }
+    }
+    out
+}
+
+/// Parses `KIND=DIR` (`--source`).
+pub fn parse_source(spec: &str) -> Result<AgentRoot, String> {
+    let (kind, dir) = spec
+        .split_once('=')
+        .ok_or_else(|| format!("{spec}: expected KIND=DIR, KIND one of pi, claude, codex"))?;
+    let agent = Agent::from_kind(kind)
+        .ok_or_else(|| format!("{kind}: not a source kind (pi, claude or codex)"))?;
+    if dir.is_empty() {
+        return Err(format!("{spec}: DIR is empty"));
+    }
+    Ok(AgentRoot {
+        agent,
+        root: std::path::absolute(dir).unwrap_or_else(|_| PathBuf::from(dir)),
+    })
+}
+
+/// The folder holding an agent's session files.
+pub fn sessions_folder(agent: Agent, root: &Path) -> PathBuf {
+    match agent {
+        Agent::Claude => root.join("projects"),
+        _ => root.join("sessions"),
+    }
+}
+
+/// How deep session files sit below the sessions folder: pi `<cwd>/<file>`, Claude
+/// `<project>/<file>`, Codex `YYYY/MM/DD/<file>`.
+pub fn file_depth(agent: Agent) -> usize {
+    match agent {
+        Agent::Codex => 4,
+        _ => 2,
+    }
+}
+
+/// Whether a file name at the session depth is a session of `agent`.
+pub fn is_session_file(agent: Agent, name: &str) -> bool {
+    match agent {
+        Agent::Claude => ClaudeReader::is_session_file_name(name),
+        Agent::Codex => CodexReader::is_rollout_file_name(name),
+        Agent::Pi => name.ends_with(".jsonl") && name.len() > ".jsonl".len(),
+        Agent::Fen => false,
+    }
+}
+
+/// A fresh reader for one of `agent`'s files.
+pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
+    match agent {
+        Agent::Claude => Box::new(ClaudeReader::new(file_name)),
+        Agent::Codex => Box::new(CodexReader::new()),
+        _ => Box::new(PiReader::new()),
+    }
+}
+
+/// Codex's `session_index.jsonl` (renames), under its root.
+pub fn codex_session_index(root: &Path) -> PathBuf {
+    root.join("session_index.jsonl")
+}
