@@ -66,6 +66,9 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EACCES => "EACCES",
         libc::EEXIST => "EEXIST",
         libc::ECANCELED => "ECANCELED",
+        libc::EBUSY => "EBUSY",
+        libc::EROFS => "EROFS",
+        libc::ENOTDIR => "ENOTDIR",
         _ => "EIO",
     }
 }

@@ -96,7 +96,8 @@ fn the_tree_is_read_only_except_ctl() {
     denied(&format!("rm -f '{ns}/latest'"), eperm);
     denied("rm -f ./ctl", eperm);
     denied(&format!("rm -rf '{sd}'"), eperm);
-    denied(&format!("rmdir '{sd}'"), eperm);
+    // (`rmdir` of a session folder moves it to the trash: tests/mount_trash.rs.)
+    denied(&format!("rmdir '{ns}'"), eperm);
     denied(&format!("mv '{sd}/meta.json' '{sd}/m.json'"), eperm);
     denied(&format!("mv '{sd}' '{ns}/renamed'"), eperm);
     denied(&format!("mv '{ns}' ./--renamed--"), eperm);

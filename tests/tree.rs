@@ -285,3 +285,188 @@ fn namespaces_sort_and_latest_follows_the_newest_update() {
     .unwrap();
     assert_eq!(latest(&f), a.split_once('/').unwrap().1.as_bytes());
 }
+
+/// fen's store served as a read-only source: how another agent's sessions look to
+/// the tree.
+struct ReadOnly(FenSource);
+
+impl SessionSource for ReadOnly {
+    fn agent(&self) -> fen_fs::agent::Agent {
+        fen_fs::agent::Agent::Claude
+    }
+    fn writable(&self) -> bool {
+        false
+    }
+    fn root(&self) -> &std::path::Path {
+        self.0.root()
+    }
+    fn root_mtime(&self) -> Option<std::time::SystemTime> {
+        self.0.root_mtime()
+    }
+    fn namespaces(&self) -> fen_fs::Result<Vec<String>> {
+        self.0.namespaces()
+    }
+    fn has_namespace(&self, ns: &str) -> bool {
+        self.0.has_namespace(ns)
+    }
+    fn namespace_mtime(&self, ns: &str) -> Option<std::time::SystemTime> {
+        self.0.namespace_mtime(ns)
+    }
+    fn session_dirs(&self, ns: &str) -> fen_fs::Result<Vec<String>> {
+        self.0.session_dirs(ns)
+    }
+    fn session_stat(&self, ns: &str, dir: &str) -> fen_fs::Result<fen_fs::sources::SessionStat> {
+        self.0.session_stat(ns, dir)
+    }
+    fn listings(&self, ns: &str) -> fen_fs::Result<Vec<fen_fs::views::listing::Listing>> {
+        self.0.listings(ns)
+    }
+    fn index(&self, ns: &str) -> fen_fs::Result<fen_fs::sources::NamespaceIndex> {
+        self.0.index(ns)
+    }
+    fn view_size(
+        &self,
+        ns: &str,
+        dir: &str,
+        kind: fen_fs::views::ViewKind,
+        writers: u64,
+    ) -> fen_fs::Result<u64> {
+        self.0.view_size(ns, dir, kind, writers)
+    }
+    fn snapshot(
+        &self,
+        ns: &str,
+        dir: &str,
+        kind: fen_fs::views::ViewKind,
+        writers: u64,
+    ) -> fen_fs::Result<fen_fs::views::Snapshot> {
+        self.0.snapshot(ns, dir, kind, writers)
+    }
+}
+
+#[test]
+fn rmdir_moves_a_session_to_the_trash_and_the_last_one_takes_its_namespace() {
+    let f = fixture();
+    let a = f.create("/p", "first");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let b = f.create("/p", "second");
+    let (ns, dir_a) = a.split_once('/').unwrap();
+    let dir_b = b.split_once('/').unwrap().1;
+    let bytes = std::fs::read(f.store.session_path(ns, dir_b)).unwrap();
+    let ns_ino = f.lookup(ns).unwrap();
+
+    // The folder holds views; it goes whole.
+    f.tree.rmdir(ns_ino, OsStr::new(dir_b)).unwrap();
+    assert_eq!(f.names(ns), [".", "..", "latest", "index.json", dir_a]);
+    let index: Value = serde_json::from_slice(&f.cat(&format!("{ns}/index.json"))).unwrap();
+    assert_eq!(index.as_array().unwrap().len(), 1);
+    assert_eq!(index[0]["dir"], dir_a);
+    assert_eq!(
+        f.tree
+            .readlink(f.lookup(&format!("{ns}/latest")).unwrap())
+            .unwrap(),
+        dir_a.as_bytes()
+    );
+    assert_eq!(f.lookup(&b).unwrap_err().errno, libc::ENOENT);
+    let trashed = f.store.trashed().unwrap();
+    assert_eq!(trashed.len(), 1);
+    assert_eq!(
+        (trashed[0].namespace.as_str(), trashed[0].dir.as_str()),
+        (ns, dir_b)
+    );
+    assert_eq!(std::fs::read(&trashed[0].path).unwrap(), bytes);
+
+    // The last session: the namespace goes too, here and on disk.
+    f.tree.rmdir(ns_ino, OsStr::new(dir_a)).unwrap();
+    assert_eq!(f.names("/"), [".", "..", "ctl"]);
+    assert_eq!(f.lookup(ns).unwrap_err().errno, libc::ENOENT);
+    assert!(!f.store.root.join(ns).exists());
+    assert_eq!(f.store.trashed().unwrap().len(), 2);
+    // `.trash` is never a namespace.
+    assert!(f.store.namespaces().unwrap().is_empty());
+
+    // Restored: back under its name, listed again.
+    let t = f.store.resolve_trashed(dir_b).unwrap();
+    f.store.restore(&t).unwrap();
+    assert_eq!(
+        std::fs::read(f.store.session_path(ns, dir_b)).unwrap(),
+        bytes
+    );
+    assert_eq!(f.names(ns), [".", "..", "latest", "index.json", dir_b]);
+}
+
+#[test]
+fn rmdir_of_a_session_with_a_ctl_writer_is_busy() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let (ns, dir) = path.split_once('/').unwrap();
+    let ns_ino = f.lookup(ns).unwrap();
+    let ctl = f.lookup(&format!("{path}/ctl")).unwrap();
+
+    // Reading the log is not writing: no obstacle.
+    let reader = f.tree.open(ctl, libc::O_RDONLY, 1).unwrap();
+    let writer = f.tree.open(ctl, libc::O_WRONLY, 1).unwrap();
+    let err = f.tree.rmdir(ns_ino, OsStr::new(dir)).unwrap_err();
+    assert_eq!(err.errno, libc::EBUSY, "{err}");
+    assert!(f.store.session_path(ns, dir).exists());
+    f.tree.release(writer.fh);
+    f.tree.rmdir(ns_ino, OsStr::new(dir)).unwrap();
+    f.tree.release(reader.fh);
+    assert!(!f.store.session_path(ns, dir).exists());
+    // Its ctl cannot be opened any more.
+    assert_eq!(
+        f.tree.open(ctl, libc::O_WRONLY, 1).unwrap_err().errno,
+        libc::ENOENT
+    );
+}
+
+#[test]
+fn only_session_folders_can_be_removed() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let (ns, dir) = path.split_once('/').unwrap();
+    let ns_ino = f.lookup(ns).unwrap();
+    let session = f.lookup(&path).unwrap();
+    // A single view cannot be unlinked, nor a namespace removed.
+    assert_eq!(
+        f.tree
+            .change_structure(session, OsStr::new("meta.json"))
+            .errno,
+        libc::EPERM
+    );
+    assert_eq!(
+        f.tree.rmdir(ROOT, OsStr::new(ns)).unwrap_err().errno,
+        libc::EPERM
+    );
+    assert_eq!(
+        f.tree.rmdir(session, OsStr::new("x")).unwrap_err().errno,
+        libc::EPERM
+    );
+    assert_eq!(
+        f.tree
+            .rmdir(ns_ino, OsStr::new("index.json"))
+            .unwrap_err()
+            .errno,
+        libc::ENOTDIR
+    );
+    assert_eq!(
+        f.tree.rmdir(ns_ino, OsStr::new("nope")).unwrap_err().errno,
+        libc::ENOENT
+    );
+    assert_eq!(f.names(ns), [".", "..", "latest", "index.json", dir]);
+}
+
+#[test]
+fn another_agents_session_cannot_be_removed() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let (ns, dir) = path.split_once('/').unwrap();
+    let sources: Vec<Arc<dyn SessionSource>> =
+        vec![Arc::new(ReadOnly(FenSource::new(f.store.clone())))];
+    let tree = Tree::new(sources, None, 1000, 1000);
+    let ns_ino = tree.lookup(ROOT, OsStr::new(ns)).unwrap().ino;
+    let err = tree.rmdir(ns_ino, OsStr::new(dir)).unwrap_err();
+    assert_eq!(err.errno, libc::EROFS, "{err}");
+    assert!(f.store.session_path(ns, dir).exists());
+    assert!(f.store.trashed().unwrap().is_empty());
+}

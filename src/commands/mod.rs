@@ -2,6 +2,7 @@
 //! parses its options here and calls the library; the work is done there.
 
 pub mod list;
+pub mod trash;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
@@ -154,6 +155,62 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
+    /// Move sessions to the trash (by id, unique id prefix, or file path).
+    Rm {
+        #[arg(required = true)]
+        sessions: Vec<String>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Put trashed sessions back where they were (by id, unique id prefix, or path).
+    Restore {
+        #[arg(required = true)]
+        sessions: Vec<String>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// What is in the trash, and emptying it.
+    Trash {
+        #[command(subcommand)]
+        action: TrashCommand,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+}
+
+#[derive(Subcommand)]
+enum TrashCommand {
+    /// Trashed sessions, most recently deleted first.
+    List {
+        /// A JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove trashed sessions for good.
+    Empty {
+        /// Only those deleted longer ago than this (30d, 12h, 90m, 2w, 1d12h).
+        #[arg(long, value_parser = trash::parse_duration)]
+        older_than: Option<std::time::Duration>,
+    },
+}
+
+/// Runs `one` for each of `specs`; a failure is reported and the rest still run.
+fn each(specs: &[String], mut one: impl FnMut(&str) -> crate::Result<String>) -> ExitCode {
+    let mut failed = false;
+    for spec in specs {
+        match one(spec) {
+            Ok(msg) => println!("{msg}"),
+            Err(e) => {
+                eprintln!("fen-fs: {spec}: {}", e.reason);
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn current_dir() -> PathBuf {
@@ -222,6 +279,59 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     break;
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Rm { sessions, store } => {
+            let store = Store::open_existing(store.root());
+            Ok(each(&sessions, |spec| {
+                let (ns, dir) = trash::resolve_live(&store, spec)?;
+                Ok(trash::describe(&store.trash_session(&ns, &dir)?))
+            }))
+        }
+        Command::Restore { sessions, store } => {
+            let store = Store::open_existing(store.root());
+            Ok(each(&sessions, |spec| {
+                let t = store.resolve_trashed(spec)?;
+                let to = store.restore(&t)?;
+                Ok(format!("restored {}", trash::relative(&store, &to)))
+            }))
+        }
+        Command::Trash {
+            action: TrashCommand::List { json },
+            store,
+        } => {
+            let store = Store::open_existing(store.root());
+            let list: Vec<_> = store
+                .trashed()?
+                .iter()
+                .map(trash::TrashListing::of)
+                .collect();
+            let out = if json {
+                trash::render_json(&list)
+            } else {
+                trash::render_table(&list).into_bytes()
+            };
+            let _ = std::io::stdout().write_all(&out);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Trash {
+            action: TrashCommand::Empty { older_than },
+            store,
+        } => {
+            let store = Store::open_existing(store.root());
+            // Older than more than the calendar holds: nothing is.
+            let cutoff = older_than.map(|d| {
+                chrono::Duration::from_std(d)
+                    .ok()
+                    .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
+                    .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
+            });
+            let removed = store.empty_trash(cutoff)?;
+            println!(
+                "removed {} trashed session(s), {}",
+                removed.len(),
+                trash::total_size(&removed)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Fsck { session, store } => {

@@ -4,6 +4,7 @@
 
 use crate::error::Error;
 use crate::tree::attr::{Attr, CacheMode, ENTRY_TTL, FileKind};
+use crate::tree::invalidate::Stale;
 use crate::tree::{SetAttr, Tree};
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -156,7 +157,7 @@ impl Filesystem for FenFuse {
     }
 
     fn rmdir(&self, _r: &Request, p: INodeNo, n: &OsStr, reply: ReplyEmpty) {
-        reply.error(errno(&self.tree.change_structure(p.0, n)));
+        reply_empty(reply, self.tree.rmdir(p.0, n));
     }
 
     fn symlink(
@@ -425,9 +426,14 @@ pub fn mount(
         .name("fen-notify".into())
         .spawn(move || {
             loop {
-                for ino in stale.next_batch() {
-                    // ENOENT just means the kernel holds nothing for that inode.
-                    let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
+                for s in stale.next_batch() {
+                    // ENOENT just means the kernel holds nothing for it.
+                    let _ = match s {
+                        Stale::Inode(ino) => notifier.inval_inode(INodeNo(ino), 0, 0),
+                        Stale::Entry(parent, name) => {
+                            notifier.inval_entry(INodeNo(parent), OsStr::new(&name))
+                        }
+                    };
                 }
             }
         })?;

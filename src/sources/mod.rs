@@ -13,7 +13,7 @@ pub mod pi;
 pub mod watch;
 
 use crate::agent::Agent;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
 use std::path::Path;
@@ -79,6 +79,14 @@ pub trait SessionSource: Send + Sync {
 
     /// A session of `ns` was appended to just now (through `ctl`).
     fn appended(&self, _ns: &str) {}
+
+    /// Moves session `ns/dir` to the trash (§6); a read-only source refuses.
+    fn trash(&self, ns: &str, dir: &str) -> Result<()> {
+        Err(Error::new(
+            libc::EROFS,
+            format!("{ns}/{dir} is another agent's session; fen-fs does not delete it"),
+        ))
+    }
 
     /// Saves what lets the next mount start fast (caches); best effort.
     fn persist(&self) {}

@@ -23,6 +23,14 @@ pub fn default_root() -> PathBuf {
 /// no `*.jsonl` at its top, so the store's readers ignore it.
 pub const CACHE_DIR: &str = ".fen-cache";
 
+/// The trash (§6): `<store>/.trash/<namespace>/<dir>.jsonl.deleted-<stamp>`. The name
+/// alone says where the file came from and when it left, so one `rename(2)` records
+/// everything and a crash cannot separate the file from its record. It starts with
+/// `.` and holds no `*.jsonl` at its top, so it is never a namespace.
+pub const TRASH_DIR: &str = ".trash";
+
+const DELETED: &str = ".deleted-";
+
 /// A session file's name for its folder name `dir` (`<stamp>_<session-id>`).
 pub fn session_file_name(dir: &str) -> String {
     format!("{dir}.jsonl")
@@ -78,4 +86,30 @@ pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> PathB
 /// processes.
 pub fn session_ids_lock(root: &Path) -> PathBuf {
     cache_dir(root).join("session-ids.lock")
+}
+
+pub fn trash_dir(root: &Path) -> PathBuf {
+    root.join(TRASH_DIR)
+}
+
+pub fn trash_namespace(root: &Path, ns: &str) -> PathBuf {
+    trash_dir(root).join(ns)
+}
+
+/// The trashed file of session `dir`, deleted at `stamp` (`naming::stamp`): not
+/// `*.jsonl`, so nothing that scans for sessions mistakes it for a live one.
+pub fn trashed_file_name(dir: &str, stamp: &str) -> String {
+    format!("{}{DELETED}{stamp}", session_file_name(dir))
+}
+
+/// The session folder name and deletion stamp of a trashed file's name.
+pub fn parse_trashed_file_name(name: &str) -> Option<(&str, &str)> {
+    let (file, stamp) = name.rsplit_once(DELETED)?;
+    Some((session_dir_of(file)?, stamp))
+}
+
+/// Whether `name` may be a namespace or session folder name: one plain path
+/// component (no `/`, not `.` or `..`, no NUL).
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }

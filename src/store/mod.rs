@@ -17,6 +17,7 @@ pub mod naming;
 pub mod open;
 pub mod projection;
 pub mod session;
+pub mod trash;
 
 use crate::error::{Error, Result};
 use durability::FsyncMode;
@@ -131,7 +132,11 @@ impl Store {
             ) else {
                 continue;
             };
-            if ft.is_dir() && self.session_dirs(&name).is_ok_and(|d| !d.is_empty()) {
+            // `.trash`, `.fen-cache`: fen-fs's own folders are never namespaces.
+            if ft.is_dir()
+                && !name.starts_with('.')
+                && self.session_dirs(&name).is_ok_and(|d| !d.is_empty())
+            {
                 out.push(name);
             }
         }
@@ -241,12 +246,15 @@ impl Store {
             session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0);
         let entry_id = ids.into_iter().next().expect("one entry, one id");
         let bytes = format!("{header}{line}");
-        publish_new_file(
-            &ns_path,
-            &path,
-            bytes.as_bytes(),
-            self.append.fsync != FsyncMode::No,
-        )?;
+        let durable = self.append.fsync != FsyncMode::No;
+        match publish_new_file(&ns_path, &path, bytes.as_bytes(), durable) {
+            // The trash removed the namespace folder as its last session left: again.
+            Err(e) if e.errno == libc::ENOENT => {
+                private_dir(&ns_path)?;
+                publish_new_file(&ns_path, &path, bytes.as_bytes(), durable)?;
+            }
+            r => r?,
+        }
         let session = self.session(&ns, &dir)?;
         session.refresh()?;
         Ok((session, entry_id))

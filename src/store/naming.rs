@@ -25,6 +25,13 @@ pub fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H-%M-%S-%3fZ").to_string()
 }
 
+/// The time a `stamp` names, if `s` is one.
+pub fn parse_stamp(s: &str) -> Option<DateTime<Utc>> {
+    chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H-%M-%S-%3fZ")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
 /// RFC 3339 UTC with millisecond precision and a `Z` suffix, as entries carry.
 pub fn timestamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
@@ -65,6 +72,8 @@ mod tests {
             .with_timezone(&Utc);
         assert_eq!(stamp(t), "2026-11-21T14-03-11-123Z");
         assert_eq!(timestamp(t), "2026-11-21T14:03:11.123Z");
+        assert_eq!(parse_stamp(&stamp(t)), Some(t));
+        assert_eq!(parse_stamp("2026-11-21"), None);
     }
 
     #[test]

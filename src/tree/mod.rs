@@ -73,6 +73,10 @@ pub struct Tree {
     uid: u32,
     gid: u32,
     stale: Arc<Invalidations>,
+    /// Held by `rmdir` from its writer check to the move, and by an `open` of a
+    /// session `ctl` from its existence check to counting the writer: a `ctl` is then
+    /// never opened on a session that is on its way to the trash.
+    trashing: Mutex<()>,
 }
 
 impl Tree {
@@ -93,6 +97,7 @@ impl Tree {
             uid,
             gid,
             stale: Arc::new(Invalidations::default()),
+            trashing: Mutex::new(()),
         }
     }
 
@@ -430,9 +435,9 @@ impl Tree {
         )
     }
 
-    /// Any change to the tree's structure (create, mkdir, mknod, unlink, rmdir,
-    /// symlink, link, rename): the structure is synthesized (§2.1), and another
-    /// agent's session is read-only.
+    /// Any change to the tree's structure (create, mkdir, mknod, unlink, symlink,
+    /// link, rename; `rmdir` but of a session folder): the structure is synthesized
+    /// (§2.1), and another agent's session is read-only.
     pub fn change_structure(&self, parent: u64, name: &OsStr) -> Error {
         let parent = self.node_of(parent);
         let target = match (&parent, name.to_str()) {
@@ -447,10 +452,48 @@ impl Tree {
         Error::not_permitted("the tree's structure is fixed; write to ctl instead")
     }
 
+    /// `rmdir` of a session folder moves the session to the trash (§6): EBUSY while a
+    /// `ctl` of it is open for writing, EROFS for another agent's session. Its views
+    /// go with it (as in cgroupfs, the folder is removed whole; they cannot be
+    /// unlinked one by one). Anything else is the fixed structure: EPERM.
+    pub fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
+        let Node::Namespace(ns) = self.node_of(parent)? else {
+            return Err(self.change_structure(parent, name));
+        };
+        let dir = name.to_str().ok_or_else(|| Error::not_found("not UTF-8"))?;
+        if matches!(dir, "latest" | "index.json") {
+            return Err(Error::new(libc::ENOTDIR, format!("{dir} is not a folder")));
+        }
+        let (source, _) = self.session_source(&ns, dir)?;
+        if !source.writable() {
+            return Err(Self::read_only_error());
+        }
+        {
+            let _moving = self.trashing.lock().unwrap();
+            if self.writers(&ns, dir) > 0 {
+                return Err(Error::new(
+                    libc::EBUSY,
+                    format!("{ns}/{dir} has a ctl open for writing"),
+                ));
+            }
+            source.trash(&ns, dir)?;
+        }
+        // The namespace's listing, mtime, `latest` and `index.json` changed; with its
+        // last session, the namespace itself is gone from the root.
+        let ns_ino = self.inodes.ino(&Node::Namespace(ns.clone()));
+        self.stale.mark(ns_ino);
+        if self.sources_of(&ns).is_empty() {
+            self.stale.mark(ROOT);
+            self.stale.mark_entry(ROOT, &ns);
+        }
+        Ok(())
+    }
+
     /// Opens `ino`: a view becomes a snapshot held by the handle; a `ctl` a stream.
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let _moving = matches!(node, Node::SessionCtl(..)).then(|| self.trashing.lock().unwrap());
         let ctl_target = match &node {
             Node::RootCtl => Some(CtlTarget::Root),
             Node::SessionCtl(ns, dir) => {

@@ -153,6 +153,10 @@ impl SessionSource for FenSource {
         self.catalog.observe(ns, SystemTime::now());
     }
 
+    fn trash(&self, ns: &str, dir: &str) -> Result<()> {
+        self.store.trash_session(ns, dir).map(|_| ())
+    }
+
     /// Large sessions' indexes, so the next mount need not re-parse them.
     fn persist(&self) {
         for s in self.store.known_sessions() {
