@@ -455,3 +455,90 @@ fn pi_sessions_written_by_pi_resume_as_pi_resumes_them() {
         );
     }
 }
+
+/// A Claude Code file over 1 MiB: a chain of `turns` user/assistant entries whose
+/// texts carry `word`.
+fn big_claude_file(path: &Path, turns: usize, word: &str) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    let mut parent = Value::Null;
+    for i in 0..turns {
+        let uuid = format!("00000000-0000-4000-8000-{i:012}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let line = serde_json::json!({
+            "type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+            "cwd": "/big", "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": role, "content": format!("{word} {}", "x".repeat(400))}
+        });
+        writeln!(f, "{line}").unwrap();
+        parent = Value::String(uuid);
+    }
+}
+
+#[test]
+fn a_persisted_conversation_is_used_only_for_the_file_it_was_made_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("claude/projects/-big");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join("5e55e55e-0000-4000-8000-000000000001.jsonl");
+    big_claude_file(&file, 3000, "alpha");
+    assert!(std::fs::metadata(&file).unwrap().len() > 1 << 20);
+    let source = format!("claude={}", tmp.path().join("claude").display());
+    let Some(m) = Mount::with_args(
+        "a_persisted_conversation_is_used_only_for_the_file_it_was_made_from",
+        &["--no-detect", "--source", &source],
+    ) else {
+        return;
+    };
+    let conv = || -> Vec<u8> {
+        let ns = m.path("--big--");
+        let dir = std::fs::read_dir(&ns)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_type().unwrap().is_dir())
+            .unwrap()
+            .path();
+        std::fs::read(dir.join("conversation.json")).unwrap()
+    };
+    let first = conv();
+    assert_eq!(first, expected(fen_fs::agent::Agent::Claude, &file).1);
+    // Unmounting saves the layout; a remount of the unchanged file serves it.
+    assert!(m.umount().status.success());
+    // The exiting daemon writes it (`umount` may return before the daemon is gone).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let cache_dir = m.store.join(".fen-cache/foreign/conversations");
+    while files_under(&cache_dir).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        files_under(&cache_dir).len(),
+        1,
+        "the layout of a large file is kept"
+    );
+    m.mount();
+    assert_eq!(conv(), first);
+    // Rewritten in place behind our back, same size and mtime: not the same file.
+    assert!(m.umount().status.success());
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    big_claude_file(&file, 3000, "omega");
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    m.mount();
+    let after = conv();
+    assert_eq!(after, expected(fen_fs::agent::Agent::Claude, &file).1);
+    assert!(String::from_utf8_lossy(&after).contains("omega"));
+    // A damaged layout is never served.
+    assert!(m.umount().status.success());
+    for c in files_under(&m.store.join(".fen-cache/foreign/conversations")) {
+        let mut bytes = std::fs::read(&c).unwrap();
+        let n = bytes.len();
+        bytes[n - 3] ^= 0xff;
+        std::fs::write(&c, bytes).unwrap();
+    }
+    m.mount();
+    assert_eq!(conv(), after);
+}

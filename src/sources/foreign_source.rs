@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::store::index::{FileStamp, tokens_of};
 use crate::store::naming;
 use crate::views::listing::{Listing, render_json, sort_newest_first};
-use crate::views::pieces::{Piece, PieceSnapshot};
+use crate::views::pieces::{Piece, PieceLayout, PieceSnapshot};
 use crate::views::{Snapshot, ViewKind, local_time};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -143,6 +143,24 @@ pub struct ForeignSource {
     /// inotify on the session folders (daemon only): an unchanged store costs no
     /// `stat` per file on a listing.
     watch: Option<super::watch::StoreWatch>,
+    /// Conversation layouts of recently opened files: `stat`, `open` and every later
+    /// open of an unchanged file share one computation.
+    conversations: Mutex<(u64, HashMap<PathBuf, Conversation>)>,
+    /// fen's store, for persisted conversation layouts of large files.
+    fen_root: Option<PathBuf>,
+}
+
+/// A file's `conversation.json` as of one stamp.
+struct Conversation {
+    stamp: FileStamp,
+    /// The file's ctime and edge hash when the layout was made: what a persisted
+    /// copy must match (taken then, not when saving, so a later rewrite cannot
+    /// vouch for an older layout).
+    proof: Option<(i128, u64)>,
+    layout: Arc<PieceLayout>,
+    context_tokens: u64,
+    used: u64,
+    saved: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -154,9 +172,15 @@ struct Persisted {
 }
 
 impl ForeignSource {
-    /// A source over `root`; `cache_file` is where its index persists between mounts.
-    pub fn new(root: &AgentRoot, cache_file: Option<PathBuf>) -> Self {
+    /// A source over `root`, keeping its caches in fen's store at `fen_root` (none
+    /// when `None`).
+    pub fn new(root: &AgentRoot, fen_root: Option<&Path>) -> Self {
+        let cache_file = fen_root.map(|fen| {
+            crate::store::layout::foreign_index_cache(fen, root.agent.name(), &root.root)
+        });
         ForeignSource {
+            conversations: Mutex::new((0, HashMap::new())),
+            fen_root: fen_root.map(Path::to_path_buf),
             agent: root.agent,
             root: root.root.clone(),
             sessions: agents::sessions_folder(root.agent, &root.root),
@@ -169,10 +193,10 @@ impl ForeignSource {
     }
 
     /// The same, watching its folders with inotify (a long-lived daemon).
-    pub fn watching(root: &AgentRoot, cache_file: Option<PathBuf>) -> Self {
+    pub fn watching(root: &AgentRoot, fen_root: Option<&Path>) -> Self {
         ForeignSource {
             watch: super::watch::StoreWatch::new(),
-            ..Self::new(root, cache_file)
+            ..Self::new(root, fen_root)
         }
     }
 
@@ -329,7 +353,11 @@ impl ForeignSource {
                 if watch.changed(&key, f) {
                     watch.mark_clean(&key);
                     changed = true;
-                    let files = idx.folders.get(f).map(|s| s.files.clone()).unwrap_or_default();
+                    let files = idx
+                        .folders
+                        .get(f)
+                        .map(|s| s.files.clone())
+                        .unwrap_or_default();
                     let namespaces: Vec<String> = files
                         .iter()
                         .filter_map(|p| idx.dir_of.get(p).map(|(n, _)| n.clone()))
@@ -337,8 +365,8 @@ impl ForeignSource {
                     idx.dirty.extend(namespaces);
                 }
             }
-            let renames_changed =
-                self.agent == Agent::Codex && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
+            let renames_changed = self.agent == Agent::Codex
+                && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
             if !changed && !renames_changed && ns.is_none_or(|n| !idx.dirty.contains(n)) {
                 return;
             }
@@ -527,22 +555,149 @@ impl ForeignSource {
         };
         let listings = Arc::new(out);
         let generation = idx.generation;
-        idx.rendered
-            .insert(ns.to_string(), (generation, listings.clone(), index.clone()));
+        idx.rendered.insert(
+            ns.to_string(),
+            (generation, listings.clone(), index.clone()),
+        );
         (listings, index)
     }
 
-    fn conversation(&self, path: &Path) -> Result<(File, Vec<Vec<Piece>>)> {
-        let (file, _, messages) = self.with_reader(path, |r, tail| r.conversation(tail))?;
-        Ok((file, messages))
+    /// The conversation layout of `path` as it is now, with the descriptor its ranges
+    /// are read through and the context's token estimate: from the cache when the file
+    /// is unchanged, else from the persisted layout of a large file, else computed.
+    fn conversation(&self, path: &Path) -> Result<(File, Arc<PieceLayout>, u64)> {
+        let (file, meta) = crate::store::open::open_regular(path)?;
+        let stamp = FileStamp::of(&meta);
+        {
+            let mut convs = self.conversations.lock().unwrap();
+            convs.0 += 1;
+            let tick = convs.0;
+            if let Some(c) = convs.1.get_mut(path)
+                && c.stamp == stamp
+            {
+                c.used = tick;
+                return Ok((file, c.layout.clone(), c.context_tokens));
+            }
+        }
+        let (file, stamp, layout, tokens, saved, proof) =
+            match self.load_conversation(path, &file, &meta, stamp) {
+                Some((layout, tokens)) => (file, stamp, Arc::new(layout), tokens, true, None),
+                None => {
+                    let (file, stamp, messages) =
+                        self.with_reader(path, |r, tail| r.conversation(tail))?;
+                    let tokens = messages
+                        .iter()
+                        .map(|m| tokens_of(m.iter().map(piece_len).sum()))
+                        .sum();
+                    let proof = file.metadata().ok().and_then(|m| {
+                        (FileStamp::of(&m) == stamp)
+                            .then(|| edge_hash(&file, stamp.size).map(|e| (ctime_ns(&m), e)))
+                            .flatten()
+                    });
+                    let layout = Arc::new(PieceLayout::conversation(messages));
+                    (file, stamp, layout, tokens, false, proof)
+                }
+            };
+        let mut convs = self.conversations.lock().unwrap();
+        let used = convs.0;
+        convs.1.insert(
+            path.to_path_buf(),
+            Conversation {
+                stamp,
+                proof,
+                layout: layout.clone(),
+                context_tokens: tokens,
+                used,
+                saved,
+            },
+        );
+        if convs.1.len() > READER_CACHE
+            && let Some(oldest) = convs
+                .1
+                .iter()
+                .min_by_key(|(_, c)| c.used)
+                .map(|(p, _)| p.clone())
+        {
+            // A large file's layout is worth keeping for the next mount.
+            if let Some(c) = convs.1.remove(&oldest) {
+                drop(convs);
+                self.save_conversation(&oldest, &c);
+            }
+        }
+        Ok((file, layout, tokens))
+    }
+
+    fn conversation_cache_path(&self, path: &Path) -> Option<PathBuf> {
+        let root = self.fen_root.as_ref()?;
+        Some(crate::store::layout::foreign_conversation_cache(
+            root,
+            self.agent.name(),
+            path,
+        ))
+    }
+
+    /// A persisted layout, used only if it proves it belongs to this state of the
+    /// file: same stamp, same bytes at the file's head and tail, intact checksum.
+    fn load_conversation(
+        &self,
+        path: &Path,
+        file: &File,
+        meta: &std::fs::Metadata,
+        stamp: FileStamp,
+    ) -> Option<(PieceLayout, u64)> {
+        if stamp.size < PERSIST_MIN {
+            return None;
+        }
+        let bytes = read_whole(&self.conversation_cache_path(path)?).ok()?;
+        let nl = bytes.iter().position(|&b| b == b'\n')?;
+        let head: ConversationHead = serde_json::from_slice(&bytes[..nl]).ok()?;
+        let body = &bytes[nl + 1..];
+        let valid = head.version == INDEX_VERSION
+            && head.path == path
+            && head.stamp == stamp
+            && head.ctime_ns == ctime_ns(meta)
+            && head.checksum == fnv1a(body)
+            && head.edges == edge_hash(file, stamp.size)?;
+        if !valid {
+            return None;
+        }
+        let layout = PieceLayout::from_bytes(body)?;
+        // Every range must lie inside the file: a damaged cache is never served.
+        layout
+            .fits(stamp.size)
+            .then_some((layout, head.context_tokens))
+    }
+
+    fn save_conversation(&self, path: &Path, c: &Conversation) {
+        let (Some((ctime_ns, edges)), false) = (c.proof, c.saved) else {
+            return;
+        };
+        if c.stamp.size < PERSIST_MIN {
+            return;
+        }
+        let Some(cache) = self.conversation_cache_path(path) else {
+            return;
+        };
+        let body = c.layout.to_bytes();
+        let head = ConversationHead {
+            version: INDEX_VERSION,
+            path: path.to_path_buf(),
+            stamp: c.stamp,
+            ctime_ns,
+            edges,
+            checksum: fnv1a(&body),
+            context_tokens: c.context_tokens,
+        };
+        let Ok(mut bytes) = serde_json::to_vec(&head) else {
+            return;
+        };
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
+        crate::store::atomic::replace_file(&cache, &bytes);
     }
 
     fn meta(&self, ns: &str, dir: &str, path: &Path, e: &FileEntry) -> Result<Vec<u8>> {
-        let (_, messages) = self.conversation(path)?;
-        let context_tokens = messages
-            .iter()
-            .map(|m| tokens_of(m.iter().map(piece_len).sum()))
-            .sum();
+        let (_, _, context_tokens) = self.conversation(path)?;
         let listing = {
             let idx = self.index.lock().unwrap();
             self.listing(&idx, path, e)
@@ -658,6 +813,46 @@ struct ForeignMeta<'a> {
     not_resumable_reason: Option<&'a str>,
     /// Whether the agent's own session picker lists it.
     listed_by_agent: bool,
+}
+
+/// Files at least this large keep their conversation layout across mounts: reading
+/// the layout back is much cheaper than parsing the file again.
+const PERSIST_MIN: u64 = 1 << 20;
+
+#[derive(Serialize, Deserialize)]
+struct ConversationHead {
+    version: u32,
+    path: PathBuf,
+    stamp: FileStamp,
+    ctime_ns: i128,
+    edges: u64,
+    checksum: u64,
+    context_tokens: u64,
+}
+
+fn ctime_ns(m: &std::fs::Metadata) -> i128 {
+    m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128
+}
+
+/// FNV-1a: a stable checksum (the same across builds and runs).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// A checksum of the file's first and last 4 KiB: a rewrite that kept the size and
+/// mtime still changes it.
+fn edge_hash(file: &File, size: u64) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let n = size.min(4096) as usize;
+    let mut buf = vec![0u8; 2 * n];
+    file.read_exact_at(&mut buf[..n], 0).ok()?;
+    file.read_exact_at(&mut buf[n..], size - n as u64).ok()?;
+    Some(fnv1a(&buf))
 }
 
 fn piece_len(p: &Piece) -> u64 {
@@ -840,6 +1035,10 @@ impl SessionSource for ForeignSource {
     }
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {
+        if kind == ViewKind::Conversation {
+            let (path, _) = self.session(ns, dir)?;
+            return Ok(self.conversation(&path)?.1.size());
+        }
         Ok(self.snapshot(ns, dir, kind, writers)?.size())
     }
 
@@ -850,8 +1049,8 @@ impl SessionSource for ForeignSource {
                 Snapshot::Transcript(crate::store::open::open_regular(&path)?.0)
             }
             ViewKind::Conversation => {
-                let (file, messages) = self.conversation(&path)?;
-                Snapshot::Pieces(PieceSnapshot::conversation(file, messages))
+                let (file, layout, _) = self.conversation(&path)?;
+                Snapshot::Pieces(PieceSnapshot::new(file, layout))
             }
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
             ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
@@ -860,5 +1059,12 @@ impl SessionSource for ForeignSource {
 
     fn persist(&self) {
         self.persist_index();
+        let convs: Vec<(PathBuf, Conversation)> = {
+            let mut c = self.conversations.lock().unwrap();
+            c.1.drain().collect()
+        };
+        for (path, c) in convs {
+            self.save_conversation(&path, &c);
+        }
     }
 }

@@ -111,13 +111,11 @@ pub fn foreign_sources(
         .iter()
         .map(|r| {
             // A store that does not exist yet is not created just to hold a cache.
-            let cache = fen_root.is_dir().then(|| {
-                crate::store::layout::foreign_index_cache(fen_root, r.agent.name(), &r.root)
-            });
+            let fen = fen_root.is_dir().then_some(fen_root);
             Arc::new(if watching {
-                foreign_source::ForeignSource::watching(r, cache)
+                foreign_source::ForeignSource::watching(r, fen)
             } else {
-                foreign_source::ForeignSource::new(r, cache)
+                foreign_source::ForeignSource::new(r, fen)
             })
         })
         .collect()

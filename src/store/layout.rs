@@ -82,6 +82,17 @@ pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> PathB
         .join(format!("{agent}-{:016x}.json", h.finish()))
 }
 
+/// fen-fs's persisted `conversation.json` layout of one large foreign session file.
+pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    file.hash(&mut h);
+    cache_dir(root)
+        .join("foreign")
+        .join("conversations")
+        .join(format!("{agent}-{:016x}.bin", h.finish()))
+}
+
 /// The lock that makes "is this session-id free? then create it" atomic across
 /// processes.
 pub fn session_ids_lock(root: &Path) -> PathBuf {

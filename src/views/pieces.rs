@@ -25,19 +25,26 @@ impl Piece {
     }
 }
 
-/// An open view made of pieces: its bytes never change (the ranges name bytes of an
-/// append-only file, read through the descriptor opened with the snapshot).
-pub struct PieceSnapshot {
-    file: File,
+/// Where each piece of a generated view goes: shared by every open of the same file
+/// state, and small enough to persist (a range is two numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PieceLayout {
     /// (offset in the view, piece), in order.
     parts: Vec<(u64, Piece)>,
     size: u64,
 }
 
-impl PieceSnapshot {
+/// An open view made of pieces: its bytes never change (the ranges name bytes of an
+/// append-only file, read through the descriptor opened with the snapshot).
+pub struct PieceSnapshot {
+    file: File,
+    layout: std::sync::Arc<PieceLayout>,
+}
+
+impl PieceLayout {
     /// `conversation.json` of `messages` (each one JSON object's pieces):
     /// `[\n{…},\n{…}\n]\n`, or `[]\n` when empty.
-    pub fn conversation(file: File, messages: Vec<Vec<Piece>>) -> Self {
+    pub fn conversation(messages: Vec<Vec<Piece>>) -> Self {
         let mut pieces = Vec::new();
         if messages.is_empty() {
             pieces.push(Piece::Text("[]\n".into()));
@@ -49,10 +56,10 @@ impl PieceSnapshot {
                 pieces.push(Piece::Text(if i + 1 == n { "\n]\n" } else { ",\n" }.into()));
             }
         }
-        Self::new(file, pieces)
+        Self::new(pieces)
     }
 
-    pub fn new(file: File, pieces: Vec<Piece>) -> Self {
+    pub fn new(pieces: Vec<Piece>) -> Self {
         let mut parts = Vec::with_capacity(pieces.len());
         let mut size = 0;
         for p in pieces {
@@ -68,39 +75,161 @@ impl PieceSnapshot {
             }
             size += len;
         }
-        PieceSnapshot { file, parts, size }
+        PieceLayout { parts, size }
     }
 
     pub fn size(&self) -> u64 {
         self.size
     }
 
+    /// Whether every range lies within a file of `size` bytes.
+    pub fn fits(&self, size: u64) -> bool {
+        self.parts.iter().all(|(_, p)| match p {
+            Piece::Range { start, len } => start.checked_add(*len).is_some_and(|e| e <= size),
+            Piece::Text(_) => true,
+        })
+    }
+
+    /// A compact binary form (for a persisted cache): per piece a tag, then a range's
+    /// start and length, or a text's length and bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.parts.len() * 17);
+        for (_, p) in &self.parts {
+            match p {
+                Piece::Range { start, len } => {
+                    out.push(0);
+                    out.extend_from_slice(&start.to_le_bytes());
+                    out.extend_from_slice(&len.to_le_bytes());
+                }
+                Piece::Text(t) => {
+                    out.push(1);
+                    out.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                    out.extend_from_slice(t.as_bytes());
+                }
+            }
+        }
+        out
+    }
+
+    /// The inverse of `to_bytes`; `None` for anything malformed.
+    pub fn from_bytes(mut b: &[u8]) -> Option<Self> {
+        let mut pieces = Vec::new();
+        let num = |b: &mut &[u8]| -> Option<u64> {
+            let (n, rest) = b.split_first_chunk::<8>()?;
+            *b = rest;
+            Some(u64::from_le_bytes(*n))
+        };
+        while let Some((&tag, rest)) = b.split_first() {
+            b = rest;
+            match tag {
+                0 => {
+                    let start = num(&mut b)?;
+                    let len = num(&mut b)?;
+                    pieces.push(Piece::Range { start, len });
+                }
+                1 => {
+                    let n = usize::try_from(num(&mut b)?).ok()?;
+                    let text = b.get(..n)?;
+                    pieces.push(Piece::Text(String::from_utf8(text.to_vec()).ok()?));
+                    b = &b[n..];
+                }
+                _ => return None,
+            }
+        }
+        Some(Self::new(pieces))
+    }
+}
+
+impl PieceSnapshot {
+    pub fn new(file: File, layout: std::sync::Arc<PieceLayout>) -> Self {
+        // Readers go front to back: let the kernel read ahead further.
+        // SAFETY: a valid descriptor; advice only.
+        unsafe {
+            libc::posix_fadvise(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                0,
+                libc::POSIX_FADV_SEQUENTIAL,
+            )
+        };
+        PieceSnapshot { file, layout }
+    }
+
+    /// `conversation.json` of `messages` over `file`.
+    pub fn conversation(file: File, messages: Vec<Vec<Piece>>) -> Self {
+        Self::new(
+            file,
+            std::sync::Arc::new(PieceLayout::conversation(messages)),
+        )
+    }
+
+    pub fn size(&self) -> u64 {
+        self.layout.size
+    }
+
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let end = (offset.saturating_add(len as u64)).min(self.size);
+        let parts = &self.layout.parts;
+        let end = (offset.saturating_add(len as u64)).min(self.layout.size);
         let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
-        let mut i = self
-            .parts
+        // The parts to copy: (index, skip, take).
+        let mut want = Vec::new();
+        let mut i = parts
             .partition_point(|(at, _)| *at <= offset)
             .saturating_sub(1);
         let mut pos = offset;
-        while pos < end && i < self.parts.len() {
-            let (at, piece) = &self.parts[i];
+        while pos < end && i < parts.len() {
+            let (at, piece) = &parts[i];
             let skip = pos - at;
             let take = (piece.len() - skip).min(end - pos);
-            match piece {
-                Piece::Text(t) => {
-                    out.extend_from_slice(&t.as_bytes()[skip as usize..(skip + take) as usize])
-                }
-                Piece::Range { start, .. } => {
-                    let from = out.len();
-                    out.resize(from + take as usize, 0);
-                    self.file
-                        .read_exact_at(&mut out[from..], start + skip)
-                        .map_err(|e| Error::io("read transcript", &e))?;
-                }
-            }
+            want.push((i, skip, take));
             pos += take;
             i += 1;
+        }
+        // Ranges of a transcript sit close together (a message's role and content, the
+        // next message's line): a run of them is read with one `pread` of its span.
+        const GAP: u64 = 64 * 1024;
+        let mut k = 0;
+        while k < want.len() {
+            let (i, skip, take) = want[k];
+            match &parts[i].1 {
+                Piece::Text(t) => {
+                    out.extend_from_slice(&t.as_bytes()[skip as usize..(skip + take) as usize]);
+                    k += 1;
+                }
+                Piece::Range { start, .. } => {
+                    let span_start = start + skip;
+                    let mut span_end = span_start + take;
+                    let mut last = k;
+                    for (j, &(pj, sj, tj)) in want.iter().enumerate().skip(k + 1) {
+                        match &parts[pj].1 {
+                            Piece::Range { start, .. } => {
+                                let s = start + sj;
+                                if s < span_end || s - span_end > GAP {
+                                    break;
+                                }
+                                span_end = s + tj;
+                                last = j;
+                            }
+                            Piece::Text(_) => {}
+                        }
+                    }
+                    let mut buf = vec![0u8; (span_end - span_start) as usize];
+                    self.file
+                        .read_exact_at(&mut buf, span_start)
+                        .map_err(|e| Error::io("read transcript", &e))?;
+                    for &(pj, sj, tj) in &want[k..=last] {
+                        match &parts[pj].1 {
+                            Piece::Text(t) => out
+                                .extend_from_slice(&t.as_bytes()[sj as usize..(sj + tj) as usize]),
+                            Piece::Range { start, .. } => {
+                                let a = (start + sj - span_start) as usize;
+                                out.extend_from_slice(&buf[a..a + tj as usize]);
+                            }
+                        }
+                    }
+                    k = last + 1;
+                }
+            }
         }
         Ok(out)
     }

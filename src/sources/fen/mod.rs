@@ -4,7 +4,6 @@
 
 pub mod catalog;
 
-
 use super::foreign::Agent;
 use super::{NamespaceIndex, SessionSource, SessionStat};
 use crate::error::{Error, Result};
