@@ -113,3 +113,31 @@ pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
 pub fn codex_session_index(root: &Path) -> PathBuf {
     root.join("session_index.jsonl")
 }
+
+/// The first working directory a session file names near its start (a top-level
+/// `cwd`, or Codex's `payload.cwd`): a cheap hint of its namespace before the file is
+/// read whole.
+pub fn head_cwd(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let (file, _) = crate::store::open::open_regular(path).ok()?;
+    let mut head = Vec::new();
+    file.take(64 * 1024).read_to_end(&mut head).ok()?;
+    for line in head.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        let cwd = v
+            .get("cwd")
+            .or_else(|| v.get("payload").and_then(|p| p.get("cwd")));
+        if let Some(serde_json::Value::String(cwd)) = cwd {
+            return Some(cwd.clone());
+        }
+    }
+    None
+}
+
+/// Whether one folder holds one project's sessions (pi and Claude Code file them by
+/// cwd; Codex by date).
+pub fn folders_are_projects(agent: Agent) -> bool {
+    agent != Agent::Codex
+}

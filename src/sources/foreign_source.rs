@@ -114,6 +114,12 @@ struct Index {
     renames: HashMap<String, String>,
     renames_stamp: Option<FileStamp>,
     ready: bool,
+    /// Set once the first index knows which files it must still read.
+    planned: bool,
+    /// Namespaces (by hint) with files the first index has still to read.
+    pending: HashMap<String, usize>,
+    /// Namespaces a listing waits for: read their files first.
+    wanted: BTreeSet<String>,
     /// Bumped by every change to the index: keys the rendered listings.
     generation: u64,
     /// Namespaces whose files must be re-`stat`ed before the next listing (all of
@@ -207,33 +213,73 @@ impl ForeignSource {
         let persisted = self.load_persisted();
         let found = self.walk();
         let total = found.len();
-        let mut fresh = HashMap::new();
-        let mut reread = 0usize;
-        for (i, path) in found.into_iter().enumerate() {
-            let old = persisted.get(&path);
-            let entry = match (old, file_stamp(&path)) {
-                (Some(old), Some(stamp)) if old.stamp == stamp => Some(old.clone()),
-                _ => {
-                    reread += 1;
-                    self.read_file(&path).ok()
+        // Unchanged files come from the persisted index at once.
+        let mut todo = Vec::new();
+        {
+            let mut idx = self.index.lock().unwrap();
+            for path in found {
+                match (persisted.get(&path), file_stamp(&path)) {
+                    (Some(old), Some(stamp)) if old.stamp == stamp => {
+                        self.insert(&mut idx, path, old.clone())
+                    }
+                    _ => todo.push(path),
                 }
-            };
-            if let Some(e) = entry {
-                fresh.insert(path, e);
             }
-            if (i + 1) % 1000 == 0 {
+        }
+        // The rest is read file by file; each gets a namespace hint first (the cwd
+        // near its start, per project folder where folders are projects), so that a
+        // listing waits only for the files of its own namespace, read first.
+        let mut groups: BTreeMap<Option<String>, Vec<PathBuf>> = BTreeMap::new();
+        let mut folder_hints: HashMap<PathBuf, Option<String>> = HashMap::new();
+        for path in todo {
+            let hint = if agents::folders_are_projects(self.agent) {
+                let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
+                folder_hints
+                    .entry(folder)
+                    .or_insert_with(|| agents::head_cwd(&path).map(|c| naming::slug(&c)))
+                    .clone()
+            } else {
+                agents::head_cwd(&path).map(|c| naming::slug(&c))
+            };
+            groups.entry(hint).or_default().push(path);
+        }
+        let reread: usize = groups.values().map(Vec::len).sum();
+        {
+            let mut idx = self.index.lock().unwrap();
+            idx.pending = groups
+                .iter()
+                .filter_map(|(h, files)| h.clone().map(|h| (h, files.len())))
+                .collect();
+            idx.planned = true;
+        }
+        self.ready.notify_all();
+        let mut done = 0usize;
+        while let Some((hint, path)) = self.next_to_read(&mut groups) {
+            let entry = self.read_file(&path);
+            let mut idx = self.index.lock().unwrap();
+            if let Ok(e) = entry {
+                self.insert(&mut idx, path, e);
+            }
+            if let Some(h) = hint
+                && let Some(n) = idx.pending.get_mut(&h)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    idx.pending.remove(&h);
+                    self.ready.notify_all();
+                }
+            }
+            drop(idx);
+            done += 1;
+            if done.is_multiple_of(1000) {
                 log::info!(
-                    "{}: indexed {} of {total} session files",
-                    self.agent.name(),
-                    i + 1
+                    "{}: read {done} of {reread} session files",
+                    self.agent.name()
                 );
             }
         }
         {
             let mut idx = self.index.lock().unwrap();
-            for (path, e) in fresh {
-                self.insert(&mut idx, path, e);
-            }
             self.refresh_renames(&mut idx);
             idx.ready = true;
         }
@@ -248,13 +294,49 @@ impl ForeignSource {
         }
     }
 
-    /// Waits until the first index is built; then brings the folder walk up to date.
-    fn current(&self) -> std::sync::MutexGuard<'_, Index> {
+    /// The next file to read: one of a namespace someone waits for, else any.
+    fn next_to_read(
+        &self,
+        groups: &mut BTreeMap<Option<String>, Vec<PathBuf>>,
+    ) -> Option<(Option<String>, PathBuf)> {
+        let wanted = std::mem::take(&mut self.index.lock().unwrap().wanted);
+        let key = wanted
+            .into_iter()
+            .map(Some)
+            .find(|k| groups.get(k).is_some_and(|g| !g.is_empty()))
+            .or_else(|| {
+                groups
+                    .iter()
+                    .find(|(_, g)| !g.is_empty())
+                    .map(|(k, _)| k.clone())
+            })?;
+        let group = groups.get_mut(&key)?;
+        let path = group.pop()?;
+        if group.is_empty() {
+            groups.remove(&key);
+        }
+        Some((key, path))
+    }
+
+    /// The index once it can answer for `ns` (`None`: for everything): at once after
+    /// the first index is built; before, when the files hinted to be in `ns` are read
+    /// (asking the indexer to read those first).
+    fn wait_for(&self, ns: Option<&str>) -> std::sync::MutexGuard<'_, Index> {
         let mut idx = self.index.lock().unwrap();
-        while !idx.ready {
+        loop {
+            if idx.ready {
+                return idx;
+            }
+            if let Some(ns) = ns
+                && idx.planned
+            {
+                if !idx.pending.contains_key(ns) {
+                    return idx;
+                }
+                idx.wanted.insert(ns.to_string());
+            }
             idx = self.ready.wait(idx).unwrap();
         }
-        idx
     }
 
     fn load_persisted(&self) -> HashMap<PathBuf, FileEntry> {
@@ -342,8 +424,13 @@ impl ForeignSource {
     /// dropped; with `ns`, every file of that namespace is also re-`stat`ed (and
     /// re-read if it changed).
     fn sync(&self, ns: Option<&str>) {
+        if !self.wait_for(ns).ready {
+            // The first index is still being built and has what `ns` needs; the walk
+            // is the indexer's until it is done.
+            return;
+        }
         if let Some(watch) = &self.watch {
-            let mut idx = self.current();
+            let mut idx = self.wait_for(ns);
             // Folders with events since their last read: their files' namespaces must
             // be re-stat'ed, and the walk must look at them again.
             let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
@@ -372,7 +459,7 @@ impl ForeignSource {
             }
         }
         let found = self.walk();
-        let mut idx = self.current();
+        let mut idx = self.wait_for(ns);
         let present: BTreeSet<&PathBuf> = found.iter().collect();
         let gone: Vec<PathBuf> = idx
             .files
@@ -496,7 +583,7 @@ impl ForeignSource {
     fn session(&self, ns: &str, dir: &str) -> Result<(PathBuf, FileEntry)> {
         let missing = || Error::not_found(format!("no session {ns}/{dir}"));
         let path = {
-            let idx = self.current();
+            let idx = self.wait_for(Some(ns));
             idx.by_ns
                 .get(ns)
                 .and_then(|m| m.get(dir))
@@ -996,11 +1083,11 @@ impl SessionSource for ForeignSource {
     }
 
     fn has_namespace(&self, ns: &str) -> bool {
-        self.current().by_ns.contains_key(ns)
+        self.wait_for(Some(ns)).by_ns.contains_key(ns)
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
-        let idx = self.current();
+        let idx = self.wait_for(Some(ns));
         let dirs = idx.by_ns.get(ns)?;
         dirs.values()
             .filter_map(|p| idx.files.get(p))
