@@ -16,6 +16,7 @@ pub mod commands;
 pub mod ctl;
 pub mod daemon;
 pub mod fuse;
+pub mod mount_table;
 pub mod sources;
 pub mod store;
 pub mod tree;

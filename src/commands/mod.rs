@@ -2,6 +2,7 @@
 //! parses its options here and calls the library; the work is done there.
 
 pub mod list;
+pub mod status;
 pub mod trash;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
@@ -77,7 +78,7 @@ struct MountArgs {
     #[arg(long)]
     store: Option<PathBuf>,
     /// Stay attached to the terminal instead of leaving a daemon.
-    #[arg(long)]
+    #[arg(short = 'f', long)]
     foreground: bool,
     /// When an acknowledged append reaches the disk: always, everysec or no.
     #[arg(long, value_parser = parse_fsync, default_value = "always")]
@@ -96,9 +97,68 @@ struct MountArgs {
     max_entry_bytes: usize,
     #[command(flatten)]
     sources: SourceArgs,
+    /// Mount options, comma-separated, as mount(8) and /etc/fstab pass them:
+    /// fsync=MODE, allow_other, threads=N, log_file=FILE, max_entry_bytes=N,
+    /// store=DIR, no_detect; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
+    #[arg(short = 'o', value_name = "OPTS", value_delimiter = ',')]
+    mount_options: Vec<String>,
 }
 
+/// Mount options that mean nothing to fen-fs beyond what it always does, or that are
+/// mount(8)'s own (fstab).
+const GENERIC_OPTIONS: [&str; 16] = [
+    "rw",
+    "ro",
+    "suid",
+    "nosuid",
+    "dev",
+    "nodev",
+    "exec",
+    "noexec",
+    "atime",
+    "noatime",
+    "auto",
+    "noauto",
+    "user",
+    "users",
+    "_netdev",
+    "default_permissions",
+];
+
 impl MountArgs {
+    /// Folds `-o key=value,...` into the options proper.
+    fn apply_mount_options(&mut self) -> crate::Result<()> {
+        for opt in std::mem::take(&mut self.mount_options) {
+            let (key, value) = match opt.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (opt.as_str(), None),
+            };
+            let need = |v: Option<&str>| {
+                v.map(str::to_string).ok_or_else(|| {
+                    crate::Error::invalid(format!("mount option {key} needs a value"))
+                })
+            };
+            let bad = |why: String| crate::Error::invalid(format!("mount option {opt}: {why}"));
+            match key.replace('-', "_").as_str() {
+                "fsync" => self.fsync = parse_fsync(&need(value)?).map_err(bad)?,
+                "allow_other" => self.allow_other = true,
+                "threads" => {
+                    self.threads = need(value)?.parse().map_err(|e| bad(format!("{e}")))?
+                }
+                "max_entry_bytes" => {
+                    self.max_entry_bytes = need(value)?.parse().map_err(|e| bad(format!("{e}")))?
+                }
+                "log_file" => self.log_file = Some(PathBuf::from(need(value)?)),
+                "store" => self.store = Some(PathBuf::from(need(value)?)),
+                "no_detect" => self.sources.no_detect = true,
+                "foreground" => self.foreground = true,
+                k if GENERIC_OPTIONS.contains(&k) => {}
+                _ => return Err(crate::Error::invalid(format!("unknown mount option {opt}"))),
+            }
+        }
+        Ok(())
+    }
+
     fn options(self) -> MountOptions {
         MountOptions {
             mountpoint: self.mountpoint,
@@ -120,6 +180,17 @@ enum Command {
     Mount(MountArgs),
     /// Unmount, also a stale mount left by a killed daemon.
     Umount { mountpoint: PathBuf },
+    /// The active fen-fs mounts: mount point, store, daemon pid, sessions, fsync mode.
+    Status {
+        /// One JSON object per mount instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shell completions for bash, zsh or fish, printed to stdout.
+    Completions { shell: clap_complete::Shell },
+    /// The manual page (roff), printed to stdout.
+    #[command(hide = true)]
+    Manpage,
     /// Print the namespace (folder name) of DIR (default: the current directory).
     Slug { dir: Option<PathBuf> },
     /// List sessions, newest first.
@@ -220,7 +291,25 @@ fn current_dir() -> PathBuf {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> crate::Result<ExitCode> {
     match cli.command {
-        Command::Mount(args) => crate::daemon::mount(args.options()),
+        Command::Mount(mut args) => {
+            args.apply_mount_options()?;
+            crate::daemon::mount(args.options())
+        }
+        Command::Status { json } => status::run(json),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "fen-fs", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Manpage => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut out)
+                .map_err(|e| crate::Error::io("rendering the manual page", &e))?;
+            let _ = std::io::stdout().write_all(&out);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Umount { mountpoint } => {
             crate::daemon::umount(&mountpoint).map(|_| ExitCode::SUCCESS)
         }
@@ -346,5 +435,122 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+    }
+}
+
+/// The subcommands' names, for telling `fen-fs STORE MNT -o OPTS` (the form mount(8)
+/// and /etc/fstab use, through mount.fuse) from a subcommand.
+fn is_subcommand(name: &str) -> bool {
+    <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
+}
+
+/// The command line as clap should see it: `fen-fs STORE MOUNTPOINT [-o OPTS]` (or the
+/// program invoked as `mount.fuse.fen-fs`) becomes `fen-fs mount MOUNTPOINT --store
+/// STORE [-o OPTS]`; anything else is left as it is.
+pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let helper = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("mount."));
+    let positional: Vec<usize> = (1..args.len())
+        .filter(|&i| {
+            let a = args[i].to_string_lossy();
+            !a.starts_with('-') && args[i - 1] != "-o"
+        })
+        .collect();
+    let first = positional
+        .first()
+        .map(|&i| args[i].to_string_lossy().into_owned());
+    let mount_form =
+        positional.len() == 2 && (helper || first.as_deref().is_some_and(|f| !is_subcommand(f)));
+    if !mount_form {
+        return args;
+    }
+    let (store, mountpoint) = (args[positional[0]].clone(), args[positional[1]].clone());
+    let mut out = vec![
+        "fen-fs".into(),
+        "mount".into(),
+        mountpoint,
+        "--store".into(),
+        store,
+    ];
+    out.extend(
+        (1..args.len())
+            .filter(|i| !positional.contains(i))
+            .map(|i| args[i].clone()),
+    );
+    out
+}
+
+/// The parsed command line of this process.
+pub fn parse() -> Cli {
+    <Cli as Parser>::parse_from(normalize_args(std::env::args_os().collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(args: &[&str]) -> Vec<String> {
+        normalize_args(args.iter().map(|a| (*a).into()).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_mount_helper_form_becomes_mount() {
+        assert_eq!(
+            norm(&["fen-fs", "/s", "/m", "-o", "rw,fsync=no"]),
+            [
+                "fen-fs",
+                "mount",
+                "/m",
+                "--store",
+                "/s",
+                "-o",
+                "rw,fsync=no"
+            ]
+        );
+        assert_eq!(
+            norm(&["/sbin/mount.fuse.fen-fs", "/s", "/m"]),
+            ["fen-fs", "mount", "/m", "--store", "/s"]
+        );
+        assert_eq!(
+            norm(&["fen-fs", "list", "--all"]),
+            ["fen-fs", "list", "--all"]
+        );
+        assert_eq!(norm(&["fen-fs", "show", "abc"]), ["fen-fs", "show", "abc"]);
+        assert_eq!(norm(&["fen-fs", "mount", "/m"]), ["fen-fs", "mount", "/m"]);
+    }
+
+    #[test]
+    fn mount_options_fold_into_the_options() {
+        let mut cli = Cli::parse_from([
+            "fen-fs",
+            "mount",
+            "/m",
+            "-o",
+            "fsync=no,allow_other,threads=3,noatime",
+        ]);
+        let Command::Mount(args) = &mut cli.command else {
+            panic!("not mount")
+        };
+        args.apply_mount_options().unwrap();
+        assert_eq!(args.fsync, FsyncMode::No);
+        assert!(args.allow_other);
+        assert_eq!(args.threads, 3);
+        let mut bad = Cli::parse_from(["fen-fs", "mount", "/m", "-o", "colour=red"]);
+        let Command::Mount(args) = &mut bad.command else {
+            panic!("not mount")
+        };
+        assert!(
+            args.apply_mount_options()
+                .unwrap_err()
+                .reason
+                .contains("colour")
+        );
     }
 }

@@ -1,0 +1,134 @@
+//! The active fen-fs mounts, from the kernel's mount table and the daemons' command
+//! lines (`fen-fs status`, `fen-fs path`, and the checks `mount` and `umount` make).
+
+use std::path::{Path, PathBuf};
+
+/// The source (fsname) every fen-fs mount has; its type is `fuse` when root mounts
+/// directly, `fuse.fen-fs` through fusermount3.
+pub const FS_NAME: &str = "fen-fs";
+
+fn is_fen(fstype: &str, source: &str) -> bool {
+    fstype == "fuse.fen-fs" || (fstype == "fuse" && source == FS_NAME)
+}
+
+/// One active fen-fs mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FenMount {
+    pub mountpoint: PathBuf,
+    /// The daemon serving it, if found (a killed daemon leaves a stale mount).
+    pub pid: Option<u32>,
+    pub store: Option<PathBuf>,
+    pub fsync: Option<String>,
+}
+
+/// `\040`-style escapes of /proc/self/mountinfo undone.
+fn unescape(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && let Ok(v) = u8::from_str_radix(&field[i + 1..i + 4], 8)
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every mount point in the table, and whether it is a fen-fs mount.
+pub fn mounts() -> Vec<(PathBuf, bool)> {
+    let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    table
+        .lines()
+        .filter_map(|line| {
+            // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER
+            let fields: Vec<&str> = line.split(' ').collect();
+            let mp = fields.get(4)?;
+            let dash = fields.iter().position(|f| *f == "-")?;
+            let fstype = fields.get(dash + 1)?;
+            let source = fields.get(dash + 2).copied().unwrap_or("");
+            Some((PathBuf::from(unescape(mp)), is_fen(fstype, source)))
+        })
+        .collect()
+}
+
+/// Whether a file system is mounted exactly at `path` (`Some`), and if it is fen-fs.
+pub fn mounted_at(path: &Path) -> Option<bool> {
+    let path = std::path::absolute(path).ok()?;
+    mounts()
+        .into_iter()
+        .rev()
+        .find(|(mp, _)| *mp == path)
+        .map(|(_, t)| t)
+}
+
+/// The fen-fs daemons' command lines: `fen-fs mount MP --foreground --store S ...`.
+fn daemons() -> Vec<(u32, Vec<String>)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+            let args: Vec<String> = raw
+                .split(|&b| b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let is_daemon = args.get(1).map(String::as_str) == Some("mount")
+                && args.iter().any(|a| a == "--foreground")
+                && args
+                    .first()
+                    .is_some_and(|a| Path::new(a).file_name().is_some_and(|n| n == "fen-fs"));
+            is_daemon.then_some((pid, args))
+        })
+        .collect()
+}
+
+fn flag(args: &[String], name: &str) -> Option<String> {
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
+
+/// The active fen-fs mounts, with their daemons where found.
+pub fn fen_mounts() -> Vec<FenMount> {
+    let daemons = daemons();
+    mounts()
+        .into_iter()
+        .filter(|(_, fen)| *fen)
+        .map(|(mountpoint, _)| {
+            let daemon = daemons.iter().find(|(_, args)| {
+                args.get(2)
+                    .is_some_and(|mp| std::path::absolute(mp).ok().as_ref() == Some(&mountpoint))
+            });
+            FenMount {
+                pid: daemon.map(|(pid, _)| *pid),
+                store: daemon
+                    .and_then(|(_, a)| flag(a, "--store"))
+                    .map(PathBuf::from),
+                fsync: daemon.and_then(|(_, a)| flag(a, "--fsync")),
+                mountpoint,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_undone() {
+        assert_eq!(unescape(r"/tmp/a\040b"), "/tmp/a b");
+        assert_eq!(unescape(r"/x\134y"), r"/x\y");
+        assert_eq!(unescape("/plain"), "/plain");
+    }
+}

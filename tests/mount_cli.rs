@@ -1,0 +1,113 @@
+//! The command line as a user of a mountable filesystem expects it: the mount.fuse
+//! form (`fen-fs STORE MNT -o OPTS`, or the binary as `mount.fuse.fen-fs`), `-o`
+//! options, `-f`, `fen-fs status`, completions and the manual page.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use support::{fen_fs, fuse_available, out_text};
+
+fn run(cmd: &mut std::process::Command) -> Output {
+    cmd.output().expect("run fen-fs")
+}
+
+fn status() -> Vec<Value> {
+    let out = run(fen_fs().args(["status", "--json"]));
+    assert!(out.status.success(), "{}", out_text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn ours<'a>(rows: &'a [Value], mp: &Path) -> Option<&'a Value> {
+    rows.iter()
+        .find(|r| Path::new(r["mountpoint"].as_str().unwrap()) == mp)
+}
+
+#[test]
+fn the_mount_helper_form_with_options_mounts_and_status_shows_it() {
+    if !fuse_available("the_mount_helper_form_with_options_mounts_and_status_shows_it") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, mp) = (tmp.path().join("store"), tmp.path().join("mnt"));
+    std::fs::create_dir(&mp).unwrap();
+    let out = run(fen_fs()
+        .arg(&store)
+        .arg(&mp)
+        .args(["-o", "rw,nosuid,nodev,fsync=no,no_detect"]));
+    assert!(out.status.success(), "{}", out_text(&out));
+    let rows = status();
+    let row = ours(&rows, &mp).unwrap_or_else(|| panic!("not in status: {rows:?}"));
+    assert_eq!(row["fsync"], "no");
+    assert_eq!(Path::new(row["store"].as_str().unwrap()), store);
+    assert!(row["pid"].as_u64().is_some());
+    assert_eq!(row["sessions"], 0);
+    assert!(run(fen_fs().arg("umount").arg(&mp)).status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while ours(&status(), &mp).is_some() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(ours(&status(), &mp).is_none(), "still listed after umount");
+
+    // mount(8) runs /sbin/mount.fuse.fen-fs STORE MNT -o OPTS: the same binary.
+    let helper = tmp.path().join("mount.fuse.fen-fs");
+    std::os::unix::fs::symlink(support::bin(), &helper).unwrap();
+    let out = run(std::process::Command::new(&helper)
+        .env("CLAUDE_CONFIG_DIR", "/nonexistent")
+        .env("CODEX_HOME", "/nonexistent")
+        .env("PI_CODING_AGENT_DIR", "/nonexistent")
+        .arg(&store)
+        .arg(&mp)
+        .args(["-o", "fsync=everysec"]));
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(ours(&status(), &mp).unwrap()["fsync"], "everysec");
+    assert!(run(fen_fs().arg("umount").arg(&mp)).status.success());
+}
+
+#[test]
+fn unknown_mount_options_are_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(fen_fs()
+        .args(["mount", "-o", "fsync=no,colour=red"])
+        .arg(tmp.path()));
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    assert!(
+        out_text(&out).contains("unknown mount option colour=red"),
+        "{}",
+        out_text(&out)
+    );
+    let out = run(fen_fs()
+        .args(["mount", "-o", "fsync=sometimes"])
+        .arg(tmp.path()));
+    assert!(!out.status.success());
+    assert!(
+        out_text(&out).contains("fsync=sometimes"),
+        "{}",
+        out_text(&out)
+    );
+}
+
+#[test]
+fn completions_and_the_manual_page_come_from_the_command_definitions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(fen_fs().args(["completions", shell]));
+        assert!(out.status.success(), "{shell}: {}", out_text(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("fen-fs") && text.contains("umount"),
+            "{shell}"
+        );
+    }
+    let out = run(fen_fs().arg("manpage"));
+    let man = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        man.contains(".TH fen-fs 1") && man.contains("mount"),
+        "{man}"
+    );
+    let bad = run(fen_fs().args(["completions", "tcsh"]));
+    assert_eq!(bad.status.code(), Some(2), "a usage error");
+}
