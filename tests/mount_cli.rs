@@ -111,3 +111,83 @@ fn completions_and_the_manual_page_come_from_the_command_definitions() {
     let bad = run(fen_fs().args(["completions", "tcsh"]));
     assert_eq!(bad.status.code(), Some(2), "a usage error");
 }
+
+#[test]
+fn commands_that_read_never_create_a_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("typo");
+    for args in [
+        vec!["list", "--all"],
+        vec!["show", "abc"],
+        vec!["fsck"],
+        vec!["trash", "list"],
+        vec!["rm", "abc"],
+    ] {
+        let out = run(fen_fs().args(&args).arg("--store").arg(&missing));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", out_text(&out));
+        assert!(
+            out_text(&out).contains(&format!("no fen-fs store at {}", missing.display())),
+            "{args:?}: {}",
+            out_text(&out)
+        );
+        assert!(!missing.exists(), "{args:?} created the store");
+    }
+    // The same through $FEN_FS_STORE.
+    let out = run(fen_fs()
+        .args(["list", "--all"])
+        .env("FEN_FS_STORE", &missing));
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn mount_creates_a_missing_store_and_says_so() {
+    if !fuse_available("mount_creates_a_missing_store_and_says_so") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, mp) = (tmp.path().join("new-store"), tmp.path().join("mnt"));
+    std::fs::create_dir(&mp).unwrap();
+    let out = run(fen_fs()
+        .arg("mount")
+        .arg(&mp)
+        .arg("--store")
+        .arg(&store)
+        .arg("--no-detect"));
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("created a new store at {}", store.display())),
+        "{}",
+        out_text(&out)
+    );
+    assert!(store.is_dir());
+    assert!(run(fen_fs().arg("umount").arg(&mp)).status.success());
+}
+
+#[test]
+fn a_cwd_with_a_trailing_slash_or_dots_is_one_namespace() {
+    let Some(m) = support::Mount::new("a_cwd_with_a_trailing_slash_or_dots_is_one_namespace")
+    else {
+        return;
+    };
+    let a = m.create_session("/home/u/proj", "a");
+    let b = m.create_session("/home/u/proj/", "b");
+    let c = m.create_session("/home/u/x/../proj/.", "c");
+    assert_eq!(a.parent(), b.parent());
+    assert_eq!(a.parent(), c.parent());
+    for s in [&b, &c] {
+        assert_eq!(support::meta(s)["cwd"], "/home/u/proj");
+    }
+    let out = run(fen_fs()
+        .args([
+            "list",
+            "--cwd",
+            "/home/u/proj/../proj/",
+            "--json",
+            "--store",
+        ])
+        .arg(&m.store));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 3, "{}", out_text(&out));
+}

@@ -7,16 +7,10 @@ use crate::store::Store;
 use crate::views::listing::{Listing, sort_newest_first};
 
 /// `dir` as the absolute path a session's header would record: relative to the
-/// current directory, without a trailing `/` (the slug and the cwd match compare it).
+/// current directory, normalized lexically (no trailing `/`, no `.` or `..`).
 pub fn absolute_dir(dir: &std::path::Path) -> String {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let s = abs.to_string_lossy();
-    let trimmed = s.trim_end_matches('/');
-    if trimmed.is_empty() {
-        "/".to_string()
-    } else {
-        trimmed.to_string()
-    }
+    crate::store::naming::normalize_cwd(&abs.to_string_lossy())
 }
 
 /// Sessions newest first: all of them, or those whose header `cwd` is `cwd` (the slug

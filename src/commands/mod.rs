@@ -39,6 +39,28 @@ impl StoreArg {
     fn root(&self) -> PathBuf {
         self.store.clone().unwrap_or_else(default_root)
     }
+
+    /// The store for a command that only reads: never created. A store named by
+    /// `--store` or $FEN_FS_STORE must exist (a typo is an error, not a new empty
+    /// store); the default one may not exist yet (nothing was ever mounted), and then
+    /// reads as empty.
+    fn existing(&self) -> crate::Result<Store> {
+        let root = self.root();
+        let named =
+            self.store.is_some() || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty());
+        match std::fs::metadata(&root) {
+            Ok(m) if m.is_dir() => Ok(Store::open_existing(root)),
+            Ok(_) => Err(crate::Error::invalid(format!(
+                "{} is not a folder, so not a fen-fs store",
+                root.display()
+            ))),
+            Err(_) if !named => Ok(Store::open_existing(root)),
+            Err(_) => Err(crate::Error::not_found(format!(
+                "no fen-fs store at {} (mistyped --store? `fen-fs mount` creates a store)",
+                root.display()
+            ))),
+        }
+    }
 }
 
 fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
@@ -293,7 +315,18 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
     match cli.command {
         Command::Mount(mut args) => {
             args.apply_mount_options()?;
-            crate::daemon::mount(args.options())
+            let options = args.options();
+            let new_store = std::fs::symlink_metadata(&options.store).is_err();
+            let said = format!("fen-fs: created a new store at {}", options.store.display());
+            let foreground = options.foreground;
+            if new_store && foreground {
+                eprintln!("{said}");
+            }
+            let code = crate::daemon::mount(options)?;
+            if new_store && !foreground && code == ExitCode::SUCCESS {
+                eprintln!("{said}");
+            }
+            Ok(code)
         }
         Command::Status { json } => status::run(json),
         Command::Completions { shell } => {
@@ -325,7 +358,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             store,
             sources,
         } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             let foreign = list::foreign_sources(&sources.options(), &store);
             let cwd = (!all).then(|| list::absolute_dir(&cwd.unwrap_or_else(current_dir)));
             let list = list::list_with(&store, &foreign, cwd.as_deref())?;
@@ -344,7 +377,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             store,
             sources,
         } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             let snap = match store.resolve(&session) {
                 Ok(session) => views::snapshot(&session, view, 0)?,
                 Err(fen_err) => {
@@ -371,14 +404,14 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Rm { sessions, store } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             Ok(each(&sessions, |spec| {
                 let (ns, dir) = trash::resolve_live(&store, spec)?;
                 Ok(trash::describe(&store.trash_session(&ns, &dir)?))
             }))
         }
         Command::Restore { sessions, store } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             Ok(each(&sessions, |spec| {
                 let t = store.resolve_trashed(spec)?;
                 let to = store.restore(&t)?;
@@ -389,7 +422,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             action: TrashCommand::List { json },
             store,
         } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             let list: Vec<_> = store
                 .trashed()?
                 .iter()
@@ -407,7 +440,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             action: TrashCommand::Empty { older_than },
             store,
         } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             // Older than more than the calendar holds: nothing is.
             let cutoff = older_than.map(|d| {
                 chrono::Duration::from_std(d)
@@ -424,7 +457,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Fsck { session, store } => {
-            let store = Store::open_existing(store.root());
+            let store = store.existing()?;
             let report = crate::check::check_store(&store, session.as_deref())?;
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(report.render().as_bytes());

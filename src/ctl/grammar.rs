@@ -47,6 +47,8 @@ pub fn parse_root_line(line: &[u8]) -> Result<NewSessionRequest> {
     if cwd.contains('\0') {
         return Err(Error::invalid("\"cwd\" must not contain NUL"));
     }
+    // `/p/`, `/p/.` and `/q/../p` are one directory, hence one namespace.
+    let cwd = crate::store::naming::normalize_cwd(&cwd);
     let session_id = match take(&mut obj, "session-id") {
         None => None,
         Some(v) => {

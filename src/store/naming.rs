@@ -20,6 +20,34 @@ pub fn slug(cwd: &str) -> String {
     format!("--{mapped}--")
 }
 
+/// A working directory made canonical without looking at the file system: no `.`
+/// segments, `..` taken lexically (never above `/`), no repeated or trailing `/`.
+/// `/home/u/proj/`, `/home/u/./proj` and `/home/u/x/../proj` all name `/home/u/proj`;
+/// symbolic links are not resolved (the agent's cwd is what it said).
+pub fn normalize_cwd(cwd: &str) -> String {
+    let absolute = cwd.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in cwd.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    }
+}
+
 /// Filename-safe creation stamp, `YYYY-MM-DDTHH-MM-SS-mmmZ`; sorts by time.
 pub fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H-%M-%S-%3fZ").to_string()
@@ -56,6 +84,22 @@ pub fn session_id_of_dir(dir: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cwds_are_normalized_lexically() {
+        for (given, want) in [
+            ("/home/u/proj/", "/home/u/proj"),
+            ("/home/u/./proj", "/home/u/proj"),
+            ("/home/u/x/../proj", "/home/u/proj"),
+            ("//home//u/proj", "/home/u/proj"),
+            ("/..", "/"),
+            ("/", "/"),
+            ("/a/../..", "/"),
+            ("rel/../x", "x"),
+        ] {
+            assert_eq!(normalize_cwd(given), want, "{given}");
+        }
+    }
 
     #[test]
     fn slug_follows_the_spec() {
