@@ -87,7 +87,7 @@ fn round_trip_every_view() {
     let header = &file_lines(&s.path)[0];
     assert_eq!(m["id"], header["id"]);
     assert_eq!(m["dir"], s.dir.as_str());
-    assert_eq!(m["namespace"], "--home-u-proj--");
+    assert_eq!(m["namespace"], "home-u-proj");
     assert_eq!(m["cwd"], "/home/u/proj");
     assert_eq!(m["version"], 2);
     assert_eq!(m["title"], "Fix the build");

@@ -652,12 +652,17 @@ fn binary_exit_codes_and_files_unchanged() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out, "checked 2 sessions, 0 with problems\n");
 
-    // An empty or missing store is clean.
-    let (code, out, _) = fsck(&dir.path().join("nothing"), None);
+    // An empty store is clean; a missing one is an error naming it (a mistyped
+    // --store must not look like an empty store).
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let (code, out, _) = fsck(&dir.path().join("empty"), None);
     assert_eq!(
         (code, out.as_str()),
         (0, "checked 0 sessions, 0 with problems\n")
     );
+    let (code, _, err) = fsck(&dir.path().join("nothing"), None);
+    assert_eq!(code, 1);
+    assert!(err.contains("no fen-fs store at"), "{err}");
 
     // A session written by hand with problems, plus a torn tail.
     let ns = root.join("--home-u-broken--");

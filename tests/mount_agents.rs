@@ -143,7 +143,11 @@ fn every_fixture_appears_as_its_agent_resumes_it() {
             // The namespace is the cwd's slug.
             let ns = dir.parent().unwrap().file_name().unwrap().to_string_lossy();
             if let Some(cwd) = &summary.cwd {
-                assert_eq!(ns, fen_fs::store::naming::slug(cwd), "{name}");
+                assert_eq!(
+                    ns,
+                    fen_fs::store::naming::mount_name(&fen_fs::store::naming::slug(cwd)),
+                    "{name}"
+                );
             }
             assert_eq!(
                 std::fs::read(dir.join("transcript.jsonl")).unwrap(),
@@ -226,7 +230,7 @@ fn a_namespace_lists_every_agents_sessions_together() {
         return;
     };
     let fen = m.create_session("/tmp", "fen's own");
-    let ns = m.path("--tmp--");
+    let ns = m.path("tmp");
     assert_eq!(fen.parent().unwrap(), ns);
     let index: Value =
         serde_json::from_slice(&std::fs::read(ns.join("index.json")).unwrap()).unwrap();
@@ -277,7 +281,7 @@ fn live_appends_new_files_and_deletions_show_up() {
     ) else {
         return;
     };
-    let ns = m.path("--tmp--");
+    let ns = m.path("tmp");
     let dir = std::fs::read_dir(&ns)
         .unwrap()
         .flatten()
@@ -445,7 +449,7 @@ fn pi_sessions_written_by_pi_resume_as_pi_resumes_them() {
             .unwrap_or_else(|| panic!("{scenario} not in the mount"));
         assert_eq!(meta["agent"], "pi");
         assert_eq!(meta["cwd"], "/work/proj", "{scenario}");
-        assert_eq!(dir.parent().unwrap().file_name().unwrap(), "--work-proj--");
+        assert_eq!(dir.parent().unwrap().file_name().unwrap(), "work-proj");
         let got: Value =
             serde_json::from_slice(&std::fs::read(dir.join("conversation.json")).unwrap()).unwrap();
         assert_eq!(
@@ -491,7 +495,7 @@ fn a_persisted_conversation_is_used_only_for_the_file_it_was_made_from() {
         return;
     };
     let conv = || -> Vec<u8> {
-        let ns = m.path("--big--");
+        let ns = m.path("big");
         let dir = std::fs::read_dir(&ns)
             .unwrap()
             .flatten()

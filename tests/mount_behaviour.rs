@@ -255,10 +255,10 @@ fn changes_behind_the_mounts_back_show_up() {
         "new namespace",
     );
     let d2 = f2.file_stem().unwrap().to_string_lossy().into_owned();
-    assert!(names(&m.mp).contains(&"--srv-direct--".to_string()));
-    assert!(names(&m.path("--srv-direct--")).contains(&d2));
+    assert!(names(&m.mp).contains(&"srv-direct".to_string()));
+    assert!(names(&m.path("srv-direct")).contains(&d2));
     assert_eq!(
-        std::fs::read_link(m.path("--srv-direct--").join("latest")).unwrap(),
+        std::fs::read_link(m.path("srv-direct").join("latest")).unwrap(),
         PathBuf::from(&d2)
     );
 
@@ -266,13 +266,13 @@ fn changes_behind_the_mounts_back_show_up() {
     std::fs::write(m.store.join("--home-u-proj--").join("notes.txt"), "x").unwrap();
     std::fs::create_dir(m.store.join("--empty--")).unwrap();
     assert!(!names(&ns).iter().any(|n| n.starts_with("notes")));
-    assert!(!names(&m.mp).contains(&"--empty--".to_string()));
+    assert!(!names(&m.mp).contains(&"empty".to_string()));
 
     // Deleted files disappear, and so does a namespace left without sessions.
     std::fs::remove_file(&f1).unwrap();
     assert!(!names(&ns).contains(&d1), "{:?}", names(&ns));
     std::fs::remove_file(&f2).unwrap();
-    assert!(!names(&m.mp).contains(&"--srv-direct--".to_string()));
+    assert!(!names(&m.mp).contains(&"srv-direct".to_string()));
     let out = m.sh(&format!("stat '{}/{d1}/meta.json'", ns.display()));
     assert!(!out.status.success(), "{}", out_text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("No such file"));
@@ -540,10 +540,10 @@ fn ls_t_sorts_namespaces_by_last_update() {
     let out = Command::new("ls").arg("-t").arg(&m.mp).output().unwrap();
     let order: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with("--"))
+        .filter(|l| l.starts_with("srv-"))
         .map(str::to_string)
         .collect();
-    assert_eq!(order, ["--srv-a--", "--srv-b--"]);
+    assert_eq!(order, ["srv-a", "srv-b"]);
 }
 
 /// `index.json` and `latest` are served from a cached rendering while inotify reports
@@ -604,7 +604,7 @@ fn index_json_sees_direct_appends_immediately() {
         );
     }
     // A session file created behind the mount's back shows at once too.
-    let ns_dir = m.store.join(a.parent().unwrap().file_name().unwrap());
+    let ns_dir = m.backing_namespace(a.parent().unwrap());
     let new = ns_dir.join("2030-01-02T00-00-00-000Z_direct-new.jsonl");
     std::fs::write(
         &new,

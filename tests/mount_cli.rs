@@ -191,3 +191,50 @@ fn a_cwd_with_a_trailing_slash_or_dots_is_one_namespace() {
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 3, "{}", out_text(&out));
 }
+
+#[test]
+fn no_mount_name_begins_with_a_dash_and_path_finds_the_folder() {
+    let Some(m) = support::Mount::new("no_mount_name_begins_with_a_dash_and_path_finds_the_folder")
+    else {
+        return;
+    };
+    let s = m.create_session("/home/u/proj", "hi");
+    let root = m.create_session("/", "at the root");
+    assert_eq!(s.parent().unwrap(), m.path("home-u-proj"));
+    assert_eq!(root.parent().unwrap(), m.path("_"));
+    for e in std::fs::read_dir(&m.mp).unwrap().flatten() {
+        assert!(!e.file_name().to_string_lossy().starts_with('-'));
+    }
+    // The store on disk keeps its layout.
+    assert!(m.store.join("--home-u-proj--").is_dir());
+    assert!(m.store.join("----").is_dir());
+    let text = |o: Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert_eq!(
+        text(run(fen_fs().args(["slug", "/home/u/proj/"]))),
+        "home-u-proj"
+    );
+    assert_eq!(
+        text(run(fen_fs().args(["slug", "--on-disk", "/home/u/proj"]))),
+        "--home-u-proj--"
+    );
+    assert_eq!(text(run(fen_fs().args(["slug", "/"]))), "_");
+    let out = run(fen_fs()
+        .args(["path", "/home/u/proj", "--store"])
+        .arg(&m.store));
+    assert_eq!(Path::new(&text(out)), m.path("home-u-proj"));
+    // `cd "$(fen-fs path)"` works from the project folder, and tools take the names.
+    let sh = m.sh(&format!(
+        "cd \"$({} path /home/u/proj --store '{}')\" && ls && jq -r '.[0].dir' index.json",
+        support::bin(),
+        m.store.display()
+    ));
+    assert!(sh.status.success(), "{}", out_text(&sh));
+    let unmounted = tempfile::tempdir().unwrap();
+    let out = run(fen_fs().args(["path", "--store"]).arg(unmounted.path()));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out_text(&out).contains("is not mounted"),
+        "{}",
+        out_text(&out)
+    );
+}

@@ -40,7 +40,8 @@ fn remount_uses_the_persisted_index_and_sees_later_appends() {
 
     let out = m.umount();
     assert!(out.status.success(), "{}", support::out_text(&out));
-    let ns = s.parent().unwrap().file_name().unwrap();
+    let ns = m.backing_namespace(s.parent().unwrap());
+    let ns = ns.file_name().unwrap();
     let dir = s.file_name().unwrap().to_string_lossy().to_string();
     let cache = m
         .store

@@ -15,7 +15,7 @@ fn index_json_converges_under_concurrent_renders() {
     };
     let s = m.create_session("/home/u/race", "first");
     let ns = s.parent().unwrap().to_path_buf();
-    let ns_store = m.store.join(ns.file_name().unwrap());
+    let ns_store = m.backing_namespace(&ns);
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..4)
         .map(|_| {

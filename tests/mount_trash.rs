@@ -103,12 +103,12 @@ fn rmdir_moves_a_session_to_the_trash_and_restore_brings_it_back() {
     // The last session of a namespace takes the namespace with it.
     std::fs::remove_dir(&s1).unwrap();
     std::fs::remove_dir(&s2).unwrap();
-    assert!(!names(&m.mp).iter().any(|n| n.starts_with("--home")));
+    assert!(!names(&m.mp).iter().any(|n| n.starts_with("home")));
     assert!(
         gone_within(&ns, Duration::from_secs(1)),
         "namespace still there"
     );
-    assert!(!m.store.join(ns.file_name().unwrap()).exists());
+    assert!(!m.backing_namespace(&ns).exists());
     assert_eq!(trashed_files(&m.store).len(), 2);
     // Removing it again: gone.
     let e = std::fs::remove_dir(&s1).unwrap_err();

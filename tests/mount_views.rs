@@ -142,7 +142,7 @@ fn every_view_parses_and_stat_size_matches_cat() {
                 assert_eq!(v["messages"], 3, "{v}");
                 assert_eq!(v["title"], "Frobnicator refactor");
                 assert_eq!(v["cwd"], "/home/u/proj");
-                assert_eq!(v["namespace"], "--home-u-proj--");
+                assert_eq!(v["namespace"], "home-u-proj");
                 assert_eq!(v["dir"], s.file_name().unwrap().to_str().unwrap());
                 assert_eq!(v["roles"]["user"], 2);
                 assert_eq!(v["roles"]["assistant"], 1);

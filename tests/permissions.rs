@@ -114,7 +114,7 @@ fn private_modes_under_a_permissive_umask() {
     }
     // Appending does not widen anything.
     let dir = files.iter().next().unwrap().trim_end_matches(".jsonl");
-    let session = m.mp.join("--home-u-proj--").join(dir);
+    let session = m.mp.join("home-u-proj").join(dir);
     write_line(
         &session.join("ctl"),
         r#"{"role":"assistant","content":"ok"}"#,
@@ -131,7 +131,7 @@ fn private_modes_under_a_permissive_umask() {
         assert_eq!(md.uid(), uid, "{}", p.display());
     };
     check(&m.mp.join("ctl"), 0o600);
-    check(&m.mp.join("--home-u-proj--"), 0o755);
+    check(&m.mp.join("home-u-proj"), 0o755);
     check(&session, 0o755);
     check(&session.join("ctl"), 0o600);
     for view in [
@@ -142,7 +142,7 @@ fn private_modes_under_a_permissive_umask() {
     ] {
         check(&session.join(view), 0o444);
     }
-    check(&m.mp.join("--home-u-proj--/index.json"), 0o444);
+    check(&m.mp.join("home-u-proj/index.json"), 0o444);
 }
 
 fn find_daemon(mp: &Path) -> Option<i32> {
@@ -234,18 +234,18 @@ fn symlinks_in_the_store_are_not_followed() {
     // The mount shows none of it.
     assert_eq!(
         names(&m.mp),
-        BTreeSet::from(["ctl".to_string(), "--home-u-proj--".to_string()])
+        BTreeSet::from(["ctl".to_string(), "home-u-proj".to_string()])
     );
     for hidden in [
-        "--evil--",
-        "--link--",
-        "--link2--",
-        "--evil--/x",
-        "--link--/passwd",
-        &format!("--link2--/2099-01-01T00-00-00-000Z_{OUTSIDE_ID}"),
-        &format!("--home-u-proj--/2099-01-01T00-00-00-000Z_{OUTSIDE_ID}"),
-        &format!("--home-u-proj--/2099-01-01T00-00-00-000Z_{OUTSIDE_ID}/transcript.jsonl"),
-        "--home-u-proj--/2098-01-01T00-00-00-000Z_passwd/transcript.jsonl",
+        "evil",
+        "link",
+        "link2",
+        "evil/x",
+        "link/passwd",
+        &format!("link2/2099-01-01T00-00-00-000Z_{OUTSIDE_ID}"),
+        &format!("home-u-proj/2099-01-01T00-00-00-000Z_{OUTSIDE_ID}"),
+        &format!("home-u-proj/2099-01-01T00-00-00-000Z_{OUTSIDE_ID}/transcript.jsonl"),
+        "home-u-proj/2098-01-01T00-00-00-000Z_passwd/transcript.jsonl",
     ] {
         let err = std::fs::symlink_metadata(m.mp.join(hidden))
             .map(|_| ())
@@ -253,7 +253,7 @@ fn symlinks_in_the_store_are_not_followed() {
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{hidden}");
     }
     assert_eq!(
-        names(&m.mp.join("--home-u-proj--")),
+        names(&m.mp.join("home-u-proj")),
         BTreeSet::from([
             "latest".to_string(),
             "index.json".to_string(),
@@ -261,7 +261,7 @@ fn symlinks_in_the_store_are_not_followed() {
         ])
     );
     assert_eq!(
-        std::fs::read_link(m.mp.join("--home-u-proj--/latest")).unwrap(),
+        std::fs::read_link(m.mp.join("home-u-proj/latest")).unwrap(),
         PathBuf::from(&real_dir)
     );
     let mut contents = Vec::new();

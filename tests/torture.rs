@@ -332,10 +332,12 @@ fn missing(scan: &Scan, acked: &HashMap<String, String>) -> Vec<String> {
     lost
 }
 
+/// The store's namespace and the session's folder name of a session folder in the mount.
 fn session_rel(m: &support::Mount, session: &Path) -> (String, String) {
-    let rel = session.strip_prefix(&m.mp).unwrap();
-    let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
-    (parts.next().unwrap(), parts.next().unwrap())
+    let ns = m.backing_namespace(session.parent().unwrap());
+    let ns = ns.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = session.file_name().unwrap().to_string_lossy().into_owned();
+    (ns, dir)
 }
 
 // ---------------------------------------------------------------------------------
@@ -441,7 +443,7 @@ fn crash_torture() {
                 if role == "root" {
                     // `<entry-id> <namespace>/<session-dir>`
                     let (id, rel) = reply.split_once(' ').expect("root reply");
-                    let path = m.store.join(format!("{rel}.jsonl"));
+                    let path = m.backing_file(&m.mp.join(rel));
                     touched.insert(path.clone());
                     books
                         .entry(path)

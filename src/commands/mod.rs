@@ -213,8 +213,19 @@ enum Command {
     /// The manual page (roff), printed to stdout.
     #[command(hide = true)]
     Manpage,
-    /// Print the namespace (folder name) of DIR (default: the current directory).
-    Slug { dir: Option<PathBuf> },
+    /// Print the mount folder name of DIR's sessions (default: the current directory).
+    Slug {
+        dir: Option<PathBuf>,
+        /// The namespace folder's name in the store instead (`--home-u-proj--`).
+        #[arg(long)]
+        on_disk: bool,
+    },
+    /// Print the folder of DIR's sessions in the mount of the store: `cd "$(fen-fs path)"`.
+    Path {
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// List sessions, newest first.
     List {
         /// Sessions whose header cwd is DIR (default: the current directory).
@@ -346,9 +357,30 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
         Command::Umount { mountpoint } => {
             crate::daemon::umount(&mountpoint).map(|_| ExitCode::SUCCESS)
         }
-        Command::Slug { dir } => {
-            let dir = dir.unwrap_or_else(current_dir);
-            println!("{}", naming::slug(&list::absolute_dir(&dir)));
+        Command::Slug { dir, on_disk } => {
+            let ns = naming::slug(&list::absolute_dir(&dir.unwrap_or_else(current_dir)));
+            println!("{}", if on_disk { ns } else { naming::mount_name(&ns) });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Path { dir, store } => {
+            let root = store.root();
+            let ns = naming::slug(&list::absolute_dir(&dir.unwrap_or_else(current_dir)));
+            let same = |p: &std::path::Path| {
+                std::fs::canonicalize(p).ok() == std::fs::canonicalize(&root).ok()
+            };
+            let mount = crate::mount_table::fen_mounts()
+                .into_iter()
+                .find(|m| m.store.as_deref().is_some_and(same))
+                .ok_or_else(|| {
+                    crate::Error::not_found(format!(
+                        "the store at {} is not mounted (fen-fs mount MOUNTPOINT)",
+                        root.display()
+                    ))
+                })?;
+            println!(
+                "{}",
+                mount.mountpoint.join(naming::mount_name(&ns)).display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::List {

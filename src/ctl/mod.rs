@@ -269,7 +269,9 @@ impl CtlService {
                     &req.first,
                     &grammar::check_against,
                 )?;
-                Ok(format!("{id} {}/{}", s.namespace, s.dir))
+                // The session's folder as the mount shows it.
+                let folder = crate::store::naming::mount_name(&s.namespace);
+                Ok(format!("{id} {folder}/{}", s.dir))
             })
             .collect()
     }

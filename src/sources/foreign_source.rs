@@ -793,7 +793,7 @@ impl ForeignSource {
         let meta = ForeignMeta {
             id: &s.id,
             dir,
-            namespace: ns,
+            namespace: naming::mount_name(ns),
             cwd: s.cwd.as_deref(),
             title: listing.as_ref().and_then(|l| l.title.as_deref()),
             preview: s.preview.as_deref(),
@@ -879,7 +879,8 @@ impl ForeignSource {
 struct ForeignMeta<'a> {
     id: &'a str,
     dir: &'a str,
-    namespace: &'a str,
+    /// The namespace folder as the mount shows it.
+    namespace: String,
     cwd: Option<&'a str>,
     title: Option<&'a str>,
     preview: Option<&'a str>,

@@ -48,6 +48,36 @@ pub fn normalize_cwd(cwd: &str) -> String {
     }
 }
 
+/// The folder name the mount shows for namespace `ns`: the slug without its `--`
+/// wrapping, so that no name in the mount begins with `-` (which `cd`, `ls`, `jq` and
+/// tab completion take for an option). `--home-u-proj--` → `home-u-proj`. A name that
+/// would be empty (the cwd `/`) or begin with `-` or `_` gets a `_` in front, so the
+/// mapping can be undone: `----` → `_`, `---x--` → `_-x`, `--_x--` → `__x`. The store
+/// on disk keeps the slug.
+pub fn mount_name(ns: &str) -> String {
+    let body = match ns.strip_prefix("--").and_then(|b| b.strip_suffix("--")) {
+        Some(body) if ns.len() >= 4 => body,
+        // Not a slug (a folder fen-fs did not make): shown as it is, escaped the same way.
+        _ => ns,
+    };
+    if body.is_empty() || body.starts_with('-') || body.starts_with('_') {
+        format!("_{body}")
+    } else {
+        body.to_string()
+    }
+}
+
+/// The namespaces a mount folder name may stand for, most likely first: the slug it
+/// was made from, else a folder of that very name.
+pub fn namespaces_of_mount_name(name: &str) -> Vec<String> {
+    let body = name.strip_prefix('_').unwrap_or(name);
+    let mut out = vec![format!("--{body}--")];
+    if !name.starts_with('-') {
+        out.push(body.to_string());
+    }
+    out
+}
+
 /// Filename-safe creation stamp, `YYYY-MM-DDTHH-MM-SS-mmmZ`; sorts by time.
 pub fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H-%M-%S-%3fZ").to_string()
@@ -84,6 +114,22 @@ pub fn session_id_of_dir(dir: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mount_names_never_begin_with_a_dash_and_map_back() {
+        for (cwd, name) in [
+            ("/home/u/proj", "home-u-proj"),
+            ("/", "_"),
+            ("/-x", "_-x"),
+            ("/_x", "__x"),
+            ("/a:b", "a-b"),
+        ] {
+            let ns = slug(cwd);
+            assert_eq!(mount_name(&ns), name, "{cwd}");
+            assert!(!mount_name(&ns).starts_with('-'));
+            assert_eq!(namespaces_of_mount_name(name)[0], ns, "{cwd}");
+        }
+    }
 
     #[test]
     fn cwds_are_normalized_lexically() {

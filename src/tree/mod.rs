@@ -265,10 +265,15 @@ impl Tree {
         Ok(match parent {
             Node::Root if name == CTL => Node::RootCtl,
             Node::Root => {
-                if self.sources_of(name).is_empty() {
-                    return Err(missing());
-                }
-                Node::Namespace(name.to_string())
+                // Mount names are the slugs without their `--` (naming::mount_name).
+                let ns = crate::store::naming::namespaces_of_mount_name(name)
+                    .into_iter()
+                    .find(|ns| {
+                        crate::store::naming::mount_name(ns) == name
+                            && !self.sources_of(ns).is_empty()
+                    })
+                    .ok_or_else(missing)?;
+                Node::Namespace(ns)
             }
             Node::Namespace(ns) => match name {
                 "latest" => Node::Latest(ns.clone()),
@@ -311,12 +316,13 @@ impl Tree {
                 }
                 names.sort();
                 names.dedup();
-                for ns in names {
-                    out.push(entry(
-                        &Node::Namespace(ns.clone()),
-                        FileKind::Directory,
-                        &ns,
-                    ));
+                let mut shown: Vec<(String, String)> = names
+                    .into_iter()
+                    .map(|ns| (crate::store::naming::mount_name(&ns), ns))
+                    .collect();
+                shown.sort();
+                for (name, ns) in shown {
+                    out.push(entry(&Node::Namespace(ns), FileKind::Directory, &name));
                 }
             }
             Node::Namespace(ns) => {
@@ -468,6 +474,12 @@ impl Tree {
         if !source.writable() {
             return Err(Self::read_only_error());
         }
+        // The kernel sends RELEASE after close(2) has returned: a writer that just
+        // closed may still count for a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        while self.writers(&ns, dir) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         {
             let _moving = self.trashing.lock().unwrap();
             if self.writers(&ns, dir) > 0 {
@@ -484,7 +496,8 @@ impl Tree {
         self.stale.mark(ns_ino);
         if self.sources_of(&ns).is_empty() {
             self.stale.mark(ROOT);
-            self.stale.mark_entry(ROOT, &ns);
+            self.stale
+                .mark_entry(ROOT, &crate::store::naming::mount_name(&ns));
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 pub struct Meta<'a> {
     pub id: String,
     pub dir: &'a str,
-    pub namespace: &'a str,
+    pub namespace: String,
     pub cwd: Option<&'a str>,
     pub version: u64,
     pub title: Option<&'a str>,
@@ -55,7 +55,7 @@ pub fn render(session: &Session, idx: &SessionIndex, writers: u64) -> Vec<u8> {
     let meta = Meta {
         id: session_id(session, idx),
         dir: &session.dir,
-        namespace: &session.namespace,
+        namespace: crate::store::naming::mount_name(&session.namespace),
         cwd: idx.cwd(),
         version: idx.version(),
         title: idx.title.as_deref(),

@@ -198,9 +198,17 @@ impl Mount {
 
     /// The backing file of a session folder in the mount.
     pub fn backing_file(&self, session_dir: &Path) -> PathBuf {
-        let ns = session_dir.parent().unwrap().file_name().unwrap();
         let dir = session_dir.file_name().unwrap().to_string_lossy();
-        self.store.join(ns).join(format!("{dir}.jsonl"))
+        self.backing_namespace(session_dir.parent().unwrap())
+            .join(format!("{dir}.jsonl"))
+    }
+
+    /// The store folder behind a namespace folder of the mount (mount names are the
+    /// slugs without their `--`).
+    pub fn backing_namespace(&self, ns_dir: &Path) -> PathBuf {
+        let name = ns_dir.file_name().unwrap().to_string_lossy();
+        let ns = fen_fs::store::naming::namespaces_of_mount_name(&name).remove(0);
+        self.store.join(ns)
     }
 
     pub fn daemon_log(&self) -> String {
