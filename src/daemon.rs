@@ -9,6 +9,7 @@ use crate::store::durability::FsyncMode;
 use crate::tree::Tree;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -115,9 +116,12 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     }
     let stderr = match &args.log_file {
         Some(path) => std::process::Stdio::from(
+            // 0600 whatever the umask: the log names sessions and their folders.
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_CLOEXEC)
                 .open(path)
                 .map_err(|e| Error::io(path.display(), &e))?,
         ),

@@ -66,6 +66,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EACCES => "EACCES",
         libc::EEXIST => "EEXIST",
         libc::ECANCELED => "ECANCELED",
+        libc::EOVERFLOW => "EOVERFLOW",
         _ => "EIO",
     }
 }

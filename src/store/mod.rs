@@ -238,7 +238,7 @@ impl Store {
             crate::json::quote(cwd)
         );
         let (line, ids) =
-            session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0);
+            session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0)?;
         let entry_id = ids.into_iter().next().expect("one entry, one id");
         let bytes = format!("{header}{line}");
         publish_new_file(

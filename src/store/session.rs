@@ -2,7 +2,7 @@
 
 use super::durability::{FsyncMode, GroupCommit};
 use super::entry::NewEntry;
-use super::ids::next_entry_id;
+use super::ids::{checked_next_entry_id, exhausted};
 use super::index::{FileStamp, Refresh, SessionIndex, tokens_of};
 use super::index_cache;
 use super::lock::FileLock;
@@ -179,7 +179,7 @@ impl Session {
             if idx.parsed_len > size {
                 return Err(Error::new(libc::EIO, "session file shrank during append"));
             }
-            render_batch(&idx, entries, size)
+            render_batch(&idx, entries, size)?
         };
         write_all_or_nothing(&file, size, bytes.as_bytes())?;
         let seq = self.commit.note_written();
@@ -265,12 +265,13 @@ impl Session {
 }
 
 /// Serializes a batch: ids chained from the file's last entry, `\n` first when the
-/// file ends in a torn line, computed compaction fields filled in.
+/// file ends in a torn line, computed compaction fields filled in. EOVERFLOW when no
+/// id is left above the last one (never a repeated id).
 pub(crate) fn render_batch(
     idx: &SessionIndex,
     entries: &[NewEntry],
     size: u64,
-) -> (String, Vec<String>) {
+) -> Result<(String, Vec<String>)> {
     let mut out = String::new();
     if size > idx.parsed_len {
         out.push('\n');
@@ -285,7 +286,9 @@ pub(crate) fn render_batch(
     let mut context = proj.context_tokens(&table);
     let mut batch_message_tokens = 0u64;
     for e in entries {
-        let id = next_entry_id(parent.as_deref()).to_string();
+        let id = checked_next_entry_id(parent.as_deref())
+            .ok_or_else(|| exhausted(parent.as_deref().unwrap_or("")))?
+            .to_string();
         let mut extra: Vec<(&str, String)> = Vec::new();
         if let Some(raw) = e.message_raw() {
             let t = tokens_of(raw.len() as u64);
@@ -325,7 +328,7 @@ pub(crate) fn render_batch(
         parent = Some(id.clone());
         ids.push(id);
     }
-    (out, ids)
+    Ok((out, ids))
 }
 
 /// One `write(2)` on the O_APPEND descriptor; a short or failed write is undone by
