@@ -78,10 +78,7 @@ impl PieceSnapshot {
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let end = (offset.saturating_add(len as u64)).min(self.size);
         let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
-        let mut i = self
-            .parts
-            .partition_point(|(at, _)| *at <= offset)
-            .saturating_sub(1);
+        let mut i = self.parts.partition_point(|(at, _)| *at <= offset).saturating_sub(1);
         let mut pos = offset;
         while pos < end && i < self.parts.len() {
             let (at, piece) = &self.parts[i];
