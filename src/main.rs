@@ -5,10 +5,6 @@ use fen_fs::commands::{Cli, run};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Everything fen-fs creates (store, caches, log) is private: 0600 files, 0700
-    // folders, whatever umask it was started under.
-    // SAFETY: umask cannot fail.
-    unsafe { libc::umask(0o077) };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match run(Cli::parse()) {
         Ok(code) => code,
