@@ -298,6 +298,26 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata)> {
     Ok((file, meta))
 }
 
+/// Opens `path` with `flags` (plus O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC) if it is a
+/// regular file: a transcript named by the user, outside a store.
+pub fn open_path(path: &Path, flags: i32) -> std::io::Result<(File, Metadata)> {
+    let c = cstr(path.as_os_str())?;
+    // SAFETY: valid C string; the fd is owned below.
+    let fd = check(unsafe {
+        libc::open(
+            c.as_ptr(),
+            flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: a descriptor we just opened.
+    let file = unsafe { File::from_raw_fd(fd) };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok((file, meta))
+}
+
 /// Opens `root/ns/name` without following any link below `root`.
 pub fn open_in_store(
     root: &Path,

@@ -102,8 +102,7 @@ impl Session {
                 &super::layout::session_file_name(&self.dir),
                 flags,
             ),
-            None => super::open::open_regular(&self.path)
-                .map_err(|e| std::io::Error::from_raw_os_error(e.errno)),
+            None => super::open::open_path(&self.path, flags),
         }
     }
 
