@@ -10,6 +10,7 @@ use crate::store::durability::FsyncMode;
 use crate::tree::Tree;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -102,8 +103,10 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     };
     let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", &e))?;
     let mut cmd = std::process::Command::new(exe);
+    // Absolute, so that `fen-fs umount` can find this daemon by its command line.
+    let mp = std::path::absolute(&args.mountpoint).unwrap_or_else(|_| args.mountpoint.clone());
     cmd.arg("mount")
-        .arg(&args.mountpoint)
+        .arg(&mp)
         .arg("--foreground")
         .arg("--store")
         .arg(root)
@@ -126,9 +129,12 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     }
     let stderr = match &args.log_file {
         Some(path) => std::process::Stdio::from(
+            // 0600 whatever the umask: the log names sessions and their folders.
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_CLOEXEC)
                 .open(path)
                 .map_err(|e| Error::io(path.display(), &e))?,
         ),
@@ -293,8 +299,51 @@ fn signal_set(signals: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// Unmounts `mp`; a stale mount of a killed daemon is detached lazily.
+/// The pids of daemons serving `mp` (found by the command line `detach` gives them).
+fn daemons_of(mp: &Path) -> Vec<i32> {
+    let mp = std::path::absolute(mp).unwrap_or_else(|_| mp.to_path_buf());
+    let mut needle = b"mount\0".to_vec();
+    needle.extend_from_slice(mp.as_os_str().as_encoded_bytes());
+    needle.extend_from_slice(b"\0--foreground\0");
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle.as_slice()))
+        })
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// Unmounts `mp` and returns once its daemon has exited (caches written, nothing
+/// more to touch); a stale mount of a killed daemon is detached lazily.
 pub fn umount(mp: &Path) -> Result<()> {
+    let daemons = daemons_of(mp);
+    unmount_only(mp)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while daemons.iter().any(|&p| alive(p)) {
+        if std::time::Instant::now() > deadline {
+            log::warn!("the daemon of {} has not exited after 60 s", mp.display());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+fn unmount_only(mp: &Path) -> Result<()> {
     let path = std::ffi::CString::new(mp.as_os_str().as_encoded_bytes())
         .map_err(|_| Error::invalid("mount point contains NUL"))?;
     // SAFETY: valid C string.

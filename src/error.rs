@@ -69,6 +69,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EBUSY => "EBUSY",
         libc::EROFS => "EROFS",
         libc::ENOTDIR => "ENOTDIR",
+        libc::EOVERFLOW => "EOVERFLOW",
         _ => "EIO",
     }
 }

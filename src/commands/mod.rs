@@ -409,7 +409,13 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             store,
             sources,
         } => {
-            let store = store.existing()?;
+            // A session file named by its path needs no store.
+            let by_path = session.contains('/') || session.ends_with(".jsonl");
+            let store = if by_path {
+                Store::open_existing(store.root())
+            } else {
+                store.existing()?
+            };
             let snap = match store.resolve(&session) {
                 Ok(session) => views::snapshot(&session, view, 0)?,
                 Err(fen_err) => {

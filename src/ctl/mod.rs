@@ -13,6 +13,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 pub const DEFAULT_MAX_ENTRY_BYTES: usize = 16 << 20;
+/// The largest FUSE write request (the mount's `max_write`); a bigger `write(2)`
+/// reaches the daemon as pieces of this size (less a page offset).
+pub const MAX_WRITE: usize = 1 << 20;
 /// How many replies a fresh handle's `read` shows.
 pub const LOG_LINES: usize = 64;
 
@@ -53,6 +56,14 @@ pub struct CtlHandle {
     counted_as_writer: bool,
     /// Who wrote last (the kernel's lock owner: one per process's file table).
     writer: Option<u64>,
+    /// The kernel splits one big `write(2)` into requests of `MAX_WRITE` and reports
+    /// those accepted before the line went over the limit as a short count; the
+    /// caller's write of the rest must fail with EFBIG too, not start a new line
+    /// mid-entry. Set when the request that went over followed a full-sized one (so
+    /// it was a piece of a larger `write(2)`); the next request is then refused.
+    oversize: bool,
+    /// Length of the last request accepted, to tell a kernel piece from a `write(2)`.
+    last_len: usize,
 }
 
 /// Outcome of one processed line, for replies and the log.
@@ -87,6 +98,8 @@ impl CtlService {
             log_snapshot: None,
             counted_as_writer: for_writing,
             writer: None,
+            oversize: false,
+            last_len: 0,
         }
     }
 
@@ -121,13 +134,26 @@ impl CtlService {
             h.read_pos = 0;
         }
         h.writer = writer.or(h.writer);
+        if std::mem::take(&mut h.oversize) {
+            // The caller's retry of the rest of an oversize line: refused whole.
+            h.last_len = 0;
+            let e = Error::too_big(format!(
+                "the rest of a line longer than --max-entry-bytes ({})",
+                self.max_entry_bytes
+            ));
+            self.record(h, &[Err(e.clone())]);
+            return Err(e);
+        }
         let cut = memchr::memrchr(b'\n', data);
         let tail_len = match cut {
             Some(i) => data.len() - i - 1,
             None => h.pending.len() + data.len(),
         };
+        let last_len = std::mem::replace(&mut h.last_len, data.len());
         if tail_len > self.max_entry_bytes {
             h.pending.clear();
+            h.oversize = last_len + 4096 >= MAX_WRITE;
+            h.last_len = 0;
             let e = Error::too_big(format!(
                 "a line longer than --max-entry-bytes ({}) without a newline",
                 self.max_entry_bytes

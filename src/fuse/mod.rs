@@ -89,7 +89,7 @@ impl Filesystem for FenFuse {
         // Attributes come with the listing: `ls -l` of 10,000 sessions is then a
         // handful of READDIRPLUS requests instead of 10,000 LOOKUPs.
         let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
-        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_write(crate::ctl::MAX_WRITE as u32);
         Ok(())
     }
 

@@ -142,7 +142,7 @@ pub struct ForeignSource {
     root: PathBuf,
     sessions: PathBuf,
     /// Where the index is persisted (in fen's store, never in the agent's folder).
-    cache_file: Option<PathBuf>,
+    cache_file: Option<crate::store::layout::CacheFile>,
     index: Mutex<Index>,
     ready: Condvar,
     readers: Mutex<(u64, HashMap<PathBuf, Following>)>,
@@ -340,16 +340,13 @@ impl ForeignSource {
     }
 
     fn load_persisted(&self) -> HashMap<PathBuf, FileEntry> {
-        let Some(path) = &self.cache_file else {
+        let Some(bytes) = self
+            .cache_file
+            .as_ref()
+            .and_then(|c| crate::store::atomic::read_file(c, MAX_CACHE_BYTES))
+        else {
             return HashMap::new();
         };
-        let Ok((mut file, _)) = crate::store::open::open_regular(path) else {
-            return HashMap::new();
-        };
-        let mut bytes = Vec::new();
-        if file.read_to_end(&mut bytes).is_err() {
-            return HashMap::new();
-        }
         match serde_json::from_slice::<Persisted>(&bytes) {
             Ok(p) if p.version == INDEX_VERSION && p.agent == self.agent && p.root == self.root => {
                 p.files.into_iter().collect()
@@ -714,7 +711,7 @@ impl ForeignSource {
         Ok((file, layout, tokens))
     }
 
-    fn conversation_cache_path(&self, path: &Path) -> Option<PathBuf> {
+    fn conversation_cache_path(&self, path: &Path) -> Option<crate::store::layout::CacheFile> {
         let root = self.fen_root.as_ref()?;
         Some(crate::store::layout::foreign_conversation_cache(
             root,
@@ -735,7 +732,8 @@ impl ForeignSource {
         if stamp.size < PERSIST_MIN {
             return None;
         }
-        let bytes = read_whole(&self.conversation_cache_path(path)?).ok()?;
+        let cache = self.conversation_cache_path(path)?;
+        let bytes = crate::store::atomic::read_file(&cache, MAX_CACHE_BYTES)?;
         let nl = bytes.iter().position(|&b| b == b'\n')?;
         let head: ConversationHead = serde_json::from_slice(&bytes[..nl]).ok()?;
         let body = &bytes[nl + 1..];
@@ -906,6 +904,8 @@ struct ForeignMeta<'a> {
 /// Files at least this large keep their conversation layout across mounts: reading
 /// the layout back is much cheaper than parsing the file again.
 const PERSIST_MIN: u64 = 1 << 20;
+/// Larger cache files are not read (a damaged or planted one cannot cost memory).
+const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 #[derive(Serialize, Deserialize)]
 struct ConversationHead {

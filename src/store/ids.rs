@@ -3,10 +3,11 @@
 
 use uuid::Uuid;
 
-/// A UUIDv7 greater than `last` (when `last` is a UUID). When the clock would give a
-/// smaller one, the 74 random bits of `last` are used as a counter and incremented
-/// (RFC 9562 §6.2 method 2), carrying into the timestamp on overflow.
-pub fn next_entry_id(last: Option<&str>) -> Uuid {
+/// A UUIDv7 greater than `last` (when `last` is a UUID), or `None` when `last` is the
+/// largest UUIDv7 there is. When the clock would give a smaller or equal one, the 74
+/// random bits of `last` are used as a counter and incremented (RFC 9562 §6.2
+/// method 2), carrying into the timestamp on overflow.
+pub fn checked_next_entry_id(last: Option<&str>) -> Option<Uuid> {
     let last = last.and_then(|s| Uuid::parse_str(s).ok());
     if let Some(last) = last {
         // Same millisecond (or a clock behind the last id): count on from it, which
@@ -21,12 +22,26 @@ pub fn next_entry_id(last: Option<&str>) -> Uuid {
     let fresh = Uuid::now_v7();
     match last {
         Some(last) if fresh <= last => increment(last),
-        _ => fresh,
+        _ => Some(fresh),
     }
 }
 
-/// `last` + 1 in its 74 random bits, carrying into the timestamp on overflow.
-fn increment(last: Uuid) -> Uuid {
+/// As `checked_next_entry_id`; panics when the UUIDv7 space is exhausted.
+pub fn next_entry_id(last: Option<&str>) -> Uuid {
+    checked_next_entry_id(last).expect("no UUIDv7 is greater than the last id")
+}
+
+/// The error for a session whose last id is the largest UUIDv7: nothing can follow.
+pub fn exhausted(last: &str) -> crate::error::Error {
+    crate::error::Error::new(
+        libc::EOVERFLOW,
+        format!("no entry id can follow {last}: it is the largest UUIDv7"),
+    )
+}
+
+/// `last` + 1 in its 74 random bits, carrying into the timestamp on overflow; `None`
+/// past the largest UUIDv7 (a foreign id, year 10889).
+fn increment(last: Uuid) -> Option<Uuid> {
     let v = last.as_u128();
     let ts = v >> 80;
     let rand_a = (v >> 64) & 0xfff;
@@ -37,12 +52,13 @@ fn increment(last: Uuid) -> Uuid {
     } else if ts + 1 < (1u128 << 48) {
         (ts + 1, 0)
     } else {
-        // The largest UUIDv7 there is (a foreign id, year 10889): nothing is greater.
-        return last;
+        return None;
     };
     let rand_a = counter >> 62;
     let rand_b = counter & ((1u128 << 62) - 1);
-    Uuid::from_u128((ts << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b)
+    Some(Uuid::from_u128(
+        (ts << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b,
+    ))
 }
 
 /// A 128-bit key for an entry id: the UUID itself, or a hash of a foreign id string.
@@ -74,6 +90,15 @@ mod tests {
         assert!(b > a);
         let c = next_entry_id(Some(&b.to_string()));
         assert!(c > b, "carry into timestamp keeps order");
+    }
+
+    #[test]
+    fn the_top_of_the_space_is_exhausted_not_repeated() {
+        let max = "ffffffff-ffff-7fff-bfff-ffffffffffff";
+        assert_eq!(checked_next_entry_id(Some(max)), None);
+        let below = "ffffffff-ffff-7fff-bfff-fffffffffffe";
+        let next = checked_next_entry_id(Some(below)).unwrap();
+        assert_eq!(next.to_string(), max);
     }
 
     #[test]

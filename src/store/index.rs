@@ -26,6 +26,9 @@ pub struct FileStamp {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i128,
+    /// No one can set it back: a file re-created on a reused inode, or rewritten and
+    /// `touch`ed to its old mtime, still differs here.
+    pub ctime_ns: i128,
 }
 
 impl FileStamp {
@@ -35,6 +38,7 @@ impl FileStamp {
             ino: meta.ino(),
             size: meta.len(),
             mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+            ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
         }
     }
 }
@@ -124,6 +128,25 @@ pub struct SessionIndex {
     /// id look-ups then scan instead of binary-searching.
     pub ids_monotonic: bool,
     pub transcript_tokens: u64,
+    /// `content_check` of the parsed bytes (`parsed_len`): growth is parsed
+    /// incrementally only if what was parsed is still there.
+    pub check: u64,
+}
+
+/// How many bytes at each end of a file's parsed part `content_check` hashes.
+pub const CHECK_BYTES: u64 = 4096;
+
+/// A hash of the first and last `CHECK_BYTES` of `file`'s first `len` bytes: cheap
+/// proof that an index (in memory or persisted) describes this file's content, not a
+/// file rewritten in place or re-created on the same inode.
+pub fn content_check(file: &File, len: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0u8; len.min(CHECK_BYTES) as usize];
+    file.read_exact_at(&mut head, 0)?;
+    let tail_start = len.saturating_sub(CHECK_BYTES).max(head.len() as u64);
+    let mut tail = vec![0u8; (len - tail_start) as usize];
+    file.read_exact_at(&mut tail, tail_start)?;
+    Ok(super::atomic::checksum(&[&len.to_le_bytes(), &head, &tail]))
 }
 
 /// Token estimate of §2.2: `ceil(bytes / 4)`.
@@ -206,12 +229,15 @@ impl SessionIndex {
             && stamp.ino == self.file.ino
             && stamp.size >= self.parsed_len
             && !(stamp.size == self.file.size && stamp.mtime_ns != self.file.mtime_ns)
-            && (self.parsed_len > 0 || self.file.ino != 0);
+            && (self.parsed_len > 0 || self.file.ino != 0)
+            && content_check(file, self.parsed_len).is_ok_and(|c| c == self.check);
         if !incremental {
             *self = SessionIndex::new();
         }
         let before = self.parsed_len;
         self.read_from(file)?;
+        self.check =
+            content_check(file, self.parsed_len).map_err(|e| Error::io("read transcript", &e))?;
         self.file = stamp;
         if self.parsed_len > stamp.size {
             // A writer appended between our stat and our read: take the state we read

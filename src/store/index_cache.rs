@@ -3,17 +3,24 @@
 //! `layout::session_index_cache`: a JSON line with the index's
 //! counters and its `FileStamp`, then the message table as 48-byte records.
 //!
-//! It is trusted exactly as far as the in-memory index is: same device and inode,
-//! and the file at least as long as what was parsed (append-only growth is then
-//! parsed incrementally). Anything else, or any damage to the cache file, means a
-//! full parse. Written atomically; safe to delete.
+//! A cache proves it belongs to the file before it is used: its own checksum, the
+//! file's device, inode, and (unless the file only grew) size, mtime and ctime in
+//! nanoseconds, and a hash of the first and last KiB of the parsed part
+//! (`content_check`), so a file re-created on the same inode or rewritten in place
+//! is parsed again. Anything else, or any damage to the cache file, means a full
+//! parse; a cache is never fatal. Written atomically; safe to delete.
+//!
+//! Layout: `<checksum hex of the rest>\n<head JSON>\n<records>`.
 
-use super::index::{MessageRec, SessionIndex};
-use std::path::Path;
+use super::index::{FileStamp, MessageRec, SessionIndex, content_check};
+use super::layout::CacheFile;
+use std::fs::File;
 
 /// Transcripts smaller than this are parsed faster than their cache is read.
 pub const MIN_BYTES: u64 = 1 << 20;
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// A cache file larger than this is not read (a table of 48-byte records).
+const MAX_CACHE_BYTES: u64 = 1 << 30;
 const RECORD: usize = 48;
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -23,42 +30,65 @@ struct Head {
     index: SessionIndex,
 }
 
-/// The cached index, if it describes an earlier (or the same) state of the file
-/// whose current (dev, inode, size) are given.
-pub fn load(cache: &Path, dev: u64, ino: u64, size: u64) -> Option<SessionIndex> {
-    let bytes = std::fs::read(cache).ok()?;
+/// The cached index, if it describes an earlier (or the same) state of the open
+/// transcript `file`, whose current state is `now`.
+pub fn load(cache: &CacheFile, file: &File, now: &FileStamp) -> Option<SessionIndex> {
+    let bytes = super::atomic::read_file(cache, MAX_CACHE_BYTES)?;
     let nl = memchr::memchr(b'\n', &bytes)?;
-    let head: Head = serde_json::from_slice(&bytes[..nl]).ok()?;
-    let body = &bytes[nl + 1..];
-    if head.version != VERSION || body.len() != head.records * RECORD {
+    let sum = u64::from_str_radix(std::str::from_utf8(&bytes[..nl]).ok()?, 16).ok()?;
+    let rest = &bytes[nl + 1..];
+    if super::atomic::checksum(&[rest]) != sum {
+        return None;
+    }
+    let nl = memchr::memchr(b'\n', rest)?;
+    let head: Head = serde_json::from_slice(&rest[..nl]).ok()?;
+    let body = &rest[nl + 1..];
+    if head.version != VERSION || Some(body.len()) != head.records.checked_mul(RECORD) {
         return None;
     }
     let idx = head.index;
-    if idx.file.dev != dev || idx.file.ino != ino || idx.parsed_len > size || idx.file.size > size {
+    let was = idx.file;
+    let same_file = was.dev == now.dev && was.ino == now.ino;
+    // Unchanged, or only grown (then the parsed part must still be there).
+    let state_ok = was == *now || (now.size > was.size && idx.parsed_len <= was.size);
+    if !same_file || !state_ok || idx.parsed_len > now.size {
+        return None;
+    }
+    if content_check(file, idx.parsed_len).ok()? != idx.check {
         return None;
     }
     let records: Vec<MessageRec> = body.chunks_exact(RECORD).map(decode).collect();
+    // Offsets a damaged (or forged) table could hold must not reach a read.
+    let mut out_end = 0;
+    for r in &records {
+        if r.start.checked_add(r.len as u64)? > idx.parsed_len || r.out_end < out_end {
+            return None;
+        }
+        out_end = r.out_end;
+    }
     *idx.messages.write().unwrap() = records;
     Some(idx)
 }
 
 /// Best effort: a cache that cannot be written costs the next remount a parse.
-pub fn save(cache: &Path, idx: &SessionIndex) {
+pub fn save(cache: &CacheFile, idx: &SessionIndex) {
     let table = idx.messages.read().unwrap();
     let head = Head {
         version: VERSION,
         records: table.len(),
         index: idx.clone(),
     };
-    let Ok(mut bytes) = serde_json::to_vec(&head) else {
+    let Ok(mut rest) = serde_json::to_vec(&head) else {
         return;
     };
-    bytes.push(b'\n');
-    bytes.reserve(table.len() * RECORD);
+    rest.push(b'\n');
+    rest.reserve(table.len() * RECORD);
     for m in table.iter() {
-        encode(m, &mut bytes);
+        encode(m, &mut rest);
     }
     drop(table);
+    let mut bytes = format!("{:x}\n", super::atomic::checksum(&[&rest])).into_bytes();
+    bytes.extend_from_slice(&rest);
     super::atomic::replace_file(cache, &bytes);
 }
 
@@ -103,10 +133,15 @@ mod tests {
         );
         std::fs::write(&file, &text).unwrap();
         let idx = SessionIndex::load(&file).unwrap();
-        let cache = dir.path().join("c/s.idx");
+        let cache = CacheFile {
+            root: dir.path().to_path_buf(),
+            dirs: vec!["c".into()],
+            name: "s.idx".into(),
+        };
         save(&cache, &idx);
-        let (dev, ino, size) = (idx.file.dev, idx.file.ino, idx.file.size);
-        let back = load(&cache, dev, ino, size).expect("loads");
+        let f = File::open(&file).unwrap();
+        let now = idx.file;
+        let back = load(&cache, &f, &now).expect("loads");
         assert_eq!(
             *back.messages.read().unwrap(),
             *idx.messages.read().unwrap()
@@ -115,9 +150,25 @@ mod tests {
         assert_eq!(back.file, idx.file);
         assert_eq!(back.roles, idx.roles);
         assert_eq!(back.parsed_len, idx.parsed_len);
-        assert!(load(&cache, dev, ino + 1, size).is_none(), "another inode");
-        assert!(load(&cache, dev, ino, size - 1).is_none(), "a shorter file");
-        std::fs::write(&cache, b"garbage").unwrap();
-        assert!(load(&cache, dev, ino, size).is_none(), "damaged cache");
+        let other = FileStamp {
+            ino: now.ino + 1,
+            ..now
+        };
+        assert!(load(&cache, &f, &other).is_none(), "another inode");
+        let shorter = FileStamp {
+            size: now.size - 1,
+            ..now
+        };
+        assert!(load(&cache, &f, &shorter).is_none(), "a shorter file");
+        let touched = FileStamp {
+            ctime_ns: now.ctime_ns + 1,
+            ..now
+        };
+        assert!(load(&cache, &f, &touched).is_none(), "changed in place");
+        let mut bytes = std::fs::read(cache.path()).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(cache.path(), &bytes).unwrap();
+        assert!(load(&cache, &f, &now).is_none(), "damaged cache");
     }
 }

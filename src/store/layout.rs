@@ -53,51 +53,73 @@ pub fn cache_dir(root: &Path) -> PathBuf {
     root.join(CACHE_DIR)
 }
 
+/// A file in `.fen-cache`: the store root, the folders below it, the file's name.
+/// Opened only by walking from the root without following links (`open::Dir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheFile {
+    pub root: PathBuf,
+    pub dirs: Vec<String>,
+    pub name: String,
+}
+
+impl CacheFile {
+    pub fn path(&self) -> PathBuf {
+        let mut p = self.root.clone();
+        p.extend(&self.dirs);
+        p.join(&self.name)
+    }
+}
+
+fn cache_file(root: &Path, dirs: &[&str], name: String) -> CacheFile {
+    let mut all = vec![CACHE_DIR.to_string()];
+    all.extend(dirs.iter().map(|d| d.to_string()));
+    CacheFile {
+        root: root.to_path_buf(),
+        dirs: all,
+        name,
+    }
+}
+
 /// The persisted listings of one namespace (`catalog`).
-pub fn listing_cache(root: &Path, ns: &str) -> PathBuf {
-    cache_dir(root).join(format!("{ns}.json"))
+pub fn listing_cache(root: &Path, ns: &str) -> CacheFile {
+    cache_file(root, &[], format!("{ns}.json"))
 }
 
 /// The persisted rendered `index.json` of one namespace (`catalog`).
-pub fn rendered_index_cache(root: &Path, ns: &str) -> PathBuf {
-    cache_dir(root).join(format!("{ns}.index"))
+pub fn rendered_index_cache(root: &Path, ns: &str) -> CacheFile {
+    cache_file(root, &[], format!("{ns}.index"))
 }
 
 /// The persisted index of one large session (`index_cache`).
-pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> PathBuf {
-    cache_dir(root)
-        .join("index")
-        .join(ns)
-        .join(format!("{dir}.idx"))
+pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> CacheFile {
+    cache_file(root, &["index", ns], format!("{dir}.idx"))
 }
 
 /// fen-fs's index of another agent's store rooted at `agent_root` (never kept in the
 /// agent's own folder).
-pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> PathBuf {
+pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> CacheFile {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     agent_root.hash(&mut h);
-    cache_dir(root)
-        .join("foreign")
-        .join(format!("{agent}-{:016x}.json", h.finish()))
+    cache_file(
+        root,
+        &["foreign"],
+        format!("{agent}-{:016x}.json", h.finish()),
+    )
 }
 
 /// fen-fs's persisted `conversation.json` layout of one large foreign session file.
-pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> PathBuf {
+pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> CacheFile {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     file.hash(&mut h);
-    cache_dir(root)
-        .join("foreign")
-        .join("conversations")
-        .join(format!("{agent}-{:016x}.bin", h.finish()))
+    let name = format!("{agent}-{:016x}.bin", h.finish());
+    cache_file(root, &["foreign", "conversations"], name)
 }
 
 /// The lock that makes "is this session-id free? then create it" atomic across
-/// processes.
-pub fn session_ids_lock(root: &Path) -> PathBuf {
-    cache_dir(root).join("session-ids.lock")
-}
+/// processes (in `.fen-cache`).
+pub const SESSION_IDS_LOCK: &str = "session-ids.lock";
 
 pub fn trash_dir(root: &Path) -> PathBuf {
     root.join(TRASH_DIR)

@@ -25,8 +25,8 @@ use entry::NewEntry;
 use index::SessionIndex;
 use session::{AppendOptions, Check, Session};
 use std::collections::HashMap;
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -81,15 +81,26 @@ impl Store {
     /// namespace is not a namespace).
     fn jsonl_entries(&self, ns: &str) -> Result<Vec<(String, std::fs::DirEntry)>> {
         let dir = layout::namespace_path(&self.root, ns);
-        let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(dir.display(), &e))?;
-        if !meta.is_dir() {
-            return Err(Error::not_found(format!("{ns} is not a namespace")));
-        }
+        let rd = open::Dir::open_root(&self.root)
+            .and_then(|r| r.open_dir(ns))
+            .and_then(|d| d.entries())
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOTDIR | libc::ELOOP | libc::EINVAL) => {
+                    Error::not_found(format!("{ns} is not a namespace"))
+                }
+                _ => Error::io(dir.display(), &e),
+            })?;
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), &e))? {
+        for entry in rd {
             let Ok(entry) = entry else { continue };
-            if let Some(stem) = entry.file_name().to_str().and_then(layout::session_dir_of) {
-                out.push((stem.to_string(), entry));
+            let name = entry.file_name();
+            match name.to_str() {
+                Some(n) => {
+                    if let Some(stem) = layout::session_dir_of(n) {
+                        out.push((stem.to_string(), entry));
+                    }
+                }
+                None => log::warn!("{}: name is not UTF-8: skipped", dir.join(&name).display()),
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -126,10 +137,11 @@ impl Store {
         };
         for entry in rd {
             let Ok(entry) = entry else { continue };
-            let (Ok(ft), Some(name)) = (
-                entry.file_type(),
-                entry.file_name().to_str().map(String::from),
-            ) else {
+            let Ok(ft) = entry.file_type() else { continue };
+            let Some(name) = entry.file_name().to_str().map(String::from) else {
+                if ft.is_dir() {
+                    log::warn!("{}: name is not UTF-8: skipped", entry.path().display());
+                }
                 continue;
             };
             // `.trash`, `.fen-cache`: fen-fs's own folders are never namespaces.
@@ -146,17 +158,18 @@ impl Store {
 
     /// The session `ns/dir`, if its file exists (as a regular file).
     pub fn session(&self, ns: &str, dir: &str) -> Result<Arc<Session>> {
-        let path = self.session_path(ns, dir);
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_file() => Ok(self.session_unchecked(ns, dir)),
-            _ => {
-                self.sessions
-                    .lock()
-                    .unwrap()
-                    .remove(&(ns.to_string(), dir.to_string()));
-                Err(Error::not_found(format!("no session {ns}/{dir}")))
-            }
+        let regular = open::Dir::open_root(&self.root)
+            .and_then(|r| r.open_dir(ns))
+            .and_then(|d| d.stat(layout::session_file_name(dir)))
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
+        if regular {
+            return Ok(self.session_unchecked(ns, dir));
         }
+        self.sessions
+            .lock()
+            .unwrap()
+            .remove(&(ns.to_string(), dir.to_string()));
+        Err(Error::not_found(format!("no session {ns}/{dir}")))
     }
 
     pub fn session_path(&self, ns: &str, dir: &str) -> PathBuf {
@@ -173,7 +186,7 @@ impl Store {
                     ns.to_string(),
                     dir.to_string(),
                     self.session_path(ns, dir),
-                    Some(layout::session_index_cache(&self.root, ns, dir)),
+                    Some(self.root.clone()),
                 ))
             })
             .clone()
@@ -234,8 +247,12 @@ impl Store {
         let dir = format!("{}_{id}", naming::stamp(now));
         let ns_path = layout::namespace_path(&self.root, &ns);
         private_dir(&self.root)?;
-        private_dir(&ns_path)?;
-        let path = ns_path.join(layout::session_file_name(&dir));
+        let ns_dir = || {
+            open::Dir::open_root(&self.root)
+                .and_then(|r| r.create_dir(&ns))
+                .map_err(|e| Error::io(ns_path.display(), &e))
+        };
+        let name = layout::session_file_name(&dir);
         let header = format!(
             "{{\"type\":\"session\",\"version\":2,\"id\":{},\"timestamp\":{},\"cwd\":{}}}\n",
             crate::json::quote(&id),
@@ -243,15 +260,14 @@ impl Store {
             crate::json::quote(cwd)
         );
         let (line, ids) =
-            session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0);
+            session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0)?;
         let entry_id = ids.into_iter().next().expect("one entry, one id");
         let bytes = format!("{header}{line}");
         let durable = self.append.fsync != FsyncMode::No;
-        match publish_new_file(&ns_path, &path, bytes.as_bytes(), durable) {
+        match publish_new_file(&ns_dir()?, &name, bytes.as_bytes(), durable) {
             // The trash removed the namespace folder as its last session left: again.
             Err(e) if e.errno == libc::ENOENT => {
-                private_dir(&ns_path)?;
-                publish_new_file(&ns_path, &path, bytes.as_bytes(), durable)?;
+                publish_new_file(&ns_dir()?, &name, bytes.as_bytes(), durable)?;
             }
             r => r?,
         }
@@ -263,17 +279,27 @@ impl Store {
     /// Exclusive right to check-and-create named sessions, until the value drops.
     fn claim_session_ids(&self) -> Result<(std::sync::MutexGuard<'_, ()>, std::fs::File)> {
         let guard = self.id_claims.lock().unwrap();
-        let _ = DirBuilder::new()
-            .mode(0o700)
-            .create(layout::cache_dir(&self.root));
-        let path = layout::session_ids_lock(&self.root);
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| Error::io(path.display(), &e))?;
+        let cache = open::Dir::open_root(&self.root)
+            .and_then(|r| r.create_dir(layout::CACHE_DIR))
+            .map_err(|e| Error::io(layout::cache_dir(&self.root).display(), &e))?;
+        let lock_file = || {
+            cache.open_file_with(
+                layout::SESSION_IDS_LOCK,
+                libc::O_RDONLY | libc::O_CREAT,
+                0o600,
+            )
+        };
+        // Something planted in its place (a FIFO, a link, a folder) is not ours to
+        // open: removed, and the lock file made anew.
+        let file = match lock_file() {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ELOOP)) => {
+                let _ = cache.unlink(layout::SESSION_IDS_LOCK);
+                lock_file()
+            }
+            other => other,
+        }
+        .map(|(f, _)| f)
+        .map_err(|e| Error::io(cache.path().join(layout::SESSION_IDS_LOCK).display(), &e))?;
         // Closing the file (when the claim drops) releases the lock.
         std::mem::forget(lock::FileLock::exclusive(&file)?);
         Ok((guard, file))
@@ -325,14 +351,14 @@ impl Store {
     }
 }
 
-/// Creates `path` holding exactly `bytes`, or nothing: the bytes go into an unnamed
-/// file in `dir` (O_TMPFILE) that is linked into place only once complete, so a crash
-/// never leaves an empty or half-written session file (§1.1: a session file exists
-/// only once its first entry is written). Fails with EEXIST if `path` exists.
-/// Where O_TMPFILE is unsupported, a dot-named temporary file (not `*.jsonl`, so
-/// readers ignore it) is written, hard-linked into place, and removed.
-fn publish_new_file(dir: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    use std::os::fd::AsRawFd;
+/// Creates `name` in `dir` holding exactly `bytes`, or nothing: the bytes go into an
+/// unnamed file in `dir` (O_TMPFILE) that is linked into place only once complete,
+/// so a crash never leaves an empty or half-written session file (§1.1: a session
+/// file exists only once its first entry is written). Fails with EEXIST if `name`
+/// exists. Where O_TMPFILE is unsupported, a dot-named temporary file (not `*.jsonl`,
+/// so readers ignore it) is written, hard-linked into place, and removed.
+fn publish_new_file(dir: &open::Dir, name: &str, bytes: &[u8], durable: bool) -> Result<()> {
+    let path = dir.path().join(name);
     let write = |file: &std::fs::File| -> Result<()> {
         session::write_all_or_nothing(file, 0, bytes)?;
         if durable {
@@ -340,34 +366,11 @@ fn publish_new_file(dir: &Path, path: &Path, bytes: &[u8], durable: bool) -> Res
         }
         Ok(())
     };
-    let cpath = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-            .map_err(|_| Error::invalid("path contains NUL"))
-    };
-    let target = cpath(path)?;
-    let linked = match OpenOptions::new()
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
-        .open(dir)
-    {
+    match dir.tmpfile() {
         Ok(file) => {
             write(&file)?;
-            let fd_path = cpath(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())))?;
-            // SAFETY: valid C strings; linkat has no memory effects.
-            let rc = unsafe {
-                libc::linkat(
-                    libc::AT_FDCWD,
-                    fd_path.as_ptr(),
-                    libc::AT_FDCWD,
-                    target.as_ptr(),
-                    libc::AT_SYMLINK_FOLLOW,
-                )
-            };
-            if rc != 0 {
-                return Err(Error::io(path.display(), &std::io::Error::last_os_error()));
-            }
-            Ok(())
+            dir.link_as(&file, name)
+                .map_err(|e| Error::io(path.display(), &e))?;
         }
         Err(e)
             if matches!(
@@ -375,32 +378,22 @@ fn publish_new_file(dir: &Path, path: &Path, bytes: &[u8], durable: bool) -> Res
                 Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
             ) =>
         {
-            let tmp = dir.join(format!(
-                ".{}.{}.tmp",
-                path.file_name().unwrap_or_default().to_string_lossy(),
-                std::process::id()
-            ));
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&tmp)
-                .map_err(|e| Error::io(tmp.display(), &e))?;
+            let tmp = format!(".{name}.{}.tmp", std::process::id());
+            let (file, _) = dir
+                .open_file_with(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)
+                .map_err(|e| Error::io(dir.path().join(&tmp).display(), &e))?;
             let result = write(&file).and_then(|_| {
-                std::fs::hard_link(&tmp, path).map_err(|e| Error::io(path.display(), &e))
+                dir.link(&tmp, name)
+                    .map_err(|e| Error::io(path.display(), &e))
             });
-            let _ = std::fs::remove_file(&tmp);
-            result
+            let _ = dir.unlink(&tmp);
+            result?;
         }
-        Err(e) => Err(Error::io(dir.display(), &e)),
-    };
-    linked?;
+        Err(e) => return Err(Error::io(dir.path().display(), &e)),
+    }
     if durable {
         // The new name must survive power loss too.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
+        let _ = dir.sync();
     }
     Ok(())
 }

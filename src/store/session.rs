@@ -2,17 +2,17 @@
 
 use super::durability::{FsyncMode, GroupCommit};
 use super::entry::NewEntry;
-use super::ids::next_entry_id;
+use super::ids::{checked_next_entry_id, exhausted};
 use super::index::{FileStamp, Refresh, SessionIndex, tokens_of};
 use super::index_cache;
+use super::layout::CacheFile;
 use super::lock::FileLock;
 use super::naming::timestamp;
 use super::projection::Projection;
 use crate::error::{Error, Result};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
@@ -21,7 +21,10 @@ pub struct Session {
     /// The file name's stem, `<stamp>_<session-id>`: the session's folder in the mount.
     pub dir: String,
     pub path: PathBuf,
-    cache_file: Option<PathBuf>,
+    /// The store root, when the file is in one: then every open walks from it
+    /// without following a link (a namespace swapped for a link is refused).
+    store_root: Option<PathBuf>,
+    cache_file: Option<CacheFile>,
     /// The file state the persisted index describes, if this process wrote or read it.
     saved: Mutex<Option<FileStamp>>,
     index: RwLock<SessionIndex>,
@@ -53,13 +56,17 @@ impl Default for AppendOptions {
 pub type Check<'a> = &'a dyn Fn(&SessionIndex, &NewEntry) -> Result<()>;
 
 impl Session {
-    /// `cache_file`: where this session's index may be persisted (`None` for a file
-    /// outside a store, e.g. `fen-fs show path/to/file.jsonl`).
-    pub fn new(namespace: String, dir: String, path: PathBuf, cache_file: Option<PathBuf>) -> Self {
+    /// `store_root`: the store the file is in, which also holds its persisted index
+    /// (`None` for a file outside a store, e.g. `fen-fs show path/to/file.jsonl`).
+    pub fn new(namespace: String, dir: String, path: PathBuf, store_root: Option<PathBuf>) -> Self {
+        let cache_file = store_root
+            .as_deref()
+            .map(|root| super::layout::session_index_cache(root, &namespace, &dir));
         Session {
             namespace,
             dir,
             path,
+            store_root,
             cache_file,
             saved: Mutex::new(None),
             index: RwLock::new(SessionIndex::new()),
@@ -84,40 +91,57 @@ impl Session {
         Ok(self.index())
     }
 
+    /// Opens the transcript with `flags`: in a store, from its root without following
+    /// any link; elsewhere, the path without following a final link. Always a
+    /// regular file, never blocking on a FIFO.
+    pub fn open_with(&self, flags: i32) -> std::io::Result<(File, std::fs::Metadata)> {
+        match &self.store_root {
+            Some(root) => super::open::open_in_store(
+                root,
+                &self.namespace,
+                &super::layout::session_file_name(&self.dir),
+                flags,
+            ),
+            None => super::open::open_path(&self.path, flags),
+        }
+    }
+
+    /// The transcript, open for reading (views take their snapshot from it).
+    pub fn open_read(&self) -> Result<File> {
+        self.open_with(libc::O_RDONLY)
+            .map(|(f, _)| f)
+            .map_err(|e| self.open_error(&e))
+    }
+
+    fn open_error(&self, e: &std::io::Error) -> Error {
+        match e.raw_os_error() {
+            Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR | libc::EINVAL) => Error::not_found(
+                format!("{} is not a regular file in the store", self.path.display()),
+            ),
+            _ => Error::io(self.path.display(), e),
+        }
+    }
+
     pub fn refresh(&self) -> Result<Refresh> {
-        let meta = {
-            let idx = self.index.read().unwrap();
-            match std::fs::symlink_metadata(&self.path) {
-                Ok(meta) if meta.file_type().is_file() && FileStamp::of(&meta) == idx.file => {
-                    return Ok(Refresh::Unchanged);
-                }
-                Ok(meta) if meta.file_type().is_file() => meta,
-                Ok(_) => {
-                    return Err(Error::not_found(format!(
-                        "{} is not a regular file",
-                        self.path.display()
-                    )));
-                }
-                Err(e) => return Err(Error::io(self.path.display(), &e)),
-            }
-        };
+        // Open, then fstat: what we parse is what we checked.
+        let (file, meta) = self
+            .open_with(libc::O_RDONLY)
+            .map_err(|e| self.open_error(&e))?;
+        let stamp = FileStamp::of(&meta);
+        if self.index.read().unwrap().file == stamp {
+            return Ok(Refresh::Unchanged);
+        }
         let mut idx = self.index.write().unwrap();
         // A large file this process has not indexed yet: start from its persisted index.
         if meta.len() >= index_cache::MIN_BYTES
             && idx.file.ino == 0
             && let Some(cache) = &self.cache_file
-            && let Some(cached) = index_cache::load(cache, meta.dev(), meta.ino(), meta.len())
+            && let Some(cached) = index_cache::load(cache, &file, &stamp)
         {
             *idx = cached;
             *self.saved.lock().unwrap() = Some(idx.file);
         }
-        // The stat above decides; no second one (SessionIndex::refresh would stat again).
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(&self.path)
-            .map_err(|e| Error::io(self.path.display(), &e))?;
-        let result = idx.update(&file, FileStamp::of(&meta))?;
+        let result = idx.update(&file, stamp)?;
         if self.grown_since_saved(&idx) {
             self.persist(&idx);
         }
@@ -179,7 +203,7 @@ impl Session {
             if idx.parsed_len > size {
                 return Err(Error::new(libc::EIO, "session file shrank during append"));
             }
-            render_batch(&idx, entries, size)
+            render_batch(&idx, entries, size)?
         };
         write_all_or_nothing(&file, size, bytes.as_bytes())?;
         let seq = self.commit.note_written();
@@ -192,6 +216,8 @@ impl Session {
                 // A torn line before ours: parse it (now terminated) with our lines.
                 idx.read_from(&file)?;
             }
+            idx.check = super::index::content_check(&file, idx.parsed_len)
+                .map_err(|e| Error::io("read transcript", &e))?;
             let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
             idx.file = FileStamp::of(&meta);
             if self.grown_since_saved(&idx) {
@@ -213,34 +239,34 @@ impl Session {
     /// names another file (replaced behind our back); ENOENT when it is gone.
     fn append_file(&self) -> Result<Arc<File>> {
         let gone = || Error::not_found(format!("session file {} disappeared", self.path.display()));
-        let meta = match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.is_file() => m,
-            Ok(_) => return Err(gone()),
+        let (f, opened) = match self.open_with(libc::O_RDWR | libc::O_APPEND) {
+            Ok(x) => x,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 *self.file.lock().unwrap() = None;
+                return Err(gone());
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ELOOP | libc::ENOTDIR | libc::EINVAL)
+                ) =>
+            {
                 return Err(gone());
             }
             Err(e) => return Err(Error::io(self.path.display(), &e)),
         };
         let mut slot = self.file.lock().unwrap();
-        if let Some((f, dev, ino)) = slot.as_ref()
-            && (*dev, *ino) == (meta.dev(), meta.ino())
+        if let Some((kept, dev, ino)) = slot.as_ref()
+            && (*dev, *ino) == (opened.dev(), opened.ino())
         {
-            return Ok(f.clone());
+            return Ok(kept.clone());
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ENOENT) {
-                    gone()
-                } else {
-                    Error::io(self.path.display(), &e)
-                }
-            })?;
-        let opened = f.metadata().map_err(|e| Error::io("fstat", &e))?;
+        // Appends must block (flock, disk writes): O_NONBLOCK only guarded the open.
+        // SAFETY: a valid descriptor; F_SETFL has no memory effects.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, libc::O_APPEND);
+        }
         let f = Arc::new(f);
         *slot = Some((f.clone(), opened.dev(), opened.ino()));
         Ok(f)
@@ -265,12 +291,13 @@ impl Session {
 }
 
 /// Serializes a batch: ids chained from the file's last entry, `\n` first when the
-/// file ends in a torn line, computed compaction fields filled in.
+/// file ends in a torn line, computed compaction fields filled in. EOVERFLOW when no
+/// id is left above the last one (never a repeated id).
 pub(crate) fn render_batch(
     idx: &SessionIndex,
     entries: &[NewEntry],
     size: u64,
-) -> (String, Vec<String>) {
+) -> Result<(String, Vec<String>)> {
     let mut out = String::new();
     if size > idx.parsed_len {
         out.push('\n');
@@ -285,7 +312,9 @@ pub(crate) fn render_batch(
     let mut context = proj.context_tokens(&table);
     let mut batch_message_tokens = 0u64;
     for e in entries {
-        let id = next_entry_id(parent.as_deref()).to_string();
+        let id = checked_next_entry_id(parent.as_deref())
+            .ok_or_else(|| exhausted(parent.as_deref().unwrap_or("")))?
+            .to_string();
         let mut extra: Vec<(&str, String)> = Vec::new();
         if let Some(raw) = e.message_raw() {
             let t = tokens_of(raw.len() as u64);
@@ -325,7 +354,7 @@ pub(crate) fn render_batch(
         parent = Some(id.clone());
         ids.push(id);
     }
-    (out, ids)
+    Ok((out, ids))
 }
 
 /// One `write(2)` on the O_APPEND descriptor; a short or failed write is undone by

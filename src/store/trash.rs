@@ -312,11 +312,8 @@ impl Store {
         sync_dir(&trash_ns)?;
         let _ = std::fs::remove_dir(&trash_ns);
         if std::fs::symlink_metadata(self.session_path(&t.namespace, &t.dir)).is_err() {
-            let _ = std::fs::remove_file(layout::session_index_cache(
-                &self.root,
-                &t.namespace,
-                &t.dir,
-            ));
+            let cache = layout::session_index_cache(&self.root, &t.namespace, &t.dir);
+            let _ = std::fs::remove_file(cache.path());
         }
         Ok(())
     }

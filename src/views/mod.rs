@@ -100,7 +100,7 @@ impl Snapshot {
 
 /// Opens the session file for reading, never through a symlink.
 pub fn open_transcript(session: &Session) -> Result<File> {
-    crate::store::open::open_regular(&session.path).map(|(file, _)| file)
+    session.open_read()
 }
 
 /// Renders `kind` of `session` as it is now. `writers` is the open `ctl` handle count.

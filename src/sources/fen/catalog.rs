@@ -9,12 +9,13 @@
 //! unchanged transcripts.
 
 use crate::error::Result;
+use crate::store::atomic::checksum;
 use crate::store::index::FileStamp;
+use crate::store::layout::CacheFile;
 use crate::store::{Store, layout};
 use crate::views::listing::{Listing, render_json, sort_newest_first};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -54,7 +55,7 @@ fn fingerprint(files: &[(String, std::fs::Metadata)]) -> u64 {
     h.finish()
 }
 
-const CACHE_VERSION: u32 = 2;
+const CACHE_VERSION: u32 = 3;
 
 #[derive(Serialize, Deserialize, Default)]
 struct NamespaceCache {
@@ -69,33 +70,72 @@ struct CachedListing {
     listing: Listing,
 }
 
-fn cache_path(store: &Store, ns: &str) -> PathBuf {
+fn cache_path(store: &Store, ns: &str) -> CacheFile {
     layout::listing_cache(&store.root, ns)
 }
 
+/// Cache files carry `<checksum hex>\n` before their content; a file without the
+/// right one is damaged (or not ours) and ignored.
+fn read_checked(c: &CacheFile) -> Option<Vec<u8>> {
+    let bytes = crate::store::atomic::read_file(c, MAX_CACHE_BYTES)?;
+    let nl = memchr::memchr(b'\n', &bytes)?;
+    let sum = u64::from_str_radix(std::str::from_utf8(&bytes[..nl]).ok()?, 16).ok()?;
+    let rest = &bytes[nl + 1..];
+    (checksum(&[rest]) == sum).then(|| rest.to_vec())
+}
+
+fn write_checked(c: &CacheFile, rest: &[u8]) {
+    let mut bytes = format!("{:x}\n", checksum(&[rest])).into_bytes();
+    bytes.extend_from_slice(rest);
+    crate::store::atomic::replace_file(c, &bytes);
+}
+
+/// Larger cache files are not read: no namespace's listings come near it.
+const MAX_CACHE_BYTES: u64 = 256 << 20;
+
 fn load(store: &Store, ns: &str) -> NamespaceCache {
-    std::fs::read(cache_path(store, ns))
-        .ok()
+    read_checked(&cache_path(store, ns))
         .and_then(|b| serde_json::from_slice::<NamespaceCache>(&b).ok())
         .filter(|c| c.version == CACHE_VERSION)
+        // A listing filed under another session's name is not that session's.
+        .filter(|c| c.sessions.iter().all(|(dir, l)| l.listing.dir == *dir))
         .unwrap_or_default()
 }
 
 /// The rendered `index.json` persisted as `<fingerprint hex> <latest>\n<bytes>`: after a
 /// remount, one stat pass that finds every file unchanged serves it as is.
-fn rendered_path(store: &Store, ns: &str) -> PathBuf {
+fn rendered_path(store: &Store, ns: &str) -> CacheFile {
     layout::rendered_index_cache(&store.root, ns)
 }
 
-fn load_rendered(store: &Store, ns: &str) -> Option<Rendered> {
-    let bytes = std::fs::read(rendered_path(store, ns)).ok()?;
+/// The persisted render, if intact and true to `files`: `latest` names one of them
+/// and `index.json` is an array listing exactly them, newest first.
+fn load_rendered(
+    store: &Store,
+    ns: &str,
+    files: &[(String, std::fs::Metadata)],
+) -> Option<Rendered> {
+    let bytes = read_checked(&rendered_path(store, ns))?;
     let nl = memchr::memchr(b'\n', &bytes)?;
     let head = std::str::from_utf8(&bytes[..nl]).ok()?;
     let (fp, latest) = head.split_once(' ')?;
+    let index_json = bytes[nl + 1..].to_vec();
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&index_json).ok()?;
+    let mut dirs: Vec<&str> = listed
+        .iter()
+        .map(|l| l["dir"].as_str())
+        .collect::<Option<_>>()?;
+    let first = dirs.first().map(|d| d.to_string());
+    dirs.sort_unstable();
+    let mut names: Vec<&str> = files.iter().map(|(d, _)| d.as_str()).collect();
+    names.sort_unstable();
+    if dirs != names || first.as_deref() != Some(latest).filter(|l| !l.is_empty()) {
+        return None;
+    }
     Some(Rendered {
         fingerprint: u64::from_str_radix(fp, 16).ok()?,
-        index_json: Arc::new(bytes[nl + 1..].to_vec()),
-        latest: (!latest.is_empty()).then(|| latest.to_string()),
+        index_json: Arc::new(index_json),
+        latest: first,
     })
 }
 
@@ -110,13 +150,13 @@ fn save_rendered(store: &Store, ns: &str, r: &Rendered) {
     )
     .into_bytes();
     bytes.extend_from_slice(&r.index_json);
-    crate::store::atomic::replace_file(&rendered_path(store, ns), &bytes);
+    write_checked(&rendered_path(store, ns), &bytes);
 }
 
 /// Best effort: a cache that cannot be written only costs the next remount a parse.
 fn save(store: &Store, ns: &str, cache: &NamespaceCache) {
     match serde_json::to_vec(cache) {
-        Ok(bytes) => crate::store::atomic::replace_file(&cache_path(store, ns), &bytes),
+        Ok(bytes) => write_checked(&cache_path(store, ns), &bytes),
         Err(e) => log::warn!("listing cache of {ns}: {e}"),
     }
 }
@@ -198,7 +238,7 @@ impl Catalog {
         {
             return Ok(r.clone());
         }
-        let r = match load_rendered(store, ns).filter(|r| r.fingerprint == fp) {
+        let r = match load_rendered(store, ns, &files).filter(|r| r.fingerprint == fp) {
             Some(r) => r,
             None => {
                 let listings = self.listings(store, ns, &files)?;
