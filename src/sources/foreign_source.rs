@@ -741,7 +741,7 @@ impl ForeignSource {
             && head.path == path
             && head.stamp == stamp
             && head.ctime_ns == ctime_ns(meta)
-            && head.checksum == fnv1a(body)
+            && head.checksum == crate::store::atomic::checksum(&[body])
             && head.edges == edge_hash(file, stamp.size)?;
         if !valid {
             return None;
@@ -770,7 +770,7 @@ impl ForeignSource {
             stamp: c.stamp,
             ctime_ns,
             edges,
-            checksum: fnv1a(&body),
+            checksum: crate::store::atomic::checksum(&[&body]),
             context_tokens: c.context_tokens,
         };
         let Ok(mut bytes) = serde_json::to_vec(&head) else {
@@ -922,16 +922,6 @@ fn ctime_ns(m: &std::fs::Metadata) -> i128 {
     m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128
 }
 
-/// FNV-1a: a stable checksum (the same across builds and runs).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
 /// A checksum of the file's first and last 4 KiB: a rewrite that kept the size and
 /// mtime still changes it.
 fn edge_hash(file: &File, size: u64) -> Option<u64> {
@@ -940,7 +930,7 @@ fn edge_hash(file: &File, size: u64) -> Option<u64> {
     let mut buf = vec![0u8; 2 * n];
     file.read_exact_at(&mut buf[..n], 0).ok()?;
     file.read_exact_at(&mut buf[n..], size - n as u64).ok()?;
-    Some(fnv1a(&buf))
+    Some(crate::store::atomic::checksum(&[&buf]))
 }
 
 fn piece_len(p: &Piece) -> u64 {

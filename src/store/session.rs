@@ -185,11 +185,23 @@ impl Session {
         opts: AppendOptions,
     ) -> Result<Vec<String>> {
         let _serial = self.append_lock.lock().unwrap();
-        let file = self.append_file()?;
-        let _lock = FileLock::exclusive(&file)?;
-        // One fstat under the lock: the size we append at, and whether the index
-        // (ours, or stale after another process's appends) must catch up first.
-        let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
+        let mut file = self.append_file()?;
+        let mut lock = FileLock::exclusive(&file)?;
+        // One fstat under the lock: the size we append at, whether the index (ours,
+        // or stale after another process's appends) must catch up first, and whether
+        // the kept descriptor's file still has a name (else the path is opened anew).
+        let mut meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
+        if meta.nlink() == 0 {
+            drop(lock);
+            *self.file.lock().unwrap() = None;
+            file = self.open_append_file()?;
+            lock = FileLock::exclusive(&file)?;
+            meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
+            if meta.nlink() == 0 {
+                return Err(self.gone());
+            }
+        }
+        let _lock = lock;
         let size = meta.len();
         let stamp = FileStamp::of(&meta);
         if self.index.read().unwrap().file != stamp {
@@ -237,8 +249,30 @@ impl Session {
     /// The descriptor appends go through, kept open between appends (an `open` per
     /// append costs as much as the rest of the work). Reopened when the path now
     /// names another file (replaced behind our back); ENOENT when it is gone.
+    ///
+    /// The descriptor is kept while its file still has a name (`st_nlink` > 0): one
+    /// `fstat` per append instead of a walk from the store root. A file deleted or
+    /// replaced behind our back has no name left, and the path is opened again.
     fn append_file(&self) -> Result<Arc<File>> {
-        let gone = || Error::not_found(format!("session file {} disappeared", self.path.display()));
+        let kept = self
+            .file
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|(f, _, _)| f.clone());
+        match kept {
+            Some(f) => Ok(f),
+            None => self.open_append_file(),
+        }
+    }
+
+    fn gone(&self) -> Error {
+        Error::not_found(format!("session file {} disappeared", self.path.display()))
+    }
+
+    /// Opens the append descriptor by path, from the store root, following no link.
+    fn open_append_file(&self) -> Result<Arc<File>> {
+        let gone = || self.gone();
         let (f, opened) = match self.open_with(libc::O_RDWR | libc::O_APPEND) {
             Ok(x) => x,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
