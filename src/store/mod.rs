@@ -156,6 +156,49 @@ impl Store {
         Ok(out)
     }
 
+    /// Namespace folders and session files that readers skip because their names are
+    /// not UTF-8 (a folder only if it holds a `*.jsonl` file), as escaped paths
+    /// relative to the root (`naming::escape_name`), for fsck to report.
+    pub fn names_not_utf8(&self) -> Result<Vec<String>> {
+        use std::os::unix::ffi::OsStrExt;
+        let jsonl = |name: &std::ffi::OsStr| {
+            let b = name.as_bytes();
+            b.len() > ".jsonl".len() && b.ends_with(b".jsonl")
+        };
+        let root = match open::Dir::open_root(&self.root) {
+            Ok(root) => root,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(self.root.display(), &e)),
+        };
+        let entries = root
+            .read_dir()
+            .map_err(|e| Error::io(self.root.display(), &e))?;
+        let mut out = Vec::new();
+        for (name, ft) in entries {
+            if !ft.is_dir() || name.as_bytes().starts_with(b".") {
+                continue;
+            }
+            let Ok(files) = root.open_dir(&name).and_then(|d| d.read_dir()) else {
+                continue;
+            };
+            let sessions = files.iter().filter(|(f, t)| t.is_file() && jsonl(f));
+            match name.to_str() {
+                None => {
+                    if sessions.count() > 0 {
+                        out.push(naming::escape_name(&name));
+                    }
+                }
+                Some(ns) => out.extend(
+                    sessions
+                        .filter(|(f, _)| f.to_str().is_none())
+                        .map(|(f, _)| format!("{ns}/{}", naming::escape_name(f))),
+                ),
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// The session `ns/dir`, if its file exists (as a regular file).
     pub fn session(&self, ns: &str, dir: &str) -> Result<Arc<Session>> {
         let regular = open::Dir::open_root(&self.root)
