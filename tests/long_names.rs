@@ -125,6 +125,23 @@ fn sessions_of_long_cwds_work() {
         // A second session of the same cwd lands in the same folder.
         let again = m.create_session(&cwd, "again");
         assert_eq!(again.parent(), s.parent());
+
+        // The trash keeps it under the same folder name, and gives it back.
+        let bytes = std::fs::read(m.backing_file(&s)).unwrap();
+        std::fs::remove_dir(&s).unwrap();
+        let trashed = std::fs::read_dir(m.store.join(".trash").join(&on_disk))
+            .unwrap()
+            .count();
+        assert_eq!(trashed, 1);
+        let dir = s.file_name().unwrap();
+        let o = run(&[
+            "restore".as_ref(),
+            "--store".as_ref(),
+            m.store.as_os_str(),
+            dir,
+        ]);
+        assert!(o.status.success(), "{}", out_text(&o));
+        assert_eq!(std::fs::read(s.join("transcript.jsonl")).unwrap(), bytes);
     }
     // The caches named after the namespaces were written (and fit).
     let o = run(&["fsck".as_ref(), "--store".as_ref(), m.store.as_os_str()]);
