@@ -198,4 +198,30 @@ fn fsck_reports_names_that_are_not_utf8() {
         text.contains("checked 1 session, 0 with problems; 2 names skipped (not UTF-8)"),
         "{text}"
     );
+
+    // A mount shows the other session and says in its log what it skipped.
+    let Some(m) = support::Mount::on_store("fsck_reports_names_that_are_not_utf8", &store, &[])
+    else {
+        return;
+    };
+    let ns = m.path("home-u-p");
+    let shown: Vec<_> = std::fs::read_dir(&ns)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(shown.len(), 3, "{shown:?}");
+    let root: Vec<_> = std::fs::read_dir(&m.mp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(root.len(), 2, "{root:?}");
+    let log = m.daemon_log();
+    assert!(
+        log.contains("--home-u-p--/2026-11-21T00-00-00-000Z_b\\xffd.jsonl: name is not UTF-8"),
+        "{log}"
+    );
+    assert!(
+        log.contains("--home-u-\\xe9t\\xe9--: name is not UTF-8"),
+        "{log}"
+    );
 }

@@ -100,7 +100,11 @@ impl Store {
                         out.push((stem.to_string(), entry));
                     }
                 }
-                None => log::warn!("{}: name is not UTF-8: skipped", dir.join(&name).display()),
+                None => log::warn!(
+                    "{}/{}: name is not UTF-8: skipped (fen-fs fsck lists these)",
+                    dir.display(),
+                    naming::escape_name(&name)
+                ),
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -140,7 +144,11 @@ impl Store {
             let Ok(ft) = entry.file_type() else { continue };
             let Some(name) = entry.file_name().to_str().map(String::from) else {
                 if ft.is_dir() {
-                    log::warn!("{}: name is not UTF-8: skipped", entry.path().display());
+                    log::warn!(
+                        "{}/{}: name is not UTF-8: skipped (fen-fs fsck lists these)",
+                        self.root.display(),
+                        naming::escape_name(&entry.file_name())
+                    );
                 }
                 continue;
             };
