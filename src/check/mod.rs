@@ -659,11 +659,18 @@ pub fn render(label: &str, report: &Report) -> String {
 /// report or why the file could not be checked.
 pub struct StoreReport {
     pub sessions: Vec<(String, std::result::Result<Report, String>)>,
+    /// Namespace folders and session files readers skip because their names are not
+    /// UTF-8 (escaped, relative to the store): sessions no one sees, so problems.
+    pub skipped: Vec<String>,
 }
 
 impl StoreReport {
-    /// Sessions with problems (or that could not be checked).
+    /// Sessions with problems (or that could not be checked), and skipped names.
     pub fn bad(&self) -> usize {
+        self.bad_sessions() + self.skipped.len()
+    }
+
+    fn bad_sessions(&self) -> usize {
         self.sessions
             .iter()
             .filter(|(_, r)| !r.as_ref().is_ok_and(|r| r.is_clean()))
@@ -679,23 +686,33 @@ impl StoreReport {
                 Err(why) => out.push_str(&format!("{label}: cannot check: {}\n", one_line(why))),
             }
         }
+        for name in &self.skipped {
+            out.push_str(&format!("skipped: name is not UTF-8: {name}\n"));
+        }
         let n = self.sessions.len();
         let s = if n == 1 { "" } else { "s" };
         out.push_str(&format!(
-            "checked {n} session{s}, {} with problems\n",
-            self.bad()
+            "checked {n} session{s}, {} with problems",
+            self.bad_sessions()
         ));
+        match self.skipped.len() {
+            0 => {}
+            1 => out.push_str("; 1 name skipped (not UTF-8)"),
+            k => out.push_str(&format!("; {k} names skipped (not UTF-8)")),
+        }
+        out.push('\n');
         out
     }
 }
 
 /// Checks every session of the store, or the one `session` names.
 pub fn check_store(store: &Store, session: Option<&str>) -> Result<StoreReport> {
-    let sessions = match session {
-        Some(spec) => vec![store.resolve(spec)?],
-        None => store.all_sessions()?,
+    let (sessions, skipped) = match session {
+        Some(spec) => (vec![store.resolve(spec)?], Vec::new()),
+        None => (store.all_sessions()?, store.names_not_utf8()?),
     };
     Ok(StoreReport {
+        skipped,
         sessions: sessions
             .iter()
             .map(|s| {

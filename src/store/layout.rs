@@ -2,6 +2,7 @@
 //! and fen-fs's own cache folder with its caches and lock files. Nothing else in the
 //! crate joins a name onto the store's root.
 
+use super::naming::fit_name;
 use std::path::{Path, PathBuf};
 
 /// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/sessions`, unless `FEN_FS_STORE` is set.
@@ -80,19 +81,25 @@ fn cache_file(root: &Path, dirs: &[&str], name: String) -> CacheFile {
     }
 }
 
-/// The persisted listings of one namespace (`catalog`).
+/// The persisted listings of one namespace (`catalog`). A folder fen-fs did not make
+/// may have a name too long for the suffix: it is cut as long slugs are (the cache
+/// checks its content, so a shared name costs a re-read, never a wrong listing).
 pub fn listing_cache(root: &Path, ns: &str) -> CacheFile {
-    cache_file(root, &[], format!("{ns}.json"))
+    cache_file(root, &[], format!("{}.json", fit_name(ns)))
 }
 
 /// The persisted rendered `index.json` of one namespace (`catalog`).
 pub fn rendered_index_cache(root: &Path, ns: &str) -> CacheFile {
-    cache_file(root, &[], format!("{ns}.index"))
+    cache_file(root, &[], format!("{}.index", fit_name(ns)))
 }
 
-/// The persisted index of one large session (`index_cache`).
+/// The persisted index of one large session (`index_cache`); names cut as above.
 pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> CacheFile {
-    cache_file(root, &["index", ns], format!("{dir}.idx"))
+    cache_file(
+        root,
+        &["index", &fit_name(ns)],
+        format!("{}.idx", fit_name(dir)),
+    )
 }
 
 /// fen-fs's index of another agent's store rooted at `agent_root` (never kept in the

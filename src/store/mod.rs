@@ -100,7 +100,11 @@ impl Store {
                         out.push((stem.to_string(), entry));
                     }
                 }
-                None => log::warn!("{}: name is not UTF-8: skipped", dir.join(&name).display()),
+                None => log::warn!(
+                    "{}/{}: name is not UTF-8: skipped (fen-fs fsck lists these)",
+                    dir.display(),
+                    naming::escape_name(&name)
+                ),
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -140,7 +144,11 @@ impl Store {
             let Ok(ft) = entry.file_type() else { continue };
             let Some(name) = entry.file_name().to_str().map(String::from) else {
                 if ft.is_dir() {
-                    log::warn!("{}: name is not UTF-8: skipped", entry.path().display());
+                    log::warn!(
+                        "{}/{}: name is not UTF-8: skipped (fen-fs fsck lists these)",
+                        self.root.display(),
+                        naming::escape_name(&entry.file_name())
+                    );
                 }
                 continue;
             };
@@ -150,6 +158,49 @@ impl Store {
                 && self.session_dirs(&name).is_ok_and(|d| !d.is_empty())
             {
                 out.push(name);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Namespace folders and session files that readers skip because their names are
+    /// not UTF-8 (a folder only if it holds a `*.jsonl` file), as escaped paths
+    /// relative to the root (`naming::escape_name`), for fsck to report.
+    pub fn names_not_utf8(&self) -> Result<Vec<String>> {
+        use std::os::unix::ffi::OsStrExt;
+        let jsonl = |name: &std::ffi::OsStr| {
+            let b = name.as_bytes();
+            b.len() > ".jsonl".len() && b.ends_with(b".jsonl")
+        };
+        let root = match open::Dir::open_root(&self.root) {
+            Ok(root) => root,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(self.root.display(), &e)),
+        };
+        let entries = root
+            .read_dir()
+            .map_err(|e| Error::io(self.root.display(), &e))?;
+        let mut out = Vec::new();
+        for (name, ft) in entries {
+            if !ft.is_dir() || name.as_bytes().starts_with(b".") {
+                continue;
+            }
+            let Ok(files) = root.open_dir(&name).and_then(|d| d.read_dir()) else {
+                continue;
+            };
+            let sessions = files.iter().filter(|(f, t)| t.is_file() && jsonl(f));
+            match name.to_str() {
+                None => {
+                    if sessions.count() > 0 {
+                        out.push(naming::escape_name(&name));
+                    }
+                }
+                Some(ns) => out.extend(
+                    sessions
+                        .filter(|(f, _)| f.to_str().is_none())
+                        .map(|(f, _)| format!("{ns}/{}", naming::escape_name(f))),
+                ),
             }
         }
         out.sort();

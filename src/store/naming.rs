@@ -17,7 +17,63 @@ pub fn slug(cwd: &str) -> String {
             }
         })
         .collect();
-    format!("--{mapped}--")
+    fit_name(&format!("--{mapped}--"))
+}
+
+/// The longest namespace name fen-fs makes: NAME_MAX (255) less the room that the
+/// cache files named after a namespace need (`<ns>.index` and its temporary name
+/// `.<ns>.index.<pid>.<seq>.tmp`, 43 bytes more at most).
+pub const MAX_NAME_BYTES: usize = 200;
+
+/// `name` if it is at most `MAX_NAME_BYTES` long; else its first bytes (cut on a
+/// character boundary) and `-` and 16 hex digits of its FNV-1a hash, inside the same
+/// `--` wrapping if it has one: `--home-u-…-1f0e2d3c4b5a6978--`. The hash is of the
+/// whole name, fixed by this code (not std's `DefaultHasher`), so a long cwd gets the
+/// same namespace in every run and every version.
+pub fn fit_name(name: &str) -> String {
+    if name.len() <= MAX_NAME_BYTES {
+        return name.to_string();
+    }
+    let hash = format!("{:016x}", fnv1a64(name.as_bytes()));
+    let (wrap, body) = match name.strip_prefix("--").and_then(|b| b.strip_suffix("--")) {
+        Some(body) => ("--", body),
+        None => ("", name),
+    };
+    let mut cut = MAX_NAME_BYTES - 2 * wrap.len() - 1 - hash.len();
+    while !body.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{wrap}{}-{hash}{wrap}", &body[..cut])
+}
+
+/// A file name as text on one line: UTF-8 as it is, every other byte (and control
+/// characters) as `\xNN`, and `\` as `\\`, so the bytes can be told back exactly.
+pub fn escape_name(name: &std::ffi::OsStr) -> String {
+    use std::fmt::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in name.as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// 64-bit FNV-1a: tiny, fixed for good (names on disk depend on it).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// A working directory made canonical without looking at the file system: no `.`
@@ -129,6 +185,47 @@ mod tests {
             assert!(!mount_name(&ns).starts_with('-'));
             assert_eq!(namespaces_of_mount_name(name)[0], ns, "{cwd}");
         }
+    }
+
+    #[test]
+    fn long_slugs_are_cut_with_a_stable_hash() {
+        // Known FNV-1a values: the function must never change.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        let cwd = format!("/home/u/{}", "é".repeat(150));
+        let ns = slug(&cwd);
+        assert!(
+            ns.len() <= MAX_NAME_BYTES && ns.len() > MAX_NAME_BYTES - 4,
+            "{ns}"
+        );
+        assert!(ns.starts_with("--home-u-é") && ns.ends_with("--"), "{ns}");
+        // Pinned: the same cwd names the same folder in every run and version.
+        let hash = format!(
+            "{:016x}",
+            fnv1a64(format!("--{}--", &cwd[1..].replace('/', "-")).as_bytes())
+        );
+        assert!(ns.ends_with(&format!("-{hash}--")), "{ns}");
+        assert_eq!(slug(&cwd), ns);
+        assert_eq!(
+            slug(&format!("/{}", "x".repeat(300))),
+            format!("--{}-{}--", "x".repeat(179), "5b577ff9a71e6601")
+        );
+        // A different long cwd with the same first bytes gets another name.
+        assert_ne!(slug(&format!("{cwd}x")), ns);
+        // The mount name maps back to it.
+        let name = mount_name(&ns);
+        assert_eq!(namespaces_of_mount_name(&name)[0], ns);
+        // Short names are untouched; a 4000-byte cwd fits too.
+        assert_eq!(slug("/a"), "--a--");
+        assert!(slug(&"/x".repeat(2000)).len() <= MAX_NAME_BYTES);
+        assert_eq!(fit_name(&"y".repeat(201)).len(), MAX_NAME_BYTES);
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"a\\b\xff\xe9t\xc3\xa9\n.jsonl");
+        assert_eq!(escape_name(name), r"a\\b\xff\xe9té\x0a.jsonl");
     }
 
     #[test]
