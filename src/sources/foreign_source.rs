@@ -954,11 +954,9 @@ fn remove(idx: &mut Index, path: &Path) {
     }
 }
 
+/// Stable across builds: it is part of a folder name in the mount.
 fn path_hash(path: &Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    path.hash(&mut h);
-    h.finish()
+    crate::store::atomic::checksum(&[path.as_os_str().as_encoded_bytes()])
 }
 
 fn file_stamp(path: &Path) -> Option<FileStamp> {

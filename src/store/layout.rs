@@ -105,22 +105,15 @@ pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> CacheFile {
 /// fen-fs's index of another agent's store rooted at `agent_root` (never kept in the
 /// agent's own folder).
 pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> CacheFile {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    agent_root.hash(&mut h);
-    cache_file(
-        root,
-        &["foreign"],
-        format!("{agent}-{:016x}.json", h.finish()),
-    )
+    // A stable hash (not DefaultHasher): the next build must find the same file.
+    let h = super::atomic::checksum(&[agent_root.as_os_str().as_encoded_bytes()]);
+    cache_file(root, &["foreign"], format!("{agent}-{h:016x}.json"))
 }
 
 /// fen-fs's persisted `conversation.json` layout of one large foreign session file.
 pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> CacheFile {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    file.hash(&mut h);
-    let name = format!("{agent}-{:016x}.bin", h.finish());
+    let h = super::atomic::checksum(&[file.as_os_str().as_encoded_bytes()]);
+    let name = format!("{agent}-{h:016x}.bin");
     cache_file(root, &["foreign", "conversations"], name)
 }
 
