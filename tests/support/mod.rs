@@ -128,12 +128,23 @@ impl Mount {
 
     /// The daemon's pid (found by its command line).
     pub fn daemon_pid(&self) -> Option<i32> {
+        self.daemon_pid_other_than(0)
+    }
+
+    /// A live daemon's pid other than `old` (a lazily detached mount's daemon can
+    /// outlive its mount beside a new one).
+    pub fn daemon_pid_other_than(&self, old: i32) -> Option<i32> {
         let needle = format!("mount\0{}\0--foreground", self.mp.display());
         for entry in std::fs::read_dir("/proc").ok()? {
             let entry = entry.ok()?;
             let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
             };
+            let zombie = std::fs::read_to_string(entry.path().join("status"))
+                .map_or(true, |s| s.contains("State:\tZ"));
+            if pid == old || zombie {
+                continue;
+            }
             if let Ok(cmd) = std::fs::read(entry.path().join("cmdline"))
                 && String::from_utf8_lossy(&cmd).contains(&needle)
             {
