@@ -109,10 +109,17 @@ fn a_daemon_never_unmounts_a_mount_it_no_longer_owns() {
     assert!(serving(&m.mp));
     // SAFETY: signalling the daemon this test started.
     assert_eq!(unsafe { libc::kill(old, libc::SIGTERM) }, 0);
+    // Without the ownership check, the old daemon unmounts the path (the new mount)
+    // and then waits forever for its own session.
+    wait_until(
+        "the old daemon to exit or the new mount to go",
+        Duration::from_secs(10),
+        || !alive(old) || !fen_mounted(&m.mp),
+    );
+    assert!(fen_mounted(&m.mp), "the old daemon unmounted the new mount");
     wait_until("the old daemon to exit", Duration::from_secs(10), || {
         !alive(old)
     });
-    assert!(fen_mounted(&m.mp), "the old daemon unmounted the new mount");
     assert!(serving(&m.mp), "the new mount does not serve");
     assert!(alive(new));
     m.create_session("/home/u/p", "still here");
