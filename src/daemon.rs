@@ -1,8 +1,10 @@
-//! The mount's lifecycle: detaching with a readiness pipe, the notifier and sync
-//! threads, clean unmount on SIGINT/SIGTERM, and clearing stale mounts.
+//! The mount's lifecycle: the mount point's checks, detaching with a readiness pipe,
+//! systemd's readiness protocol, the notifier and sync threads, clean unmount on
+//! SIGINT/SIGTERM (only of the mount this daemon made), and `fen-fs umount`.
 
 use crate::ctl::CtlService;
 use crate::error::{Error, Result};
+use crate::mount_table::{self, MountEntry};
 use crate::sources::SessionSource;
 use crate::sources::fen::FenSource;
 use crate::store::Store;
@@ -10,7 +12,7 @@ use crate::store::durability::FsyncMode;
 use crate::tree::Tree;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,6 +34,8 @@ pub struct MountOptions {
     pub threads: usize,
     pub log_file: Option<PathBuf>,
     pub max_entry_bytes: usize,
+    /// Mount over a folder that is not empty.
+    pub nonempty: bool,
     /// Which other agents' stores to show beside fen's own.
     pub foreign: crate::sources::ForeignOptions,
 }
@@ -52,27 +56,74 @@ fn stale_mount(mp: &Path) -> Error {
     )
 }
 
-/// Refuses a mount point that is missing, not a folder, or a stale mount. Opening the
-/// folder always reaches a (dead) daemon; a `stat` may be answered from the kernel's
-/// attribute cache.
-fn check_mountpoint(mp: &Path) -> Result<()> {
-    let probe = std::fs::metadata(mp).and_then(|m| std::fs::read_dir(mp).map(|_| m));
-    match probe {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(Error::invalid(format!("{} is not a folder", mp.display()))),
+fn already_mounted(mp: &Path) -> Error {
+    let norm = mount_table::normalize(mp);
+    let m = mount_table::fen_mounts()
+        .into_iter()
+        .rfind(|m| m.mountpoint == norm);
+    let pid = m
+        .as_ref()
+        .and_then(|m| m.pid)
+        .map_or("not found".to_string(), |p| p.to_string());
+    let store = m
+        .and_then(|m| m.store)
+        .map_or(String::new(), |s| format!(", store {}", s.display()));
+    Error::new(
+        libc::EBUSY,
+        format!(
+            "{} is already a fen-fs mount (daemon pid {pid}{store}).\n\
+             Unmount it first: fen-fs umount {}",
+            mp.display(),
+            mp.display()
+        ),
+    )
+}
+
+/// Readies the mount point: creates it if missing (saying so on stderr), and refuses
+/// a stale mount, a live fen-fs mount, anything not a folder, and a folder with files
+/// in it unless `nonempty` (mounting would hide them). Opening the folder always
+/// reaches a (dead) daemon; a `stat` may be answered from the kernel's attribute cache.
+fn prepare_mountpoint(mp: &Path, nonempty: bool) -> Result<()> {
+    let entries = match std::fs::read_dir(mp) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(mp).map_err(|e| Error::io(mp.display(), &e))?;
+            eprintln!("fen-fs: created mount point {}", mp.display());
+            return Ok(());
+        }
         // ECONNABORTED: a request caught in flight while the daemon died.
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
-            Err(stale_mount(mp))
+            return Err(stale_mount(mp));
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            Err(Error::invalid(format!("{} is not a folder", mp.display())))
+            return Err(Error::invalid(format!("{} is not a folder", mp.display())));
         }
-        Err(e) => Err(Error::io(mp.display(), &e)),
+        Err(e) => return Err(Error::io(mp.display(), &e)),
+    };
+    if mount_table::mounted_at(mp) == Some(true) {
+        return Err(already_mounted(mp));
     }
+    let names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if let Some(first) = names.first().filter(|_| !nonempty) {
+        return Err(Error::new(
+            libc::ENOTEMPTY,
+            format!(
+                "{} is not empty ({} {}, e.g. {first}): mounting would hide them.\n\
+                 Mount on an empty folder, or pass --nonempty (-o nonempty) to mount over it anyway",
+                mp.display(),
+                names.len(),
+                if names.len() == 1 { "entry" } else { "entries" }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 pub fn mount(args: MountOptions) -> Result<ExitCode> {
-    check_mountpoint(&args.mountpoint)?;
+    prepare_mountpoint(&args.mountpoint, args.nonempty)?;
     let root = args.store.clone();
     Store::open(&root, args.fsync)?;
     if args.foreground {
@@ -119,6 +170,9 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     if args.allow_other {
         cmd.arg("--allow-other");
     }
+    if args.nonempty {
+        cmd.arg("--nonempty");
+    }
     if !args.foreign.detect {
         cmd.arg("--no-detect");
     }
@@ -127,19 +181,35 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
         spec.push(&r.root);
         cmd.arg("--source").arg(spec);
     }
-    let stderr = match &args.log_file {
-        Some(path) => std::process::Stdio::from(
-            // 0600 whatever the umask: the log names sessions and their folders.
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(path)
-                .map_err(|e| Error::io(path.display(), &e))?,
-        ),
-        None => std::process::Stdio::null(),
+    let log_path = match &args.log_file {
+        Some(path) => path.clone(),
+        None => {
+            let path = crate::store::layout::default_log_file();
+            if let Some(dir) = path.parent() {
+                // 0700: fen's own folder (the store may have made it first, under the
+                // umask), and the log names sessions and their folders.
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .and_then(|()| {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    })
+                    .map_err(|e| Error::io(dir.display(), &e))?;
+            }
+            path
+        }
     };
+    // 0600 whatever the umask: the log names sessions and their folders.
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&log_path)
+        .map_err(|e| Error::io(log_path.display(), &e))?;
+    let stderr = std::process::Stdio::from(log);
     let child_fd = fds[1];
     cmd.env(READY_FD_ENV, child_fd.to_string())
         .stdin(std::process::Stdio::null())
@@ -162,6 +232,14 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     let mut said = String::new();
     let _ = reader.read_to_string(&mut said);
     if said.starts_with("ready") {
+        eprintln!(
+            "fen-fs: mounted {} at {}; log: {}",
+            std::path::absolute(root)
+                .unwrap_or_else(|_| root.to_path_buf())
+                .display(),
+            mp.display(),
+            log_path.display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let _ = child.try_wait();
@@ -219,7 +297,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let on_end = || unsafe {
         libc::kill(libc::getpid(), libc::SIGUSR1);
     };
-    let mut mounted = match crate::fuse::mount(tree, &args.mountpoint, &config, on_end) {
+    let mounted = match crate::fuse::mount(tree, &args.mountpoint, &config, on_end) {
         Ok(m) => m,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
             return fail(&mut ready, stale_mount(&args.mountpoint));
@@ -247,30 +325,125 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             })
             .map_err(|e| Error::io("sync thread", &e))?;
     }
+    // What identifies this mount (not the path: another can be mounted there later).
+    let ours = mount_table::entry_at(&args.mountpoint).filter(|e| e.fen);
     log::info!(
-        "mounted {} at {}",
+        "mounted {} at {} (mount id {:?})",
         root.display(),
-        args.mountpoint.display()
+        args.mountpoint.display(),
+        ours.as_ref().map(|e| e.id)
     );
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
+    sd_notify("READY=1");
     let mut sig = 0;
     // SAFETY: valid set and out-pointer.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    if sig != libc::SIGUSR1 {
+    let ends = if sig == libc::SIGUSR1 {
+        true
+    } else {
         log::info!("signal {sig}: unmounting");
-        if let Err(e) = mounted.unmount() {
-            log::warn!("unmount: {e}");
-        }
-    }
+        sd_notify("STOPPING=1");
+        unmount_own(&args.mountpoint, ours.as_ref())
+    };
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
     }
+    if !ends {
+        // The session would end by fuser unmounting the path, which may now hold
+        // another mount: exit instead; closing /dev/fuse ends this connection only.
+        std::process::exit(0);
+    }
     match mounted.join() {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Error::io("fuse session", &e)),
+    }
+}
+
+/// Unmounts the mount this daemon made, and only it: what is at the path now must be
+/// the mount recorded at mount time (same mount id and device). After a lazy unmount
+/// of ours, a new mount at the path is someone else's, and is left alone. Whether the
+/// request loop will now end by itself (else the caller exits).
+fn unmount_own(mp: &Path, ours: Option<&MountEntry>) -> bool {
+    let now = mount_table::entry_at(mp);
+    let owned = matches!((ours, &now), (Some(o), Some(n)) if o.id == n.id && o.dev == n.dev);
+    if !owned {
+        log::warn!(
+            "{} is no longer this daemon's mount (now: {:?}); leaving it mounted",
+            mp.display(),
+            now.map(|n| (n.id, n.fstype))
+        );
+        return false;
+    }
+    let Ok(path) = std::ffi::CString::new(mp.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: valid C string.
+    if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+        return true;
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        // Not root: the setuid helper unmounts what this user mounted.
+        Some(libc::EPERM) => {
+            let ok = |lazy: bool| {
+                let mut cmd = std::process::Command::new("fusermount3");
+                cmd.arg("-u").arg("-q");
+                if lazy {
+                    cmd.arg("-z");
+                }
+                cmd.arg("--")
+                    .arg(mp)
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            if ok(false) {
+                return true;
+            }
+            log::warn!("{} is busy: detaching it lazily", mp.display());
+            ok(true);
+            false
+        }
+        Some(libc::EBUSY) => {
+            // Still in use: free the path; what is open fails once this daemon exits.
+            log::warn!("{} is busy: detaching it lazily", mp.display());
+            // SAFETY: valid C string.
+            unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) };
+            false
+        }
+        _ => {
+            log::warn!("unmounting {}: {e}", mp.display());
+            false
+        }
+    }
+}
+
+/// systemd's readiness protocol (sd_notify(3)): one datagram to `$NOTIFY_SOCKET`, a
+/// socket path or an `@name` in the abstract namespace. Unset: nothing to tell.
+fn sd_notify(state: &str) {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(socket) = std::env::var_os("NOTIFY_SOCKET").filter(|v| !v.is_empty()) else {
+        return;
+    };
+    let send = || -> std::io::Result<()> {
+        let d = std::os::unix::net::UnixDatagram::unbound()?;
+        match socket.as_bytes().strip_prefix(b"@") {
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                d.send_to_addr(state.as_bytes(), &addr)?;
+            }
+            None => {
+                d.send_to(state.as_bytes(), &socket)?;
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = send() {
+        log::warn!("sd_notify {state} to {}: {e}", socket.to_string_lossy());
     }
 }
 
@@ -299,24 +472,32 @@ fn signal_set(signals: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// The pids of daemons serving `mp` (found by the command line `detach` gives them).
+/// The pids of live daemons serving `mp`: `fen-fs mount ... --foreground` processes
+/// whose mount point argument (against their working folder) is `mp`.
 fn daemons_of(mp: &Path) -> Vec<i32> {
-    let mp = std::path::absolute(mp).unwrap_or_else(|_| mp.to_path_buf());
-    let mut needle = b"mount\0".to_vec();
-    needle.extend_from_slice(mp.as_os_str().as_encoded_bytes());
-    needle.extend_from_slice(b"\0--foreground\0");
+    let mp = mount_table::normalize(mp);
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle.as_slice()))
+        .filter(|&pid| {
+            let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            let args: Vec<&[u8]> = raw.split(|&b| b == 0).collect();
+            if args.get(1) != Some(&&b"mount"[..]) || !args.contains(&&b"--foreground"[..]) {
+                return false;
+            }
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            args.iter().skip(2).any(|a| {
+                let a = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(a));
+                mount_table::normalize(&cwd.join(a)) == mp
+            })
         })
+        .filter(|&pid| alive(pid))
         .collect()
 }
-
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s.rsplit(')')
@@ -327,15 +508,77 @@ fn alive(pid: i32) -> bool {
     })
 }
 
-/// Unmounts `mp` and returns once its daemon has exited (caches written, nothing
-/// more to touch); a stale mount of a killed daemon is detached lazily.
-pub fn umount(mp: &Path) -> Result<()> {
-    let daemons = daemons_of(mp);
-    unmount_only(mp)?;
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while daemons.iter().any(|&p| alive(p)) {
+/// Unmounts the fen-fs mount at `mp` and returns once its daemon has exited (caches
+/// written, nothing more to touch). Refuses what is not a fen-fs mount, and a busy
+/// one (naming who uses it) unless `lazy`; a stale mount of a killed daemon is
+/// cleared even while busy (there is nothing left to serve).
+pub fn umount(mp: &Path, lazy: bool) -> Result<()> {
+    let norm = mount_table::normalize(mp);
+    let Some(entry) = mount_table::entry_at(&norm) else {
+        return Err(Error::invalid(format!(
+            "{} is not a mount point: nothing to unmount",
+            mp.display()
+        )));
+    };
+    if !entry.fen {
+        return Err(Error::invalid(format!(
+            "{} is not a fen-fs mount (it is {}): nothing unmounted",
+            mp.display(),
+            entry.fstype
+        )));
+    }
+    let daemons = daemons_of(&norm);
+    let path = std::ffi::CString::new(norm.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::invalid("mount point contains NUL"))?;
+    let flags = if lazy { libc::MNT_DETACH } else { 0 };
+    // SAFETY: valid C string.
+    let first = if unsafe { libc::umount2(path.as_ptr(), flags) } == 0 {
+        None
+    } else {
+        Some(std::io::Error::last_os_error())
+    };
+    match first.as_ref().and_then(|e| e.raw_os_error()) {
+        None => {}
+        Some(libc::EPERM) => fusermount_u(&norm, lazy)?,
+        Some(libc::EBUSY) if !daemons.is_empty() => return Err(busy(mp, &norm)),
+        Some(libc::EINVAL) => {
+            return Err(Error::invalid(format!(
+                "{} is not mounted (it was unmounted meanwhile)",
+                mp.display()
+            )));
+        }
+        // A stale mount (no daemon; busy or its connection gone): detach it.
+        // SAFETY: valid C string.
+        Some(_) if unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } == 0 => {}
+        Some(_) => {
+            return Err(Error::io(
+                format!("unmounting {}", mp.display()),
+                first.as_ref().unwrap(),
+            ));
+        }
+    }
+    // Lazily detached while in use, the daemon serves what is open until it is closed.
+    let patience = if lazy {
+        Duration::from_secs(2)
+    } else {
+        Duration::from_secs(60)
+    };
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let left: Vec<i32> = daemons.iter().copied().filter(|&p| alive(p)).collect();
+        if left.is_empty() {
+            break;
+        }
         if std::time::Instant::now() > deadline {
-            log::warn!("the daemon of {} has not exited after 60 s", mp.display());
+            if lazy {
+                eprintln!(
+                    "fen-fs: detached {}; still in use, so its daemon (pid {left:?}) serves \
+                     what is open and exits when the last user leaves",
+                    mp.display()
+                );
+            } else {
+                log::warn!("the daemon of {} has not exited after 60 s", mp.display());
+            }
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -343,34 +586,86 @@ pub fn umount(mp: &Path) -> Result<()> {
     Ok(())
 }
 
-fn unmount_only(mp: &Path) -> Result<()> {
-    let path = std::ffi::CString::new(mp.as_os_str().as_encoded_bytes())
-        .map_err(|_| Error::invalid("mount point contains NUL"))?;
-    // SAFETY: valid C string.
-    if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+/// Not root: the setuid helper unmounts what this user mounted.
+fn fusermount_u(mp: &Path, lazy: bool) -> Result<()> {
+    let mut cmd = std::process::Command::new("fusermount3");
+    cmd.arg("-u");
+    if lazy {
+        cmd.arg("-z");
+    }
+    let out = cmd
+        .arg("--")
+        .arg(mp)
+        .output()
+        .map_err(|e| Error::io("running fusermount3", &e))?;
+    if out.status.success() {
         return Ok(());
     }
-    let first = std::io::Error::last_os_error();
-    if first.raw_os_error() == Some(libc::EPERM) {
-        // Not root: the setuid helper can unmount what this user mounted.
-        let status = std::process::Command::new("fusermount3")
-            .arg("-u")
-            .arg("-z")
-            .arg(mp)
-            .status();
-        return match status {
-            Ok(s) if s.success() => Ok(()),
-            _ => Err(Error::io(format!("unmounting {}", mp.display()), &first)),
-        };
+    let said = String::from_utf8_lossy(&out.stderr);
+    if said.contains("busy") {
+        return Err(busy(mp, mp));
     }
-    // SAFETY: as above. A dead connection or a busy mount: detach it.
-    if first.raw_os_error() != Some(libc::EINVAL)
-        && unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } == 0
-    {
-        return Ok(());
-    }
-    Err(Error::io(
-        format!("unmounting {} (is it mounted?)", mp.display()),
-        &first,
+    Err(Error::new(
+        libc::EIO,
+        format!("unmounting {}: {}", mp.display(), said.trim()),
     ))
+}
+
+fn busy(mp: &Path, norm: &Path) -> Error {
+    let users = users_of(norm);
+    let mut msg = format!("{} is busy (Device or resource busy)", mp.display());
+    if users.is_empty() {
+        msg.push_str(": no process here uses it (another mount inside it, or a process in another mount namespace?)");
+    } else {
+        msg.push_str(", in use by:");
+        for (pid, comm, what) in users.iter().take(20) {
+            msg.push_str(&format!("\n  pid {pid} ({comm}): {what}"));
+        }
+        if users.len() > 20 {
+            msg.push_str(&format!("\n  ... and {} more", users.len() - 20));
+        }
+    }
+    msg.push_str(&format!(
+        "\nClose those files or leave the folder, then retry; or detach it anyway: \
+         fen-fs umount --lazy {}",
+        mp.display()
+    ));
+    Error::new(libc::EBUSY, msg)
+}
+
+/// The processes using something under `mp`: as working folder, root, or open file
+/// (their links in /proc name the path without asking the file system).
+fn users_of(mp: &Path) -> Vec<(i32, String, String)> {
+    let me = std::process::id() as i32;
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for pid in rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| p != me)
+    {
+        let proc = PathBuf::from(format!("/proc/{pid}"));
+        let under = |link: &Path| std::fs::read_link(link).ok().filter(|t| t.starts_with(mp));
+        let mut uses = Vec::new();
+        for (name, what) in [("cwd", "working folder"), ("root", "root folder")] {
+            if let Some(t) = under(&proc.join(name)) {
+                uses.push(format!("{what} {}", t.display()));
+            }
+        }
+        if let Ok(fds) = std::fs::read_dir(proc.join("fd")) {
+            for fd in fds.flatten() {
+                if let Some(t) = under(&fd.path()) {
+                    uses.push(format!("open file {}", t.display()));
+                }
+            }
+        }
+        if uses.is_empty() {
+            continue;
+        }
+        let comm = std::fs::read_to_string(proc.join("comm")).unwrap_or_default();
+        out.push((pid, comm.trim().to_string(), uses.join(", ")));
+    }
+    out
 }

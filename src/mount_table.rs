@@ -41,33 +41,80 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Every mount point in the table, and whether it is a fen-fs mount.
-pub fn mounts() -> Vec<(PathBuf, bool)> {
+/// One line of /proc/self/mountinfo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountEntry {
+    /// The mount's id: never reused while the mount exists, so with `dev` it tells
+    /// one mount at a path from a later one there.
+    pub id: u64,
+    /// The file system's device (`MAJ:MIN`); for FUSE, one per connection.
+    pub dev: String,
+    pub mountpoint: PathBuf,
+    pub fstype: String,
+    pub fen: bool,
+}
+
+fn parse_line(line: &str) -> Option<MountEntry> {
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER
+    let fields: Vec<&str> = line.split(' ').collect();
+    let id = fields.first()?.parse().ok()?;
+    let dev = fields.get(2)?.to_string();
+    let mp = fields.get(4)?;
+    let dash = fields.iter().position(|f| *f == "-")?;
+    let fstype = fields.get(dash + 1)?;
+    let source = fields.get(dash + 2).copied().unwrap_or("");
+    Some(MountEntry {
+        id,
+        dev,
+        mountpoint: PathBuf::from(unescape(mp)),
+        fstype: unescape(fstype),
+        fen: is_fen(fstype, source),
+    })
+}
+
+/// Every mount in the table, in mount order (a later one hides an earlier one at the
+/// same path).
+pub fn entries() -> Vec<MountEntry> {
     let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return Vec::new();
     };
-    table
-        .lines()
-        .filter_map(|line| {
-            // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER
-            let fields: Vec<&str> = line.split(' ').collect();
-            let mp = fields.get(4)?;
-            let dash = fields.iter().position(|f| *f == "-")?;
-            let fstype = fields.get(dash + 1)?;
-            let source = fields.get(dash + 2).copied().unwrap_or("");
-            Some((PathBuf::from(unescape(mp)), is_fen(fstype, source)))
-        })
+    table.lines().filter_map(parse_line).collect()
+}
+
+/// Every mount point in the table, and whether it is a fen-fs mount.
+pub fn mounts() -> Vec<(PathBuf, bool)> {
+    entries()
+        .into_iter()
+        .map(|e| (e.mountpoint, e.fen))
         .collect()
+}
+
+/// `path` made absolute and `.`/`..` resolved lexically, as mountinfo spells it
+/// (symbolic links are not followed: that would ask the file system mounted there).
+pub fn normalize(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The mount visible at exactly `path` (the topmost one), if any.
+pub fn entry_at(path: &Path) -> Option<MountEntry> {
+    let path = normalize(path);
+    entries().into_iter().rev().find(|e| e.mountpoint == path)
 }
 
 /// Whether a file system is mounted exactly at `path` (`Some`), and if it is fen-fs.
 pub fn mounted_at(path: &Path) -> Option<bool> {
-    let path = std::path::absolute(path).ok()?;
-    mounts()
-        .into_iter()
-        .rev()
-        .find(|(mp, _)| *mp == path)
-        .map(|(_, t)| t)
+    entry_at(path).map(|e| e.fen)
 }
 
 /// The fen-fs daemons' command lines: `fen-fs mount MP --foreground --store S ...`.
@@ -130,5 +177,18 @@ mod tests {
         assert_eq!(unescape(r"/tmp/a\040b"), "/tmp/a b");
         assert_eq!(unescape(r"/x\134y"), r"/x\y");
         assert_eq!(unescape("/plain"), "/plain");
+    }
+
+    #[test]
+    fn a_line_parses_into_its_fields() {
+        let e = parse_line(
+            "612 29 0:77 / /tmp/a\\040b rw,nosuid,nodev,noatime shared:1 - fuse fen-fs rw,user_id=0",
+        )
+        .unwrap();
+        assert_eq!(e.id, 612);
+        assert_eq!(e.dev, "0:77");
+        assert_eq!(e.mountpoint, Path::new("/tmp/a b"));
+        assert!(e.fen);
+        assert_eq!(normalize(Path::new("/a/./b/../c/")), Path::new("/a/c"));
     }
 }

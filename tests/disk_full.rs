@@ -266,7 +266,8 @@ fn disk_full_with(test: &str, args: &[&str]) {
     let last = entries.last().unwrap();
     assert_eq!(last["id"], id.as_str());
     assert_eq!(last["parent-id"], acked.last().unwrap().as_str());
-    let mut root = Ctl::open(&m.path("ctl"));
+    // Assigned, not shadowed: the first handle must close, or the umount is busy.
+    root = Ctl::open(&m.path("ctl"));
     let reply = root
         .send(big_first.as_bytes())
         .expect("create after freeing");

@@ -111,17 +111,21 @@ struct MountArgs {
     /// Request-handling threads.
     #[arg(long, default_value_t = 16)]
     threads: usize,
-    /// Where the detached daemon logs (RUST_LOG sets the level).
+    /// Where the detached daemon logs (RUST_LOG sets the level); default
+    /// $XDG_STATE_HOME/fen/fen-fs.log.
     #[arg(long)]
     log_file: Option<PathBuf>,
     /// Longest accepted ctl line (and unterminated buffer), in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_ENTRY_BYTES)]
     max_entry_bytes: usize,
+    /// Mount over a folder that is not empty (its files are hidden while mounted).
+    #[arg(long)]
+    nonempty: bool,
     #[command(flatten)]
     sources: SourceArgs,
     /// Mount options, comma-separated, as mount(8) and /etc/fstab pass them:
     /// fsync=MODE, allow_other, threads=N, log_file=FILE, max_entry_bytes=N,
-    /// store=DIR, no_detect; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
+    /// store=DIR, no_detect, nonempty; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
     #[arg(short = 'o', value_name = "OPTS", value_delimiter = ',')]
     mount_options: Vec<String>,
 }
@@ -174,6 +178,7 @@ impl MountArgs {
                 "store" => self.store = Some(PathBuf::from(need(value)?)),
                 "no_detect" => self.sources.no_detect = true,
                 "foreground" => self.foreground = true,
+                "nonempty" => self.nonempty = true,
                 k if GENERIC_OPTIONS.contains(&k) => {}
                 _ => return Err(crate::Error::invalid(format!("unknown mount option {opt}"))),
             }
@@ -191,6 +196,7 @@ impl MountArgs {
             threads: self.threads,
             log_file: self.log_file,
             max_entry_bytes: self.max_entry_bytes,
+            nonempty: self.nonempty,
             foreign: self.sources.options(),
         }
     }
@@ -200,8 +206,15 @@ impl MountArgs {
 enum Command {
     /// Mount the store at MOUNTPOINT (returns once it is ready, leaving a daemon).
     Mount(MountArgs),
-    /// Unmount, also a stale mount left by a killed daemon.
-    Umount { mountpoint: PathBuf },
+    /// Unmount (waiting for the daemon to exit), also a stale mount left by a killed
+    /// daemon. Refuses what is not a fen-fs mount, and a busy one unless --lazy.
+    Umount {
+        mountpoint: PathBuf,
+        /// Detach even while in use (MNT_DETACH): the daemon serves what is still
+        /// open and exits when the last user leaves.
+        #[arg(long, short = 'l')]
+        lazy: bool,
+    },
     /// The active fen-fs mounts: mount point, store, daemon pid, sessions, fsync mode.
     Status {
         /// One JSON object per mount instead of a table.
@@ -354,8 +367,8 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             let _ = std::io::stdout().write_all(&out);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Umount { mountpoint } => {
-            crate::daemon::umount(&mountpoint).map(|_| ExitCode::SUCCESS)
+        Command::Umount { mountpoint, lazy } => {
+            crate::daemon::umount(&mountpoint, lazy).map(|_| ExitCode::SUCCESS)
         }
         Command::Slug { dir, on_disk } => {
             let ns = naming::slug(&list::absolute_dir(&dir.unwrap_or_else(current_dir)));
@@ -604,12 +617,13 @@ mod tests {
             "mount",
             "/m",
             "-o",
-            "fsync=no,allow_other,threads=3,noatime",
+            "fsync=no,allow_other,threads=3,noatime,nonempty",
         ]);
         let Command::Mount(args) = &mut cli.command else {
             panic!("not mount")
         };
         args.apply_mount_options().unwrap();
+        assert!(args.nonempty);
         assert_eq!(args.fsync, FsyncMode::No);
         assert!(args.allow_other);
         assert_eq!(args.threads, 3);

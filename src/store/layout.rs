@@ -10,14 +10,26 @@ pub fn default_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("FEN_FS_STORE").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }
-    let state = std::env::var_os("XDG_STATE_HOME")
+    state_dir().join("sessions")
+}
+
+/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen`: fen's own folder.
+fn state_dir() -> PathBuf {
+    std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
             PathBuf::from(home).join(".local/state")
-        });
-    state.join("fen").join("sessions")
+        })
+        .join("fen")
+}
+
+/// Where a detached daemon logs without `--log-file`:
+/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/fen-fs.log` (beside the default store,
+/// not in it: the store holds only sessions and fen-fs's caches).
+pub fn default_log_file() -> PathBuf {
+    state_dir().join("fen-fs.log")
 }
 
 /// fen-fs's own folder in the store: caches (safe to delete) and lock files. It holds
