@@ -16,6 +16,9 @@ pub fn fen_fs() -> Command {
     for var in ["PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"] {
         cmd.env(var, "/nonexistent/fen-fs-tests");
     }
+    // Nor its state folder: a daemon without --log-file logs there by default.
+    let state = std::env::temp_dir().join(format!("fen-fs-tests-state-{}", std::process::id()));
+    cmd.env("XDG_STATE_HOME", state);
     cmd
 }
 
