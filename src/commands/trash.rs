@@ -102,16 +102,7 @@ impl TrashListing {
 
 /// A JSON array with one object per line, as `index.json`.
 pub fn render_json(list: &[TrashListing]) -> Vec<u8> {
-    if list.is_empty() {
-        return b"[]\n".to_vec();
-    }
-    let mut out = b"[\n".to_vec();
-    for (i, l) in list.iter().enumerate() {
-        out.extend(serde_json::to_vec(l).expect("listing serializes"));
-        out.extend_from_slice(if i + 1 == list.len() { b"\n" } else { b",\n" });
-    }
-    out.extend_from_slice(b"]\n");
-    out
+    crate::views::listing::render_json(list)
 }
 
 fn human_size(n: u64) -> String {

@@ -114,13 +114,7 @@ impl Dir {
                 mode as libc::c_uint,
             )
         })?;
-        // SAFETY: a descriptor we just opened.
-        let file = unsafe { File::from_raw_fd(fd) };
-        let meta = file.metadata()?;
-        if !meta.file_type().is_file() {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        Ok((file, meta))
+        regular_file(fd)
     }
 
     /// `name` read-only, if it is a regular file.
@@ -309,13 +303,7 @@ pub fn open_path(path: &Path, flags: i32) -> std::io::Result<(File, Metadata)> {
             flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
         )
     })?;
-    // SAFETY: a descriptor we just opened.
-    let file = unsafe { File::from_raw_fd(fd) };
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    Ok((file, meta))
+    regular_file(fd)
 }
 
 /// Opens `root/ns/name` without following any link below `root`.
@@ -328,4 +316,16 @@ pub fn open_in_store(
     Dir::open_root(root)?
         .open_dir(ns)?
         .open_file_with(name, flags, 0)
+}
+
+/// A descriptor just opened, kept only if `fstat` says it is a regular file (what
+/// was opened, not what a path named a moment before).
+fn regular_file(fd: i32) -> std::io::Result<(File, std::fs::Metadata)> {
+    // SAFETY: a descriptor we just opened and own.
+    let file = unsafe { File::from_raw_fd(fd) };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok((file, meta))
 }

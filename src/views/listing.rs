@@ -48,7 +48,7 @@ pub fn sort_newest_first(list: &mut [Listing]) {
 }
 
 /// A JSON array with one object per line (grep- and jq-friendly), like conversation.json.
-pub fn render_json(list: &[Listing]) -> Vec<u8> {
+pub fn render_json<T: Serialize>(list: &[T]) -> Vec<u8> {
     if list.is_empty() {
         return b"[]\n".to_vec();
     }
