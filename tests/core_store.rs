@@ -284,7 +284,7 @@ fn list_newest_first_and_by_cwd() {
     ] {
         assert!(keys.iter().any(|x| *x == k), "index.json lacks {k}");
     }
-    assert_eq!(render_json(&[]), b"[]\n");
+    assert_eq!(render_json::<fen_fs::views::listing::Listing>(&[]), b"[]\n");
 }
 
 #[test]
