@@ -96,7 +96,7 @@ impl Fixture {
 fn an_empty_store_has_only_the_root_ctl() {
     let f = fixture();
     assert_eq!(f.names("/"), [".", "..", "ctl"]);
-    let attr = f.tree.getattr(ROOT, None).unwrap();
+    let attr = f.tree.getattr(ROOT, None, None).unwrap();
     assert_eq!(attr.kind, FileKind::Directory);
     assert_eq!(attr.perm, 0o755);
     assert_eq!(f.lookup("nothing").unwrap_err().errno, libc::ENOENT);
@@ -131,7 +131,7 @@ fn a_created_session_is_listed_and_its_views_read() {
         "transcript.jsonl",
     ] {
         let p = format!("{path}/{view}");
-        let attr = f.tree.getattr(f.lookup(&p).unwrap(), None).unwrap();
+        let attr = f.tree.getattr(f.lookup(&p).unwrap(), None, None).unwrap();
         assert_eq!(attr.size, f.cat(&p).len() as u64, "{view}");
         assert_eq!(attr.perm, 0o444);
     }
@@ -204,7 +204,7 @@ fn an_open_view_is_a_snapshot() {
     let conv = f.lookup(&format!("{path}/conversation.json")).unwrap();
     let o = f.tree.open(conv, libc::O_RDONLY, 1).unwrap();
     assert_eq!(o.cache, CacheMode::DirectIo);
-    let size = f.tree.getattr(conv, Some(o.fh)).unwrap().size;
+    let size = f.tree.getattr(conv, Some(o.fh), None).unwrap().size;
     f.ctl(
         &format!("{path}/ctl"),
         "{\"role\":\"assistant\",\"content\":\"two\"}\n",
@@ -212,9 +212,9 @@ fn an_open_view_is_a_snapshot() {
     .0
     .unwrap();
     // The handle keeps its size and bytes; a fresh open sees the append.
-    assert_eq!(f.tree.getattr(conv, Some(o.fh)).unwrap().size, size);
+    assert_eq!(f.tree.getattr(conv, Some(o.fh), None).unwrap().size, size);
     assert_eq!(f.tree.read(o.fh, 0, 1 << 20).unwrap().len() as u64, size);
-    assert!(f.tree.getattr(conv, None).unwrap().size > size);
+    assert!(f.tree.getattr(conv, None, None).unwrap().size > size);
     f.tree.release(o.fh);
 }
 
@@ -263,7 +263,10 @@ fn a_session_deleted_behind_the_tree_disappears() {
     let (ns, dir) = path.split_once('/').unwrap();
     let ino = f.lookup(&path).unwrap();
     std::fs::remove_file(f.store.session_path(&disk_ns(ns), dir)).unwrap();
-    assert_eq!(f.tree.getattr(ino, None).unwrap_err().errno, libc::ENOENT);
+    assert_eq!(
+        f.tree.getattr(ino, None, None).unwrap_err().errno,
+        libc::ENOENT
+    );
     assert_eq!(f.lookup(ns).unwrap_err().errno, libc::ENOENT);
     assert_eq!(f.names("/"), [".", "..", "ctl"]);
 }
