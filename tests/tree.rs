@@ -478,3 +478,41 @@ fn another_agents_session_cannot_be_removed() {
     assert!(f.store.session_path(&disk_ns(ns), dir).exists());
     assert!(f.store.trashed().unwrap().is_empty());
 }
+
+/// A `ctl`'s size is its log; a read-only handle reads that log at offsets and grows
+/// with new lines (tail -f), also through its process's `getattr` without a handle.
+#[test]
+fn ctl_size_is_its_log_and_a_reader_follows_it() {
+    let f = fixture();
+    let s = f.create("/p", "hi");
+    let ctl_path = format!("{s}/ctl");
+    let ino = f.lookup(&ctl_path).unwrap();
+    f.ctl(&ctl_path, "{\"role\":\"user\",\"content\":\"a\"}\n")
+        .0
+        .unwrap();
+    let log = f.cat(&ctl_path);
+    assert_eq!(
+        f.tree.getattr(ino, None, None).unwrap().size,
+        log.len() as u64
+    );
+    let root_log = f.cat("ctl");
+    assert_eq!(
+        f.tree.lookup(ROOT, OsStr::new("ctl")).unwrap().size,
+        root_log.len() as u64
+    );
+
+    let o = f.tree.open(ino, libc::O_RDONLY, 77).unwrap();
+    assert_eq!(o.cache, CacheMode::DirectIo);
+    assert_eq!(f.tree.read(o.fh, 4, 10).unwrap(), log[4..14].to_vec());
+    f.ctl(&ctl_path, "{\"role\":\"user\",\"content\":\"b\"}\n")
+        .0
+        .unwrap();
+    let grown = f.tree.getattr(ino, Some(o.fh), None).unwrap().size;
+    assert!(grown > log.len() as u64);
+    // The reader's process sees its handle's size; another process the log's.
+    assert_eq!(f.tree.getattr(ino, None, Some(77)).unwrap().size, grown);
+    let tail = f.tree.read(o.fh, log.len() as u64, 4096).unwrap();
+    assert!(String::from_utf8(tail).unwrap().contains(" ok "));
+    f.tree.flush(ino, o.fh, 5).unwrap();
+    f.tree.release(o.fh);
+}
