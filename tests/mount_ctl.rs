@@ -594,9 +594,15 @@ fn ctl_frames_lines_per_handle() {
     assert_eq!(ids.len(), 2, "{rc:?}");
     assert!(ids[0] < ids[1]);
 
-    // Offsets are ignored: a pwrite far out appends like any write.
-    let d = open_rw();
-    d.write_all_at(b"{\"role\":\"user\",\"content\":\"at offset\"}\n", 123_456)
+    // A handle open for writing is a stream (no position, so writers run
+    // concurrently): a positional write fails with ESPIPE, as on a pipe, and
+    // appends nothing; a plain write appends.
+    let mut d = open_rw();
+    let e = d
+        .write_all_at(b"{\"role\":\"user\",\"content\":\"lost\"}\n", 123_456)
+        .unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ESPIPE));
+    d.write_all(b"{\"role\":\"user\",\"content\":\"at offset\"}\n")
         .unwrap();
 
     // meta.json counts the ctl handles open for writing.

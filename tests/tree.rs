@@ -96,7 +96,7 @@ impl Fixture {
 fn an_empty_store_has_only_the_root_ctl() {
     let f = fixture();
     assert_eq!(f.names("/"), [".", "..", "ctl"]);
-    let attr = f.tree.getattr(ROOT, None).unwrap();
+    let attr = f.tree.getattr(ROOT, None, None).unwrap();
     assert_eq!(attr.kind, FileKind::Directory);
     assert_eq!(attr.perm, 0o755);
     assert_eq!(f.lookup("nothing").unwrap_err().errno, libc::ENOENT);
@@ -131,7 +131,7 @@ fn a_created_session_is_listed_and_its_views_read() {
         "transcript.jsonl",
     ] {
         let p = format!("{path}/{view}");
-        let attr = f.tree.getattr(f.lookup(&p).unwrap(), None).unwrap();
+        let attr = f.tree.getattr(f.lookup(&p).unwrap(), None, None).unwrap();
         assert_eq!(attr.size, f.cat(&p).len() as u64, "{view}");
         assert_eq!(attr.perm, 0o444);
     }
@@ -204,7 +204,7 @@ fn an_open_view_is_a_snapshot() {
     let conv = f.lookup(&format!("{path}/conversation.json")).unwrap();
     let o = f.tree.open(conv, libc::O_RDONLY, 1).unwrap();
     assert_eq!(o.cache, CacheMode::DirectIo);
-    let size = f.tree.getattr(conv, Some(o.fh)).unwrap().size;
+    let size = f.tree.getattr(conv, Some(o.fh), None).unwrap().size;
     f.ctl(
         &format!("{path}/ctl"),
         "{\"role\":\"assistant\",\"content\":\"two\"}\n",
@@ -212,9 +212,9 @@ fn an_open_view_is_a_snapshot() {
     .0
     .unwrap();
     // The handle keeps its size and bytes; a fresh open sees the append.
-    assert_eq!(f.tree.getattr(conv, Some(o.fh)).unwrap().size, size);
+    assert_eq!(f.tree.getattr(conv, Some(o.fh), None).unwrap().size, size);
     assert_eq!(f.tree.read(o.fh, 0, 1 << 20).unwrap().len() as u64, size);
-    assert!(f.tree.getattr(conv, None).unwrap().size > size);
+    assert!(f.tree.getattr(conv, None, None).unwrap().size > size);
     f.tree.release(o.fh);
 }
 
@@ -263,7 +263,10 @@ fn a_session_deleted_behind_the_tree_disappears() {
     let (ns, dir) = path.split_once('/').unwrap();
     let ino = f.lookup(&path).unwrap();
     std::fs::remove_file(f.store.session_path(&disk_ns(ns), dir)).unwrap();
-    assert_eq!(f.tree.getattr(ino, None).unwrap_err().errno, libc::ENOENT);
+    assert_eq!(
+        f.tree.getattr(ino, None, None).unwrap_err().errno,
+        libc::ENOENT
+    );
     assert_eq!(f.lookup(ns).unwrap_err().errno, libc::ENOENT);
     assert_eq!(f.names("/"), [".", "..", "ctl"]);
 }
@@ -474,4 +477,42 @@ fn another_agents_session_cannot_be_removed() {
     assert_eq!(err.errno, libc::EROFS, "{err}");
     assert!(f.store.session_path(&disk_ns(ns), dir).exists());
     assert!(f.store.trashed().unwrap().is_empty());
+}
+
+/// A `ctl`'s size is its log; a read-only handle reads that log at offsets and grows
+/// with new lines (tail -f), also through its process's `getattr` without a handle.
+#[test]
+fn ctl_size_is_its_log_and_a_reader_follows_it() {
+    let f = fixture();
+    let s = f.create("/p", "hi");
+    let ctl_path = format!("{s}/ctl");
+    let ino = f.lookup(&ctl_path).unwrap();
+    f.ctl(&ctl_path, "{\"role\":\"user\",\"content\":\"a\"}\n")
+        .0
+        .unwrap();
+    let log = f.cat(&ctl_path);
+    assert_eq!(
+        f.tree.getattr(ino, None, None).unwrap().size,
+        log.len() as u64
+    );
+    let root_log = f.cat("ctl");
+    assert_eq!(
+        f.tree.lookup(ROOT, OsStr::new("ctl")).unwrap().size,
+        root_log.len() as u64
+    );
+
+    let o = f.tree.open(ino, libc::O_RDONLY, 77).unwrap();
+    assert_eq!(o.cache, CacheMode::DirectIo);
+    assert_eq!(f.tree.read(o.fh, 4, 10).unwrap(), log[4..14].to_vec());
+    f.ctl(&ctl_path, "{\"role\":\"user\",\"content\":\"b\"}\n")
+        .0
+        .unwrap();
+    let grown = f.tree.getattr(ino, Some(o.fh), None).unwrap().size;
+    assert!(grown > log.len() as u64);
+    // The reader's process sees its handle's size; another process the log's.
+    assert_eq!(f.tree.getattr(ino, None, Some(77)).unwrap().size, grown);
+    let tail = f.tree.read(o.fh, log.len() as u64, 4096).unwrap();
+    assert!(String::from_utf8(tail).unwrap().contains(" ok "));
+    f.tree.flush(ino, o.fh, 5).unwrap();
+    f.tree.release(o.fh);
 }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::session::Session;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 pub const DEFAULT_MAX_ENTRY_BYTES: usize = 16 << 20;
 /// The largest FUSE write request (the mount's `max_write`); a bigger `write(2)`
@@ -40,8 +40,64 @@ impl CtlTarget {
 pub struct CtlService {
     pub store: Arc<Store>,
     pub max_entry_bytes: usize,
-    logs: Mutex<HashMap<String, VecDeque<String>>>,
+    logs: Mutex<HashMap<String, Log>>,
     writers: Mutex<HashMap<String, u64>>,
+}
+
+/// One control file's recent replies, and the read-only handles following it.
+#[derive(Default)]
+struct Log {
+    /// The last `LOG_LINES` lines, each ending in `\n`.
+    lines: VecDeque<String>,
+    /// Their total length: the size `stat` reports.
+    bytes: usize,
+    /// Read-only handles (with the opener's pid); each gets every new line.
+    followers: Vec<(u32, Weak<Mutex<Follow>>)>,
+}
+
+impl Log {
+    fn text(&self) -> Vec<u8> {
+        self.lines.iter().flat_map(|l| l.bytes()).collect()
+    }
+}
+
+/// What a read-only handle reads: the log as it was at open, then every line logged
+/// since. Append-only, so a reader's offsets stay valid (`less`, `tail`, `tail -f`)
+/// while the log itself is a ring of 64 lines whose start moves.
+#[derive(Default)]
+struct Follow {
+    /// Offset of `bytes[0]`: the front is dropped past `MAX_FOLLOW` bytes.
+    base: u64,
+    bytes: Vec<u8>,
+}
+
+/// Bytes kept per following handle (a `tail -f` left open for days must not grow
+/// the daemon without bound); reads before the kept part return nothing.
+const MAX_FOLLOW: usize = 1 << 20;
+
+impl Follow {
+    fn size(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    fn push(&mut self, line: &str) {
+        self.bytes.extend_from_slice(line.as_bytes());
+        if self.bytes.len() > MAX_FOLLOW {
+            let over = self.bytes.len() - MAX_FOLLOW / 2;
+            let cut = memchr::memchr(b'\n', &self.bytes[over..]).map_or(over, |i| over + i + 1);
+            self.bytes.drain(..cut);
+            self.base += cut as u64;
+        }
+    }
+
+    fn read_at(&self, offset: u64, size: usize) -> Vec<u8> {
+        let Some(start) = offset.checked_sub(self.base) else {
+            return Vec::new();
+        };
+        let start = (start as usize).min(self.bytes.len());
+        let end = start.saturating_add(size).min(self.bytes.len());
+        self.bytes[start..end].to_vec()
+    }
 }
 
 /// One open control file: the partial line carried between writes, and the replies.
@@ -54,6 +110,8 @@ pub struct CtlHandle {
     wrote: bool,
     log_snapshot: Option<Vec<u8>>,
     counted_as_writer: bool,
+    /// A read-only handle's view of the log (offsets honoured, as in every view).
+    follow: Option<Arc<Mutex<Follow>>>,
     /// Who wrote last (the kernel's lock owner: one per process's file table).
     writer: Option<u64>,
     /// The kernel splits one big `write(2)` into requests of `MAX_WRITE` and reports
@@ -80,6 +138,7 @@ impl CtlService {
     }
 
     pub fn open(&self, target: CtlTarget, pid: u32, for_writing: bool) -> CtlHandle {
+        let mut follow = None;
         if for_writing {
             *self
                 .writers
@@ -87,6 +146,16 @@ impl CtlService {
                 .unwrap()
                 .entry(target.log_key())
                 .or_default() += 1;
+        } else {
+            let mut logs = self.logs.lock().unwrap();
+            let log = logs.entry(target.log_key()).or_default();
+            let f = Arc::new(Mutex::new(Follow {
+                base: 0,
+                bytes: log.text(),
+            }));
+            log.followers.retain(|(_, w)| w.strong_count() > 0);
+            log.followers.push((pid, Arc::downgrade(&f)));
+            follow = Some(f);
         }
         CtlHandle {
             target,
@@ -97,6 +166,7 @@ impl CtlService {
             wrote: false,
             log_snapshot: None,
             counted_as_writer: for_writing,
+            follow,
             writer: None,
             oversize: false,
             last_len: 0,
@@ -104,6 +174,13 @@ impl CtlService {
     }
 
     pub fn release(&self, handle: &CtlHandle) {
+        if let Some(f) = &handle.follow {
+            let mut logs = self.logs.lock().unwrap();
+            if let Some(log) = logs.get_mut(&handle.target.log_key()) {
+                log.followers
+                    .retain(|(_, w)| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), &**f));
+            }
+        }
         if handle.counted_as_writer {
             let mut w = self.writers.lock().unwrap();
             if let Some(n) = w.get_mut(&handle.target.log_key()) {
@@ -123,11 +200,46 @@ impl CtlService {
         self.writers.lock().unwrap().get(&key).copied().unwrap_or(0)
     }
 
+    /// The size of a control file as `stat` sees it: its log, which a fresh `open`
+    /// and `read` return (`session`: `(namespace, dir)`, `None` for the root `ctl`).
+    /// A process that holds a read-only handle of it sees that handle's size instead:
+    /// `fstat` reaches FUSE without the handle, and `tail -f` polls it to find what
+    /// its handle has not read yet (the log's own size stops growing at 64 lines).
+    pub fn log_size(&self, session: Option<(&str, &str)>, pid: Option<u32>) -> u64 {
+        let key = session.map_or(String::new(), |(ns, dir)| format!("{ns}/{dir}"));
+        let logs = self.logs.lock().unwrap();
+        let Some(log) = logs.get(&key) else {
+            return 0;
+        };
+        let followed = pid.and_then(|pid| {
+            log.followers
+                .iter()
+                .rev()
+                .filter(|(p, _)| *p == pid)
+                .find_map(|(_, w)| w.upgrade())
+        });
+        match followed {
+            Some(f) => f.lock().unwrap().size(),
+            None => log.bytes as u64,
+        }
+    }
+
+    /// The size through an open handle: a reader's view; for a writer, the log's.
+    pub fn handle_size(&self, h: &CtlHandle) -> u64 {
+        match &h.follow {
+            Some(f) => f.lock().unwrap().size(),
+            None => {
+                let logs = self.logs.lock().unwrap();
+                logs.get(&h.target.log_key()).map_or(0, |l| l.bytes as u64)
+            }
+        }
+    }
+
     /// A `write(2)`: frames lines by `\n`, validates every complete line, and appends
-    /// them all or none. Returns the number of bytes accepted (all of them) or the
-    /// error of the first bad line.
+    /// them all or none. Returns whether anything was appended, or the error of the
+    /// first bad line.
     /// `writer` identifies the writing process's descriptor table (FUSE lock owner).
-    pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<()> {
+    pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<bool> {
         if !h.wrote {
             // Reads so far were of the log; replies are read from their own start.
             h.wrote = true;
@@ -163,7 +275,7 @@ impl CtlService {
         }
         let Some(cut) = cut else {
             h.pending.extend_from_slice(data);
-            return Ok(());
+            return Ok(false);
         };
         let mut complete = std::mem::take(&mut h.pending);
         complete.extend_from_slice(&data[..cut]);
@@ -179,35 +291,34 @@ impl CtlService {
     /// `flush` (each `close`): a final line without `\n` is processed now — unless the
     /// closer is another process than the writer (a forked child closing its inherited
     /// copy must not cut the writer's half-written line in two). `closer: None` (the
-    /// last release) always processes it.
-    pub fn flush(&self, h: &mut CtlHandle, closer: Option<u64>) -> Result<()> {
+    /// last release) always processes it. Returns whether anything was appended.
+    pub fn flush(&self, h: &mut CtlHandle, closer: Option<u64>) -> Result<bool> {
         if h.pending.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         if let (Some(c), Some(w)) = (closer, h.writer)
             && c != w
         {
-            return Ok(());
+            return Ok(false);
         }
         let line = std::mem::take(&mut h.pending);
         self.process(h, &line)
     }
 
-    /// `read`: the replies to this handle's writes, or (if it wrote nothing) the log.
-    /// Offsets are ignored: a control file is a stream.
-    pub fn read(&self, h: &mut CtlHandle, size: usize) -> Vec<u8> {
+    /// `read`: a read-only handle reads its view of the log at `offset`. A handle
+    /// open for writing is a stream (the kernel passes no offsets): the replies to
+    /// its writes, or (if it wrote nothing yet) the log.
+    pub fn read(&self, h: &mut CtlHandle, offset: u64, size: usize) -> Vec<u8> {
+        if let Some(f) = &h.follow {
+            return f.lock().unwrap().read_at(offset, size);
+        }
         let source: &[u8] = if h.wrote {
             &h.replies
         } else {
             if h.log_snapshot.is_none() {
                 let logs = self.logs.lock().unwrap();
-                let lines = logs.get(&h.target.log_key());
-                let text: String = lines
-                    .into_iter()
-                    .flatten()
-                    .map(|l| format!("{l}\n"))
-                    .collect();
-                h.log_snapshot = Some(text.into_bytes());
+                let text = logs.get(&h.target.log_key()).map(Log::text);
+                h.log_snapshot = Some(text.unwrap_or_default());
             }
             h.log_snapshot.as_deref().unwrap_or_default()
         };
@@ -224,13 +335,14 @@ impl CtlService {
     }
 
     /// Validates all lines of `bytes` (which ends without its last `\n`), then appends.
-    fn process(&self, h: &mut CtlHandle, bytes: &[u8]) -> Result<()> {
+    /// `Ok(true)`: lines were appended; `Ok(false)`: there were none.
+    fn process(&self, h: &mut CtlHandle, bytes: &[u8]) -> Result<bool> {
         let lines: Vec<&[u8]> = bytes
             .split(|&b| b == b'\n')
             .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
             .collect();
         if lines.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let results = match &h.target {
             CtlTarget::Session(s) => self.append_to(s, &lines),
@@ -244,7 +356,7 @@ impl CtlService {
                 Err(errors.find(|e| e.errno != libc::ECANCELED).unwrap_or(e))
             }
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(true),
         }
     }
 
@@ -315,9 +427,19 @@ impl CtlService {
             h.replies.extend_from_slice(reply.as_bytes());
             h.replies.push(b'\n');
             h.trim_replies();
-            log.push_back(format!("{now} pid={} {reply}", h.pid));
-            while log.len() > LOG_LINES {
-                log.pop_front();
+            let line = format!("{now} pid={} {reply}\n", h.pid);
+            log.followers.retain(|(_, w)| match w.upgrade() {
+                Some(f) => {
+                    f.lock().unwrap().push(&line);
+                    true
+                }
+                None => false,
+            });
+            log.bytes += line.len();
+            log.lines.push_back(line);
+            while log.lines.len() > LOG_LINES {
+                let gone = log.lines.pop_front().unwrap_or_default();
+                log.bytes -= gone.len();
             }
         }
     }

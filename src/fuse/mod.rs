@@ -57,7 +57,11 @@ fn fopen_flags(cache: CacheMode) -> FopenFlags {
     match cache {
         CacheMode::DirectIo => FopenFlags::FOPEN_DIRECT_IO,
         CacheMode::KeepCache => FopenFlags::FOPEN_KEEP_CACHE,
-        CacheMode::Stream => FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES,
+        CacheMode::Stream => {
+            FopenFlags::FOPEN_DIRECT_IO
+                | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+                | FopenFlags::FOPEN_STREAM
+        }
     }
 }
 
@@ -97,8 +101,11 @@ impl Filesystem for FenFuse {
         reply_entry(reply, self.tree.lookup(parent.0, name));
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        reply_attr(reply, self.tree.getattr(ino.0, fh.map(|f| f.0)));
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply_attr(
+            reply,
+            self.tree.getattr(ino.0, fh.map(|f| f.0), Some(req.pid())),
+        );
     }
 
     fn setattr(

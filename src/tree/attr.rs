@@ -64,8 +64,10 @@ pub enum CacheMode {
     DirectIo,
     /// Append-only bytes: the page cache may keep them across opens.
     KeepCache,
-    /// A control stream: no page cache, and writers on separate descriptors reach
-    /// the daemon concurrently (group commit).
+    /// A `ctl` open for writing: no page cache, no file position (the kernel passes
+    /// offset 0 to every write, so one that is no longer than the `ctl`'s size runs
+    /// concurrently with others: group commit), and writers on separate descriptors
+    /// reach the daemon concurrently. `lseek` fails with ESPIPE, as on a pipe.
     Stream,
 }
 

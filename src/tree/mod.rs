@@ -26,13 +26,6 @@ use std::time::SystemTime;
 
 pub use inodes::ROOT;
 
-/// The size a `ctl` reports. The kernel serializes direct writes that end past a
-/// file's size (and all O_APPEND writes); below this size, writers on separate
-/// descriptors of one `ctl` reach the daemon concurrently and share `fdatasync`s
-/// (group commit). Small on purpose: readers such as `read_to_string` or Python's
-/// `read()` preallocate `st_size`. Reads ignore offsets (a control file is a stream).
-const CTL_SIZE: u64 = 1 << 20;
-
 /// One entry of a folder listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
@@ -199,21 +192,23 @@ impl Tree {
         self.ctl.as_ref().map_or(0, |c| c.writers_of(ns, dir))
     }
 
-    /// Attributes of `node` as the store is now; `snapshot` is an open handle's view.
-    fn node_attr(&self, ino: u64, node: &Node, snapshot: Option<&Snapshot>) -> Result<Attr> {
+    /// Attributes of `node` as the store is now; `opened` is the size through an open
+    /// handle (its snapshot's), `pid` who asks (a `ctl` is sized per reader).
+    fn node_attr(
+        &self,
+        ino: u64,
+        node: &Node,
+        opened: Option<u64>,
+        pid: Option<u32>,
+    ) -> Result<Attr> {
         Ok(match node {
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
             Node::RootCtl => {
+                let size = opened.unwrap_or_else(|| self.ctl_size(None, pid));
                 self.ctl_service()?;
                 Attr {
                     blocks: 0,
-                    ..self.attr(
-                        ino,
-                        FileKind::RegularFile,
-                        0o600,
-                        CTL_SIZE,
-                        self.root_mtime(),
-                    )
+                    ..self.attr(ino, FileKind::RegularFile, 0o600, size, self.root_mtime())
                 }
             }
             Node::Namespace(ns) => {
@@ -227,8 +222,8 @@ impl Tree {
             }
             Node::IndexJson(ns) => {
                 let mtime = self.namespace_mtime(ns)?;
-                let size = match snapshot {
-                    Some(s) => s.size(),
+                let size = match opened {
+                    Some(s) => s,
                     None => self.namespace_index(ns)?.index_json.len() as u64,
                 };
                 self.attr(ino, FileKind::RegularFile, 0o444, size, mtime)
@@ -242,22 +237,28 @@ impl Tree {
                 if !source.writable() {
                     return Err(Error::not_found(format!("no ctl in {ns}/{dir}")));
                 }
-                // A stream, not stored data: `du` and `ls -s` say 0.
+                let size = opened.unwrap_or_else(|| self.ctl_size(Some((ns, dir)), pid));
+                // Not stored data: `du` and `ls -s` say 0.
                 Attr {
                     blocks: 0,
-                    ..self.attr(ino, FileKind::RegularFile, 0o600, CTL_SIZE, stat.mtime)
+                    ..self.attr(ino, FileKind::RegularFile, 0o600, size, stat.mtime)
                 }
             }
             Node::View(ns, dir, kind) => {
                 let (source, stat) = self.session_source(ns, dir)?;
-                let size = match (snapshot, kind) {
-                    (Some(s), _) => s.size(),
+                let size = match (opened, kind) {
+                    (Some(s), _) => s,
                     (None, ViewKind::Transcript) => stat.size,
                     (None, k) => source.view_size(ns, dir, *k, self.writers(ns, dir))?,
                 };
                 self.attr(ino, FileKind::RegularFile, 0o444, size, stat.mtime)
             }
         })
+    }
+
+    /// A `ctl`'s size: its log (what a fresh `open` and `read` return).
+    fn ctl_size(&self, session: Option<(&str, &str)>, pid: Option<u32>) -> u64 {
+        self.ctl.as_ref().map_or(0, |c| c.log_size(session, pid))
     }
 
     fn child(&self, parent: &Node, name: &str) -> Result<Node> {
@@ -384,17 +385,20 @@ impl Tree {
         let name = name.to_str().ok_or_else(|| Error::not_found("not UTF-8"))?;
         let node = self.child(&parent, name)?;
         let ino = self.inodes.ino(&node);
-        self.node_attr(ino, &node, None)
+        self.node_attr(ino, &node, None, None)
     }
 
-    /// Attributes of `ino`; through an open handle `fh`, its snapshot's size.
-    pub fn getattr(&self, ino: u64, fh: Option<u64>) -> Result<Attr> {
+    /// Attributes of `ino`; through an open handle `fh`, its snapshot's size. `pid`
+    /// is the asking process (`fstat` comes without `fh`; a `ctl` reader's process
+    /// then sees its handle's size).
+    pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: Option<u32>) -> Result<Attr> {
         let handle = fh.and_then(|fh| self.handle(fh));
-        let snapshot = match handle.as_deref() {
-            Some(OpenFile::View(s)) => Some(s),
+        let opened = match (handle.as_deref(), &self.ctl) {
+            (Some(OpenFile::View(s)), _) => Some(s.size()),
+            (Some(OpenFile::Ctl(h)), Some(ctl)) => Some(ctl.handle_size(&h.lock().unwrap())),
             _ => None,
         };
-        self.node_attr(ino, &self.node_of(ino)?, snapshot)
+        self.node_attr(ino, &self.node_of(ino)?, opened, pid)
     }
 
     /// Owners and modes are fixed; `echo … > ctl` truncates first, which is accepted
@@ -413,7 +417,7 @@ impl Tree {
         if change.size && !is_ctl {
             return Err(Error::access("views are read-only"));
         }
-        self.node_attr(ino, &node, None)
+        self.node_attr(ino, &node, None, None)
     }
 
     /// The target of a `latest` link.
@@ -502,7 +506,9 @@ impl Tree {
         Ok(())
     }
 
-    /// Opens `ino`: a view becomes a snapshot held by the handle; a `ctl` a stream.
+    /// Opens `ino`: a view becomes a snapshot held by the handle; so does a `ctl`
+    /// opened read-only (its log, growing as lines are logged); a `ctl` opened for
+    /// writing is a stream.
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
@@ -522,10 +528,12 @@ impl Tree {
         if let Some(target) = ctl_target {
             let h = self.ctl_service()?.open(target, pid, writing);
             let fh = self.add_handle(OpenFile::Ctl(Mutex::new(h)));
-            return Ok(Opened {
-                fh,
-                cache: CacheMode::Stream,
-            });
+            let cache = if writing {
+                CacheMode::Stream
+            } else {
+                CacheMode::DirectIo
+            };
+            return Ok(Opened { fh, cache });
         }
         if writing || flags & libc::O_TRUNC != 0 {
             if self.is_read_only(&node) {
@@ -565,7 +573,7 @@ impl Tree {
             Some(OpenFile::View(s)) => s.read_at(offset, size as usize),
             Some(OpenFile::Ctl(h)) => {
                 let ctl = self.ctl_service()?;
-                Ok(ctl.read(&mut h.lock().unwrap(), size as usize))
+                Ok(ctl.read(&mut h.lock().unwrap(), offset, size as usize))
             }
             Some(OpenFile::Dir(_)) => Err(Error::new(libc::EISDIR, "is a folder")),
             None => Err(Error::new(libc::EBADF, "no such handle")),
@@ -578,9 +586,12 @@ impl Tree {
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
             return Err(Error::new(libc::EBADF, "not open for writing"));
         };
-        self.ctl_service()?
-            .write(&mut h.lock().unwrap(), data, writer)?;
-        self.ctl_appended(ino);
+        if self
+            .ctl_service()?
+            .write(&mut h.lock().unwrap(), data, writer)?
+        {
+            self.ctl_appended(ino);
+        }
         Ok(data.len())
     }
 
@@ -590,9 +601,13 @@ impl Tree {
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
             return Ok(());
         };
-        self.ctl_service()?
-            .flush(&mut h.lock().unwrap(), Some(closer))?;
-        self.ctl_appended(ino);
+        // A close with nothing pending (every reader's) changes nothing.
+        if self
+            .ctl_service()?
+            .flush(&mut h.lock().unwrap(), Some(closer))?
+        {
+            self.ctl_appended(ino);
+        }
         Ok(())
     }
 
@@ -636,7 +651,7 @@ impl Tree {
             Node::IndexJson(_) => {
                 Some(self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::UNIX_EPOCH))
             }
-            _ => self.node_attr(entry.ino, &node, None).ok(),
+            _ => self.node_attr(entry.ino, &node, None, None).ok(),
         }
     }
 
@@ -676,7 +691,7 @@ impl Tree {
         }
     }
 
-    /// After a `ctl` write or flush succeeded on `ino`: if it is a session's `ctl`, the
+    /// After a `ctl` write or flush appended on `ino`: if it is a session's `ctl`, the
     /// namespace's newest update moves, and the session and namespace folders' cached
     /// attributes (their mtimes) must go, so `ls -t` is right at once. The transcript
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
