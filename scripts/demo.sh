@@ -13,7 +13,7 @@ trap cleanup EXIT
 
 run() { printf '\n$ %s\n' "$*"; "$@"; }
 
-"$fen" mount "$mnt" --store "$work/store" --log-file "$work/daemon.log"
+"$fen" mount "$mnt" --store "$work/store" --log-file "$work/daemon.log" --no-detect
 echo "mounted $work/store at $mnt"
 cd "$mnt"
 
@@ -44,12 +44,12 @@ echo 'writing a line that sets "id" (refused: fen-fs assigns ids):'
 if echo '{"role":"user","id":"mine"}' >> "$s/ctl"; then echo "unexpected: bad line accepted"; exit 1; fi
 
 run ls -l
-run ls -l ./--home-demo-proj--
+run ls -l ./home-demo-proj
 run ls -l "$s"
 run cat "$s/conversation.json"
 run cat "$s/summary.txt"
 run cat "$s/meta.json"
-run cat ./--home-demo-proj--/index.json
+run cat ./home-demo-proj/index.json
 run cat "$s/ctl"
 run cat "$s/transcript.jsonl"
 cd /
