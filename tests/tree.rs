@@ -516,3 +516,50 @@ fn ctl_size_is_its_log_and_a_reader_follows_it() {
     f.tree.flush(ino, o.fh, 5).unwrap();
     f.tree.release(o.fh);
 }
+
+/// A writer that never reads its replies keeps getting `ok`: the handle keeps only
+/// the most recent 1 MiB of unread replies, and no write fails because of them.
+#[test]
+fn unread_replies_never_fail_a_write_and_the_newest_are_kept() {
+    let f = fixture();
+    let path = f.create("/p", "one");
+    let ino = f.lookup(&format!("{path}/ctl")).unwrap();
+    let o = f.tree.open(ino, libc::O_RDWR, 1).unwrap();
+    // Replies are `ok <36-char id>\n`, 40 bytes: 30,000 of them are over 1 MiB.
+    let n = 30_000;
+    for i in 0..n {
+        let line = format!("{{\"role\":\"user\",\"content\":\"{i}\"}}\n");
+        assert_eq!(
+            f.tree.write(ino, o.fh, line.as_bytes(), Some(1)).unwrap(),
+            line.len()
+        );
+    }
+    let mut replies = Vec::new();
+    loop {
+        let chunk = f.tree.read(o.fh, 0, 1 << 16).unwrap();
+        if chunk.is_empty() {
+            break;
+        }
+        replies.extend(chunk);
+    }
+    f.tree.release(o.fh);
+    assert!(replies.len() <= 1 << 20, "{} bytes kept", replies.len());
+    let text = String::from_utf8(replies).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.len() > 20_000 && lines.len() < n,
+        "{} replies",
+        lines.len()
+    );
+    assert!(
+        lines.iter().all(|l| l.starts_with("ok ")),
+        "whole lines only"
+    );
+    // The newest reply is the last entry's id.
+    let meta: Value = serde_json::from_slice(&f.cat(&format!("{path}/meta.json"))).unwrap();
+    assert_eq!(
+        lines.last().unwrap()[3..],
+        *meta["last_entry_id"].as_str().unwrap()
+    );
+    assert_eq!(meta["messages"], n + 1);
+}
