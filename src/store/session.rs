@@ -306,6 +306,11 @@ impl Session {
         Ok(f)
     }
 
+    /// fdatasync calls so far and the appends they covered (group commit).
+    pub fn commit_counters(&self) -> (u64, u64) {
+        self.commit.counters()
+    }
+
     /// For `everysec`: sync if anything was written since the last sync.
     pub fn sync_if_dirty(&self) -> std::io::Result<()> {
         if !self.commit.is_dirty() {

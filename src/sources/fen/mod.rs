@@ -160,6 +160,14 @@ impl SessionSource for FenSource {
     fn persist(&self) {
         for s in self.store.known_sessions() {
             s.persist_if_stale();
+            let (syncs, covered) = s.commit_counters();
+            if syncs > 0 {
+                log::info!(
+                    "{}/{}: {syncs} fdatasyncs covered {covered} appends",
+                    s.namespace,
+                    s.dir
+                );
+            }
         }
     }
 }
