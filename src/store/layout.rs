@@ -118,13 +118,13 @@ pub fn session_index_cache(root: &Path, ns: &str, dir: &str) -> CacheFile {
 /// agent's own folder).
 pub fn foreign_index_cache(root: &Path, agent: &str, agent_root: &Path) -> CacheFile {
     // A stable hash (not DefaultHasher): the next build must find the same file.
-    let h = super::atomic::checksum(&[agent_root.as_os_str().as_encoded_bytes()]);
+    let h = super::naming::fnv1a64(agent_root.as_os_str().as_encoded_bytes());
     cache_file(root, &["foreign"], format!("{agent}-{h:016x}.json"))
 }
 
 /// fen-fs's persisted `conversation.json` layout of one large foreign session file.
 pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> CacheFile {
-    let h = super::atomic::checksum(&[file.as_os_str().as_encoded_bytes()]);
+    let h = super::naming::fnv1a64(file.as_os_str().as_encoded_bytes());
     let name = format!("{agent}-{h:016x}.bin");
     cache_file(root, &["foreign", "conversations"], name)
 }
