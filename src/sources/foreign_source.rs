@@ -241,6 +241,8 @@ impl ForeignSource {
             } else {
                 agents::head_cwd(&path).map(|c| naming::slug(&c))
             };
+            // A file that names no cwd near its start most likely has none at all.
+            let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
             groups.entry(hint).or_default().push(path);
         }
         let reread: usize = groups.values().map(Vec::len).sum();
@@ -1067,6 +1069,20 @@ impl SessionSource for ForeignSource {
     }
 
     fn namespaces(&self) -> Result<Vec<String>> {
+        {
+            let mut idx = self.index.lock().unwrap();
+            while !idx.planned && !idx.ready {
+                idx = self.ready.wait(idx).unwrap();
+            }
+            if !idx.ready {
+                // The first index is still being built: the namespaces known so far
+                // and those its files are hinted to be in (`ls` of the root need not
+                // wait; a namespace's own listing waits for its files).
+                let mut out: BTreeSet<String> = idx.by_ns.keys().cloned().collect();
+                out.extend(idx.pending.keys().cloned());
+                return Ok(out.into_iter().collect());
+            }
+        }
         self.sync(None);
         Ok(self.index.lock().unwrap().by_ns.keys().cloned().collect())
     }
@@ -1076,12 +1092,21 @@ impl SessionSource for ForeignSource {
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
-        let idx = self.wait_for(Some(ns));
-        let dirs = idx.by_ns.get(ns)?;
-        dirs.values()
+        let idx = self.index.lock().unwrap();
+        let newest = idx
+            .by_ns
+            .get(ns)
+            .into_iter()
+            .flat_map(|dirs| dirs.values())
             .filter_map(|p| idx.files.get(p))
             .map(|e| e.mtime())
-            .max()
+            .max();
+        // While its files are still being read, a hinted namespace has no mtime yet:
+        // it is being indexed now (an `ls -l` of the root does not wait for it).
+        match newest {
+            None if !idx.ready && idx.pending.contains_key(ns) => Some(SystemTime::now()),
+            newest => newest,
+        }
     }
 
     fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
