@@ -1069,20 +1069,9 @@ impl SessionSource for ForeignSource {
     }
 
     fn namespaces(&self) -> Result<Vec<String>> {
-        {
-            let mut idx = self.index.lock().unwrap();
-            while !idx.planned && !idx.ready {
-                idx = self.ready.wait(idx).unwrap();
-            }
-            if !idx.ready {
-                // The first index is still being built: the namespaces known so far
-                // and those its files are hinted to be in (`ls` of the root need not
-                // wait; a namespace's own listing waits for its files).
-                let mut out: BTreeSet<String> = idx.by_ns.keys().cloned().collect();
-                out.extend(idx.pending.keys().cloned());
-                return Ok(out.into_iter().collect());
-            }
-        }
+        // The whole list needs the whole first index: a file's namespace is known
+        // only once it is read (hints can be wrong), and a root listing that showed
+        // a namespace its files later leave would be worse than a wait.
         self.sync(None);
         Ok(self.index.lock().unwrap().by_ns.keys().cloned().collect())
     }
@@ -1092,21 +1081,12 @@ impl SessionSource for ForeignSource {
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
-        let idx = self.index.lock().unwrap();
-        let newest = idx
-            .by_ns
-            .get(ns)
-            .into_iter()
-            .flat_map(|dirs| dirs.values())
+        let idx = self.wait_for(Some(ns));
+        let dirs = idx.by_ns.get(ns)?;
+        dirs.values()
             .filter_map(|p| idx.files.get(p))
             .map(|e| e.mtime())
-            .max();
-        // While its files are still being read, a hinted namespace has no mtime yet:
-        // it is being indexed now (an `ls -l` of the root does not wait for it).
-        match newest {
-            None if !idx.ready && idx.pending.contains_key(ns) => Some(SystemTime::now()),
-            newest => newest,
-        }
+            .max()
     }
 
     fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
