@@ -76,6 +76,16 @@ fn expected(
     (reader.summary(tail), conv)
 }
 
+/// The first session folder of a namespace folder.
+fn first_session(ns: &Path) -> PathBuf {
+    std::fs::read_dir(ns)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_type().unwrap().is_dir())
+        .unwrap()
+        .path()
+}
+
 /// Every session folder of the mount: (namespace, dir) → meta.json.
 fn session_folders(mp: &Path) -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
@@ -282,12 +292,7 @@ fn live_appends_new_files_and_deletions_show_up() {
         return;
     };
     let ns = m.path("tmp");
-    let dir = std::fs::read_dir(&ns)
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_type().unwrap().is_dir())
-        .unwrap()
-        .path();
+    let dir = first_session(&ns);
     let conv = |d: &Path| -> Vec<Value> {
         serde_json::from_slice::<Value>(&std::fs::read(d.join("conversation.json")).unwrap())
             .unwrap()
@@ -495,14 +500,7 @@ fn a_persisted_conversation_is_used_only_for_the_file_it_was_made_from() {
         return;
     };
     let conv = || -> Vec<u8> {
-        let ns = m.path("big");
-        let dir = std::fs::read_dir(&ns)
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_type().unwrap().is_dir())
-            .unwrap()
-            .path();
-        std::fs::read(dir.join("conversation.json")).unwrap()
+        std::fs::read(first_session(&m.path("big")).join("conversation.json")).unwrap()
     };
     let first = conv();
     assert_eq!(first, expected(fen_fs::agent::Agent::Claude, &file).1);
