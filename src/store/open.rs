@@ -154,9 +154,8 @@ impl Dir {
 
     /// The names in this folder with their `d_type`-based kind (links not followed).
     pub fn read_dir(&self) -> std::io::Result<Vec<(OsString, std::fs::FileType)>> {
-        // /proc/self/fd/N names exactly the folder we hold, whatever its path now.
-        let rd = std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))?;
-        Ok(rd
+        Ok(self
+            .entries()?
             .flatten()
             .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
             .collect())
@@ -276,20 +275,11 @@ impl Dir {
 /// file swapped for something else between a `stat` and the open is refused too).
 /// For a file named by the user (outside a store); store files use `Dir`.
 pub fn open_regular(path: &Path) -> Result<(File, Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(path.display(), &e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path.display(), &e))?;
-    if !meta.file_type().is_file() {
-        return Err(Error::not_found(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    Ok((file, meta))
+    open_path(path, libc::O_RDONLY).map_err(|e| match e.raw_os_error() {
+        // What `regular_file` answers for anything but a regular file.
+        Some(libc::EINVAL) => Error::not_found(format!("{} is not a regular file", path.display())),
+        _ => Error::io(path.display(), &e),
+    })
 }
 
 /// Opens `path` with `flags` (plus O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC) if it is a
