@@ -4,17 +4,8 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use support::out_text;
 
-fn fen(store: &Path, args: &[&str]) -> Output {
-    Command::new(support::bin())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap()
-}
+use support::out_text;
 
 /// Writes a session file as another writer would; returns its path.
 fn session(store: &Path, ns: &str, id: &str, title: &str) -> PathBuf {
@@ -34,7 +25,7 @@ fn session(store: &Path, ns: &str, id: &str, title: &str) -> PathBuf {
 }
 
 fn trash_list(store: &Path) -> Vec<serde_json::Value> {
-    let out = fen(store, &["trash", "list", "--json"]);
+    let out = support::fen_on(store, &["trash", "list", "--json"]);
     assert!(out.status.success(), "{}", out_text(&out));
     serde_json::from_slice::<serde_json::Value>(&out.stdout)
         .unwrap()
@@ -51,7 +42,7 @@ fn rm_then_restore_gives_back_identical_bytes() {
     let b = session(&store, "--p--", "bbbb", "second");
     let bytes = std::fs::read(&a).unwrap();
 
-    let out = fen(&store, &["rm", "aaaa"]);
+    let out = support::fen_on(&store, &["rm", "aaaa"]);
     assert!(out.status.success(), "{}", out_text(&out));
     assert!(!a.exists() && b.exists());
     let list = trash_list(&store);
@@ -62,21 +53,21 @@ fn rm_then_restore_gives_back_identical_bytes() {
     assert_eq!(list[0]["size_bytes"], bytes.len());
     assert!(list[0]["deleted_at"].as_str().unwrap().ends_with('Z'));
     // Gone from `list` too.
-    let out = fen(&store, &["list", "--all", "--json"]);
+    let out = support::fen_on(&store, &["list", "--all", "--json"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("aaaa"));
-    let table = fen(&store, &["trash", "list"]);
+    let table = support::fen_on(&store, &["trash", "list"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("first"));
 
-    let out = fen(&store, &["restore", "aa"]);
+    let out = support::fen_on(&store, &["restore", "aa"]);
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(&a).unwrap(), bytes);
     assert!(trash_list(&store).is_empty());
 
     // Several at once; the last of a namespace takes its folder with it.
-    let out = fen(&store, &["rm", "aaaa", b.to_str().unwrap()]);
+    let out = support::fen_on(&store, &["rm", "aaaa", b.to_str().unwrap()]);
     assert!(out.status.success(), "{}", out_text(&out));
     assert!(!store.join("--p--").exists());
-    let out = fen(&store, &["restore", "aaaa", "bbbb"]);
+    let out = support::fen_on(&store, &["restore", "aaaa", "bbbb"]);
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(&a).unwrap(), bytes);
     assert!(b.exists());
@@ -88,7 +79,7 @@ fn restore_refuses_to_overwrite() {
     let store = tmp.path().join("store");
     let a = session(&store, "--p--", "aaaa", "first");
     let original = std::fs::read(&a).unwrap();
-    assert!(fen(&store, &["rm", "aaaa"]).status.success());
+    assert!(support::fen_on(&store, &["rm", "aaaa"]).status.success());
     // Something else took the name meanwhile.
     std::fs::create_dir_all(a.parent().unwrap()).unwrap();
     std::fs::write(
@@ -96,7 +87,7 @@ fn restore_refuses_to_overwrite() {
         b"{\"type\":\"session\",\"version\":2,\"id\":\"aaaa\"}\n",
     )
     .unwrap();
-    let out = fen(&store, &["restore", "aaaa"]);
+    let out = support::fen_on(&store, &["restore", "aaaa"]);
     assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("already exists"), "{err}");
@@ -116,16 +107,16 @@ fn another_agents_file_and_unknown_ids_are_refused() {
     let store = tmp.path().join("store");
     session(&store, "--p--", "aaaa", "first");
     let foreign = session(&tmp.path().join("claude"), "proj", "cccc", "theirs");
-    let out = fen(&store, &["rm", foreign.to_str().unwrap()]);
+    let out = support::fen_on(&store, &["rm", foreign.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("never another agent's"), "{err}");
     assert!(foreign.exists());
-    let out = fen(&store, &["rm", "zzzz"]);
+    let out = support::fen_on(&store, &["rm", "zzzz"]);
     assert_eq!(out.status.code(), Some(1));
-    let out = fen(&store, &["restore", "aaaa"]);
+    let out = support::fen_on(&store, &["restore", "aaaa"]);
     assert_eq!(out.status.code(), Some(1), "not in the trash");
-    let out = fen(&store, &["trash", "empty", "--older-than", "soon"]);
+    let out = support::fen_on(&store, &["trash", "empty", "--older-than", "soon"]);
     assert_eq!(out.status.code(), Some(2), "usage error");
 }
 
@@ -135,7 +126,11 @@ fn trash_empty_removes_by_age() {
     let store = tmp.path().join("store");
     session(&store, "--p--", "old1", "old");
     session(&store, "--q--", "new1", "new");
-    assert!(fen(&store, &["rm", "old1", "new1"]).status.success());
+    assert!(
+        support::fen_on(&store, &["rm", "old1", "new1"])
+            .status
+            .success()
+    );
     // Backdate one deletion by 40 days: the stamp is in the trashed file's name.
     let list = trash_list(&store);
     let old = list.iter().find(|t| t["id"] == "old1").unwrap();
@@ -149,7 +144,7 @@ fn trash_empty_removes_by_age() {
     ));
     std::fs::rename(&old_path, &backdated).unwrap();
 
-    let out = fen(&store, &["trash", "empty", "--older-than", "30d"]);
+    let out = support::fen_on(&store, &["trash", "empty", "--older-than", "30d"]);
     assert!(out.status.success(), "{}", out_text(&out));
     let left: Vec<_> = trash_list(&store)
         .into_iter()
@@ -158,14 +153,14 @@ fn trash_empty_removes_by_age() {
     assert_eq!(left, ["new1"]);
     assert!(!backdated.exists());
 
-    let out = fen(&store, &["trash", "empty", "--older-than", "12h"]);
+    let out = support::fen_on(&store, &["trash", "empty", "--older-than", "12h"]);
     assert!(out.status.success());
     assert_eq!(trash_list(&store).len(), 1, "deleted just now: kept");
-    let out = fen(&store, &["trash", "empty"]);
+    let out = support::fen_on(&store, &["trash", "empty"]);
     assert!(out.status.success());
     assert!(trash_list(&store).is_empty());
     // Nothing of the store's sessions was touched, and `.trash` is no namespace.
-    let out = fen(&store, &["list", "--all", "--json"]);
+    let out = support::fen_on(&store, &["list", "--all", "--json"]);
     assert_eq!(out.stdout, b"[]\n");
 }
 
@@ -174,10 +169,10 @@ fn restore_refuses_a_session_id_taken_meanwhile() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     let a = session(&store, "--p--", "named", "first");
-    assert!(fen(&store, &["rm", "named"]).status.success());
+    assert!(support::fen_on(&store, &["rm", "named"]).status.success());
     // A new session chose the same session-id (in another namespace).
     session(&store, "--q--", "named", "second");
-    let out = fen(&store, &["restore", "named"]);
+    let out = support::fen_on(&store, &["restore", "named"]);
     assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use"), "{err}");

@@ -66,16 +66,7 @@ fn ctl_rw_errno(ctl: &Path, bytes: &[u8]) -> (Option<i32>, String) {
 
 /// `sh -c script "$@"`: the script gets `args` as `$1`, `$2`, ….
 fn sh_args(cwd: &Path, script: &str, args: &[&str]) -> Output {
-    spawning(|| {
-        Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg("sh")
-            .args(args)
-            .current_dir(cwd)
-            .output()
-            .unwrap()
-    })
+    spawning(|| support::sh_in(cwd, script, args))
 }
 
 /// `sh -c script` in the mount point.

@@ -10,17 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn sh(cwd: &Path, script: &str, args: &[&str]) -> std::process::Output {
-    Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg("sh")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
-
 fn cat(path: &Path) -> Vec<u8> {
     let out = Command::new("cat").arg(path).output().unwrap();
     assert!(out.status.success(), "{}", out_text(&out));
@@ -95,7 +84,7 @@ fn stat_size_is_the_log_and_copies_copy_it() {
         eprintln!("*** rsync not installed: its part of this test is skipped ***");
     }
     for (name, script) in runs {
-        let out = sh(&copies, &format!("set -e; {script}"), &[mp]);
+        let out = support::sh_in(&copies, &format!("set -e; {script}"), &[mp]);
         assert!(out.status.success(), "{name}: {}", out_text(&out));
         let copy = copies.join(name);
         for ctl in &ctls {
@@ -125,7 +114,7 @@ fn reading_or_closing_ctl_changes_no_mtime() {
     cat(&ctl);
     cat(&m.path("ctl"));
     // An open for writing closed without a line, and a refused line: nothing appended.
-    let out = sh(&s, ": >> ctl; : > ctl; echo 'not json' > ctl", &[]);
+    let out = support::sh_in(&s, ": >> ctl; : > ctl; echo 'not json' > ctl", &[]);
     assert!(!out.status.success(), "{}", out_text(&out));
     std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(mtimes(), before);
@@ -153,10 +142,10 @@ fn tail_and_less_read_the_log() {
         let log = String::from_utf8(cat(&ctl)).unwrap();
         let lines: Vec<&str> = log.lines().collect();
         let want = lines[lines.len().saturating_sub(2)..].join("\n") + "\n";
-        let out = sh(&m.mp, "tail -n 2 \"$1\"", &[ctl.to_str().unwrap()]);
+        let out = support::sh_in(&m.mp, "tail -n 2 \"$1\"", &[ctl.to_str().unwrap()]);
         assert!(out.status.success(), "{}", out_text(&out));
         assert_eq!(String::from_utf8_lossy(&out.stdout), want);
-        let out = sh(
+        let out = support::sh_in(
             &m.mp,
             "LESS= less -FX \"$1\" < /dev/null",
             &[ctl.to_str().unwrap()],

@@ -5,18 +5,8 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 use support::{Mount, ctl_ok, out_text};
-
-fn fen(store: &Path, args: &[&str]) -> Output {
-    Command::new(support::bin())
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap()
-}
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -84,13 +74,13 @@ fn rmdir_moves_a_session_to_the_trash_and_restore_brings_it_back() {
     );
     assert!(!m.backing_file(&s2).exists());
 
-    let out = fen(&m.store, &["trash", "list", "--json"]);
+    let out = support::fen_on(&m.store, &["trash", "list", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 1, "{}", out_text(&out));
     assert_eq!(list[0]["dir"], dir2.as_str());
     assert_eq!(list[0]["cwd"], "/home/u/proj");
 
-    let out = fen(&m.store, &["restore", &dir2]);
+    let out = support::fen_on(&m.store, &["restore", &dir2]);
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(m.backing_file(&s2)).unwrap(), bytes);
     assert_eq!(std::fs::read(s2.join("transcript.jsonl")).unwrap(), bytes);
@@ -115,7 +105,7 @@ fn rmdir_moves_a_session_to_the_trash_and_restore_brings_it_back() {
     assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
 
     // Restored behind the daemon's back, the namespace comes back with it.
-    let out = fen(&m.store, &["restore", &dir1]);
+    let out = support::fen_on(&m.store, &["restore", &dir1]);
     assert!(out.status.success(), "{}", out_text(&out));
     let start = Instant::now();
     while !ns.join("index.json").exists() && start.elapsed().as_secs() < 2 {
@@ -168,18 +158,9 @@ fn a_daemon_killed_between_the_move_and_its_fsyncs_loses_nothing() {
     if !support::fuse_available(TEST) {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let mp = tmp.path().join("mnt");
-    let store = tmp.path().join("store");
-    std::fs::create_dir(&mp).unwrap();
-    let m = Mount {
-        tmp,
-        mp,
-        store,
-        args: Vec::new(),
-    };
+    let m = Mount::unmounted(&[]);
     // This daemon kills itself (SIGKILL) right after the trash's rename.
-    let out = Command::new(support::bin())
+    let out = support::fen_fs()
         .arg("mount")
         .arg(&m.mp)
         .arg("--store")
@@ -222,7 +203,7 @@ fn a_daemon_killed_between_the_move_and_its_fsyncs_loses_nothing() {
     let ns = b.parent().unwrap();
     let b_name = b.file_name().unwrap().to_string_lossy().into_owned();
     assert!(!names(ns).contains(&b_name));
-    let out = fen(&m.store, &["restore", &b_name]);
+    let out = support::fen_on(&m.store, &["restore", &b_name]);
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(&b_file).unwrap(), b_bytes);
     assert_eq!(std::fs::read(b.join("transcript.jsonl")).unwrap(), b_bytes);

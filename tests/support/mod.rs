@@ -22,6 +22,28 @@ pub fn fen_fs() -> Command {
     cmd
 }
 
+/// `fen-fs ARGS --store STORE`, run to completion.
+pub fn fen_on(store: &Path, args: &[&str]) -> Output {
+    fen_fs()
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .expect("run fen-fs")
+}
+
+/// `sh -c script sh ARGS` in `cwd`: the script gets `args` as `$1`, `$2`, ….
+pub fn sh_in(cwd: &Path, script: &str, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run sh")
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_fen-fs")
 }
@@ -69,18 +91,24 @@ impl Mount {
         if !fuse_available(test) {
             return None;
         }
+        let m = Mount::unmounted(args);
+        m.mount();
+        Some(m)
+    }
+
+    /// A fresh temp store and mount point, not mounted yet (for tests that mount
+    /// their own way); `mount()` mounts it with `args`.
+    pub fn unmounted(args: &[&str]) -> Mount {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mp = tmp.path().join("mnt");
         let store = tmp.path().join("store");
         std::fs::create_dir(&mp).unwrap();
-        let m = Mount {
+        Mount {
             tmp,
             mp,
             store,
             args: args.iter().map(|s| s.to_string()).collect(),
-        };
-        m.mount();
-        Some(m)
+        }
     }
 
     /// Mounts a given store (e.g. a tmpfs) at a fresh mount point.
