@@ -148,7 +148,41 @@ pub fn parse_stamp(s: &str) -> Option<DateTime<Utc>> {
 
 /// RFC 3339 UTC with millisecond precision and a `Z` suffix, as entries carry.
 pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    use chrono::{Datelike, Timelike};
+    // Written digit by digit: chrono's `format` parses its pattern on every call, and
+    // this runs twice per append (the entry and the ctl log line).
+    let year = t.year();
+    if !(0..=9999).contains(&year) {
+        return t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    }
+    let ms = t.timestamp_subsec_millis().min(999);
+    let mut out = [0u8; 24];
+    let mut put = |at: usize, value: u32, width: usize| {
+        let mut v = value;
+        for i in (0..width).rev() {
+            out[at + i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, year as u32, 4);
+    put(5, t.month(), 2);
+    put(8, t.day(), 2);
+    put(11, t.hour(), 2);
+    put(14, t.minute(), 2);
+    put(17, t.second().min(59), 2);
+    put(20, ms, 3);
+    for (at, sep) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
+        out[at] = sep;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `1–64 of A-Za-z0-9_-`: safe as a path component, no `..`, no `/`.
@@ -170,6 +204,21 @@ pub fn session_id_of_dir(dir: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_match_chronos_format() {
+        let mut ns: i64 = 0;
+        for step in 0..20_000i64 {
+            // Spread over 0000..9999 with varying milliseconds.
+            ns = ns
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407 + step);
+            let secs = (ns.rem_euclid(253_402_300_799)) - 62_167_219_200;
+            let t = DateTime::<Utc>::from_timestamp(secs, (ns.rem_euclid(1_000_000_000)) as u32)
+                .unwrap();
+            assert_eq!(timestamp(t), t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+        }
+    }
 
     #[test]
     fn mount_names_never_begin_with_a_dash_and_map_back() {
