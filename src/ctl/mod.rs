@@ -480,3 +480,54 @@ fn not_appended<T>(parsed: Vec<Result<T>>) -> Vec<LineResult> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::index::SessionIndex;
+    use crate::store::session::render_batch;
+
+    /// The append path takes its own lines into the index without parsing them
+    /// again; that must give exactly what parsing them gives, for every kind of line.
+    #[test]
+    fn written_lines_index_like_parsed_ones() {
+        let lines: &[&str] = &[
+            r#"{"role":"user","content":"hi \u00e9 \"q\" 日本"}"#,
+            r#"{"content":"role second","role":"assistant"}"#,
+            r#"{"type":"message","message":{"role":"tool","content":[1,2]},"x":1}"#,
+            r#"{"type":"title","title":"T"}"#,
+            r#"{"type":"metadata","data":{"k":"v"}}"#,
+            r#"{"type":"bash-output","output":"ok","we\"ird":true}"#,
+            r#"{"type":"compaction","summary":"s","first-kept-entry-id":null}"#,
+            r#"{"role":"user","content":"after"}"#,
+            r#"{"type":"compaction","summary":"s2","messages":[{"role":"user","content":"r"}]}"#,
+        ];
+        let entries: Vec<_> = lines
+            .iter()
+            .map(|l| super::grammar::parse_session_line(l.as_bytes()).unwrap())
+            .collect();
+        let header = b"{\"type\":\"session\",\"version\":2,\"id\":\"s\",\"cwd\":\"/p\"}\n";
+        let mut parsed = SessionIndex::new();
+        parsed.ingest(0, header);
+        for batch in [&entries[..1], &entries[1..4], &entries[4..], &entries[..]] {
+            let start = parsed.parsed_len;
+            let rendered = render_batch(&parsed, batch, start).unwrap();
+            // A clone shares the message table: give it its own.
+            let mut written = parsed.clone();
+            written.messages = std::sync::Arc::new(std::sync::RwLock::new(
+                parsed.messages.read().unwrap().clone(),
+            ));
+            parsed.ingest(start, rendered.text.as_bytes());
+            written.ingest_written(start, &rendered.written_lines());
+            assert_eq!(
+                serde_json::to_value(&written).unwrap(),
+                serde_json::to_value(&parsed).unwrap()
+            );
+            assert_eq!(
+                *written.messages.read().unwrap(),
+                *parsed.messages.read().unwrap()
+            );
+            assert_eq!(written.parsed_len, parsed.parsed_len);
+        }
+        assert_eq!(parsed.message_count(), 8);
+    }
+}

@@ -50,36 +50,69 @@ impl NewEntry {
         timestamp: &str,
         extra: &[(&str, String)],
     ) -> String {
-        let mut s = String::with_capacity(
+        let mut s = String::new();
+        self.write_line(&mut s, id, parent_id, timestamp, extra);
+        s
+    }
+
+    /// `to_line` into `out`. Returns where the message object sits in `out` (start,
+    /// length) for a message entry, so the index can take the line without parsing
+    /// it again.
+    pub fn write_line(
+        &self,
+        out: &mut String,
+        id: &str,
+        parent_id: Option<&str>,
+        timestamp: &str,
+        extra: &[(&str, String)],
+    ) -> Option<(usize, usize)> {
+        out.reserve(
             96 + self
                 .fields
                 .iter()
                 .map(|(k, v)| k.len() + v.len() + 4)
                 .sum::<usize>(),
         );
-        s.push_str("{\"type\":");
-        s.push_str(&quote(&self.kind));
-        s.push_str(",\"id\":");
-        s.push_str(&quote(id));
-        s.push_str(",\"parent-id\":");
+        out.push_str("{\"type\":");
+        push_quoted(out, &self.kind);
+        out.push_str(",\"id\":");
+        push_quoted(out, id);
+        out.push_str(",\"parent-id\":");
         match parent_id {
-            Some(p) => s.push_str(&quote(p)),
-            None => s.push_str("null"),
+            Some(p) => push_quoted(out, p),
+            None => out.push_str("null"),
         }
-        s.push_str(",\"timestamp\":");
-        s.push_str(&quote(timestamp));
+        out.push_str(",\"timestamp\":");
+        push_quoted(out, timestamp);
+        let mut message = None;
         for (k, v) in self
             .fields
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .chain(extra.iter().map(|(k, v)| (*k, v.as_str())))
         {
-            s.push(',');
-            s.push_str(&quote(k));
-            s.push(':');
-            s.push_str(v);
+            out.push(',');
+            push_quoted(out, k);
+            out.push(':');
+            if k == "message" && message.is_none() && self.kind == "message" {
+                message = Some((out.len(), v.len()));
+            }
+            out.push_str(v);
         }
-        s.push_str("}\n");
-        s
+        out.push_str("}\n");
+        message
+    }
+}
+
+/// Appends `s` JSON-quoted; plain keys and ids (the usual case) need no escaping.
+fn push_quoted(out: &mut String, s: &str) {
+    if s.bytes()
+        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f)
+    {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&quote(s));
     }
 }

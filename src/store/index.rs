@@ -7,7 +7,7 @@
 //! session per `ls`.
 
 use super::ids::id_key;
-use super::line::{Body, CompactionFields, Header, Line, ValidCompaction, parse_line};
+use super::line::{Body, CompactionFields, Entry, Header, Line, ValidCompaction, parse_line};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -128,9 +128,77 @@ pub struct SessionIndex {
     /// id look-ups then scan instead of binary-searching.
     pub ids_monotonic: bool,
     pub transcript_tokens: u64,
-    /// `content_check` of the parsed bytes (`parsed_len`): growth is parsed
-    /// incrementally only if what was parsed is still there.
+    /// `content_check` of the parsed bytes (`parsed_len`) as persisted; in memory,
+    /// `ends` (when known) is what it is computed from: see `content_hash`.
     pub check: u64,
+    /// The bytes `content_check` hashes, kept up to date by appends so that an
+    /// append costs no read-back of the file; the hash is computed only when
+    /// something needs it (a foreign change to compare, a cache to write).
+    #[serde(skip)]
+    pub ends: Option<ParsedEnds>,
+}
+
+/// The first `CHECK_BYTES` of a file and the last `CHECK_BYTES` of its parsed part
+/// (not overlapping the first): exactly what `content_check` reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedEnds {
+    len: u64,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl ParsedEnds {
+    /// Reads them from `file`'s first `len` bytes.
+    pub fn read(file: &File, len: u64) -> std::io::Result<Self> {
+        use std::os::unix::fs::FileExt;
+        let mut head = vec![0u8; len.min(CHECK_BYTES) as usize];
+        file.read_exact_at(&mut head, 0)?;
+        let tail_start = len.saturating_sub(CHECK_BYTES).max(head.len() as u64);
+        let mut tail = vec![0u8; (len - tail_start) as usize];
+        file.read_exact_at(&mut tail, tail_start)?;
+        Ok(ParsedEnds { len, head, tail })
+    }
+
+    /// The parsed part grew by `bytes` (the file's bytes right after `len`).
+    pub fn extend(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        if (self.head.len() as u64) < CHECK_BYTES {
+            let n = (CHECK_BYTES as usize - self.head.len()).min(rest.len());
+            self.head.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+        }
+        self.len += bytes.len() as u64;
+        let keep = (self.len
+            - self
+                .len
+                .saturating_sub(CHECK_BYTES)
+                .max(self.head.len() as u64)) as usize;
+        if rest.len() >= keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&rest[rest.len() - keep..]);
+        } else {
+            self.tail.extend_from_slice(rest);
+            let over = self.tail.len().saturating_sub(keep);
+            self.tail.drain(..over);
+        }
+    }
+
+    pub fn hash(&self) -> u64 {
+        content_hash_of(self.len, &self.head, &self.tail)
+    }
+}
+
+fn content_hash_of(len: u64, head: &[u8], tail: &[u8]) -> u64 {
+    super::atomic::checksum(&[&len.to_le_bytes(), head, tail])
+}
+
+/// A line this process just wrote (without its `\n`), with what parsing it would
+/// find: its id and timestamp, and for a message entry its message's span in `text`.
+pub struct WrittenLine<'a> {
+    pub text: &'a str,
+    pub id: &'a str,
+    pub timestamp: &'a str,
+    pub message: Option<(usize, usize)>,
 }
 
 /// How many bytes at each end of a file's parsed part `content_check` hashes.
@@ -140,13 +208,7 @@ pub const CHECK_BYTES: u64 = 4096;
 /// proof that an index (in memory or persisted) describes this file's content, not a
 /// file rewritten in place or re-created on the same inode.
 pub fn content_check(file: &File, len: u64) -> std::io::Result<u64> {
-    use std::os::unix::fs::FileExt;
-    let mut head = vec![0u8; len.min(CHECK_BYTES) as usize];
-    file.read_exact_at(&mut head, 0)?;
-    let tail_start = len.saturating_sub(CHECK_BYTES).max(head.len() as u64);
-    let mut tail = vec![0u8; (len - tail_start) as usize];
-    file.read_exact_at(&mut tail, tail_start)?;
-    Ok(super::atomic::checksum(&[&len.to_le_bytes(), &head, &tail]))
+    ParsedEnds::read(file, len).map(|e| e.hash())
 }
 
 /// Token estimate of §2.2: `ceil(bytes / 4)`.
@@ -230,14 +292,16 @@ impl SessionIndex {
             && stamp.size >= self.parsed_len
             && !(stamp.size == self.file.size && stamp.mtime_ns != self.file.mtime_ns)
             && (self.parsed_len > 0 || self.file.ino != 0)
-            && content_check(file, self.parsed_len).is_ok_and(|c| c == self.check);
+            && content_check(file, self.parsed_len).is_ok_and(|c| c == self.content_hash());
         if !incremental {
             *self = SessionIndex::new();
         }
         let before = self.parsed_len;
         self.read_from(file)?;
-        self.check =
-            content_check(file, self.parsed_len).map_err(|e| Error::io("read transcript", &e))?;
+        self.ends = Some(
+            ParsedEnds::read(file, self.parsed_len)
+                .map_err(|e| Error::io("read transcript", &e))?,
+        );
         self.file = stamp;
         if self.parsed_len > stamp.size {
             // A writer appended between our stat and our read: take the state we read
@@ -252,6 +316,26 @@ impl SessionIndex {
         } else {
             Refresh::Reloaded
         })
+    }
+
+    /// `content_check` of the parsed part, from the bytes kept in memory when known.
+    pub fn content_hash(&self) -> u64 {
+        match &self.ends {
+            Some(e) if e.len == self.parsed_len => e.hash(),
+            _ => self.check,
+        }
+    }
+
+    /// After this process wrote `bytes` at offset `at` and parsed up to the end: keeps
+    /// the hashed ends current, or reads them from `file` when the parsed part is not
+    /// exactly what they covered plus `bytes` (a torn line before ours, a foreign
+    /// writer, ends not known yet).
+    pub fn note_appended(&mut self, file: &File, at: u64, bytes: &[u8]) -> std::io::Result<()> {
+        match &mut self.ends {
+            Some(e) if e.len == at && at + bytes.len() as u64 == self.parsed_len => e.extend(bytes),
+            _ => self.ends = Some(ParsedEnds::read(file, self.parsed_len)?),
+        }
+        Ok(())
     }
 
     /// Parses every complete line from `parsed_len` to EOF of `file`.
@@ -325,6 +409,34 @@ impl SessionIndex {
         pos
     }
 
+    /// Takes in lines this process just wrote at `start` (the end of the parsed
+    /// part) as `ingest` would, without parsing message entries again: their id,
+    /// timestamp and message span are known from rendering them.
+    pub fn ingest_written(&mut self, start: u64, lines: &[WrittenLine<'_>]) {
+        let mut line_start = start;
+        for line in lines {
+            let known = line.message.and_then(|(at, len)| {
+                let raw = line.text.get(at..at + len)?;
+                let role = super::line::message_role(raw)?;
+                Some(Entry {
+                    id: Some(line.id.to_string()),
+                    timestamp: Some(line.timestamp.to_string()),
+                    body: Body::Message { role, raw },
+                })
+            });
+            match known {
+                Some(entry) => {
+                    self.lines += 1;
+                    let len = line.text.len() as u64;
+                    self.ingest_entry(line_start, len, line_start, line.text, entry);
+                }
+                None => self.ingest_line(line_start, line.text.as_bytes()),
+            }
+            line_start += line.text.len() as u64 + 1;
+        }
+        self.parsed_len = line_start;
+    }
+
     fn ingest_line(&mut self, line_start: u64, raw: &[u8]) {
         self.lines += 1;
         let mut offset = 0usize;
@@ -358,46 +470,64 @@ impl SessionIndex {
                 }
             }
             Line::Entry(entry) => {
-                self.entries += 1;
-                let key = entry.id.as_deref().map(id_key);
-                if let Some(k) = key {
-                    // (high, low) halves: tuples order like the u128 they split.
-                    let k = ((k >> 64) as u64, k as u64);
-                    if self.last_key.is_some_and(|last| k <= last) {
-                        self.ids_monotonic = false;
+                self.ingest_entry(line_start, raw.len() as u64, text_start, text, entry)
+            }
+        }
+    }
+
+    /// An entry parsed from `text`, which starts at file offset `text_start` inside
+    /// the line of `line_len` bytes starting at `line_start`.
+    fn ingest_entry(
+        &mut self,
+        line_start: u64,
+        line_len: u64,
+        text_start: u64,
+        text: &str,
+        entry: Entry<'_>,
+    ) {
+        self.entries += 1;
+        let key = entry.id.as_deref().map(id_key);
+        if let Some(k) = key {
+            // (high, low) halves: tuples order like the u128 they split.
+            let k = ((k >> 64) as u64, k as u64);
+            if self.last_key.is_some_and(|last| k <= last) {
+                self.ids_monotonic = false;
+            }
+            self.last_key = Some(k);
+        } else if self.last_key.is_some() {
+            // An id-less entry after ids (key 0 in the table): no longer sorted.
+            self.ids_monotonic = false;
+        }
+        let id = entry.id;
+        if id.is_some() {
+            self.last_entry_id = id.clone();
+        }
+        if entry.timestamp.is_some() {
+            self.updated_at = entry.timestamp;
+        }
+        match entry.body {
+            Body::Message { role, raw } => {
+                let start = text_start + crate::json::offset_in(text, raw) as u64;
+                self.push_message(start, raw, key.unwrap_or(0), &role);
+                match self.roles.get_mut(&role) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.roles.insert(role, 1);
                     }
-                    self.last_key = Some(k);
-                } else if self.last_key.is_some() {
-                    // An id-less entry after ids (key 0 in the table): no longer sorted.
-                    self.ids_monotonic = false;
-                }
-                let id = entry.id;
-                if id.is_some() {
-                    self.last_entry_id = id.clone();
-                }
-                if entry.timestamp.is_some() {
-                    self.updated_at = entry.timestamp;
-                }
-                match entry.body {
-                    Body::Message { role, raw } => {
-                        let start = text_start + crate::json::offset_in(text, raw) as u64;
-                        self.push_message(start, raw, key.unwrap_or(0), &role);
-                        *self.roles.entry(role).or_default() += 1;
-                    }
-                    Body::Compaction(c) => {
-                        let mut rec = self.compaction_rec(line_start, raw.len() as u64, c);
-                        rec.id = id;
-                        rec.timestamp = self.updated_at.clone();
-                        if rec.is_valid() {
-                            self.latest_valid_compaction = Some(self.compactions.len());
-                        }
-                        self.compactions.push(rec);
-                    }
-                    Body::Title(t) => self.title = Some(t),
-                    Body::Metadata(m) => self.metadata.extend(m),
-                    Body::Custom(t) => *self.custom_entries.entry(t).or_default() += 1,
                 }
             }
+            Body::Compaction(c) => {
+                let mut rec = self.compaction_rec(line_start, line_len, c);
+                rec.id = id;
+                rec.timestamp = self.updated_at.clone();
+                if rec.is_valid() {
+                    self.latest_valid_compaction = Some(self.compactions.len());
+                }
+                self.compactions.push(rec);
+            }
+            Body::Title(t) => self.title = Some(t),
+            Body::Metadata(m) => self.metadata.extend(m),
+            Body::Custom(t) => *self.custom_entries.entry(t).or_default() += 1,
         }
     }
 
@@ -527,6 +657,33 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// Ends kept up to date by appends hash like a fresh read of the file, across the
+    /// head filling up and the tail window sliding, for small and large appends.
+    #[test]
+    fn kept_ends_equal_a_fresh_read() {
+        let mut f = tempfile::tempfile().unwrap();
+        let mut ends = ParsedEnds::read(&f, 0).unwrap();
+        let mut len = 0u64;
+        let mut seed = 7u64;
+        for round in 0..400 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = match round % 4 {
+                0 => (seed >> 33) as usize % 40,
+                1 => (seed >> 33) as usize % 3000,
+                2 => (seed >> 33) as usize % 9000,
+                _ => 1,
+            };
+            let bytes: Vec<u8> = (0..n).map(|i| (seed as usize + i * 31) as u8).collect();
+            f.write_all(&bytes).unwrap();
+            ends.extend(&bytes);
+            len += n as u64;
+            assert_eq!(ends, ParsedEnds::read(&f, len).unwrap(), "round {round}");
+            assert_eq!(ends.hash(), content_check(&f, len).unwrap());
+        }
+    }
 
     #[test]
     fn an_oversized_line_is_skipped_not_buffered() {

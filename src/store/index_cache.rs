@@ -76,7 +76,11 @@ pub fn save(cache: &CacheFile, idx: &SessionIndex) {
     let head = Head {
         version: VERSION,
         records: table.len(),
-        index: idx.clone(),
+        index: {
+            let mut index = idx.clone();
+            index.check = idx.content_hash();
+            index
+        },
     };
     let Ok(mut rest) = serde_json::to_vec(&head) else {
         return;

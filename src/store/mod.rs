@@ -310,10 +310,9 @@ impl Store {
             crate::json::quote(&naming::timestamp(now)),
             crate::json::quote(cwd)
         );
-        let (line, ids) =
-            session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0)?;
-        let entry_id = ids.into_iter().next().expect("one entry, one id");
-        let bytes = format!("{header}{line}");
+        let batch = session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0)?;
+        let entry_id = batch.ids.into_iter().next().expect("one entry, one id");
+        let bytes = format!("{header}{}", batch.text);
         let durable = self.append.fsync != FsyncMode::No;
         match publish_new_file(&ns_dir()?, &name, bytes.as_bytes(), durable) {
             // The trash removed the namespace folder as its last session left: again.

@@ -3,7 +3,7 @@
 use super::durability::{FsyncMode, GroupCommit};
 use super::entry::NewEntry;
 use super::ids::{checked_next_entry_id, exhausted};
-use super::index::{FileStamp, Refresh, SessionIndex, tokens_of};
+use super::index::{FileStamp, Refresh, SessionIndex, WrittenLine, tokens_of};
 use super::index_cache;
 use super::layout::CacheFile;
 use super::lock::FileLock;
@@ -207,7 +207,7 @@ impl Session {
         if self.index.read().unwrap().file != stamp {
             self.index.write().unwrap().update(&file, stamp)?;
         }
-        let (bytes, ids) = {
+        let batch = {
             let idx = self.index.read().unwrap();
             for e in entries {
                 check(&idx, e)?;
@@ -217,18 +217,20 @@ impl Session {
             }
             render_batch(&idx, entries, size)?
         };
+        let bytes = &batch.text;
         write_all_or_nothing(&file, size, bytes.as_bytes())?;
         let seq = self.commit.note_written();
         {
             let mut idx = self.index.write().unwrap();
             if idx.parsed_len == size {
-                // The common case: the new lines are exactly what we just wrote.
-                idx.ingest(size, bytes.as_bytes());
+                // The common case: the new lines are exactly what we just wrote, and
+                // we know what parsing them would find.
+                idx.ingest_written(size, &batch.written_lines());
             } else {
                 // A torn line before ours: parse it (now terminated) with our lines.
                 idx.read_from(&file)?;
             }
-            idx.check = super::index::content_check(&file, idx.parsed_len)
+            idx.note_appended(&file, size, bytes.as_bytes())
                 .map_err(|e| Error::io("read transcript", &e))?;
             let meta = file.metadata().map_err(|e| Error::io("fstat", &e))?;
             idx.file = FileStamp::of(&meta);
@@ -243,7 +245,7 @@ impl Session {
                 .wait_durable(seq, &file)
                 .map_err(|e| Error::io("fdatasync", &e))?;
         }
-        Ok(ids)
+        Ok(batch.ids)
     }
 
     /// The descriptor appends go through, kept open between appends (an `open` per
@@ -329,6 +331,40 @@ impl Session {
     }
 }
 
+/// A batch of entries as the bytes to append, with what the index needs to take
+/// them in without parsing them again.
+pub(crate) struct RenderedBatch {
+    pub text: String,
+    pub ids: Vec<String>,
+    pub timestamp: String,
+    /// Per entry: where its line starts in `text`, and for a message entry where
+    /// its message object sits (start, length) in `text`.
+    pub lines: Vec<(usize, Option<(usize, usize)>)>,
+}
+
+impl RenderedBatch {
+    /// The lines as the index takes them (`text` must start at a line boundary).
+    pub fn written_lines(&self) -> Vec<WrittenLine<'_>> {
+        let ends = self
+            .lines
+            .iter()
+            .skip(1)
+            .map(|l| l.0)
+            .chain([self.text.len()]);
+        self.lines
+            .iter()
+            .zip(ends)
+            .zip(&self.ids)
+            .map(|((&(start, message), end), id)| WrittenLine {
+                text: &self.text[start..end - 1],
+                id,
+                timestamp: &self.timestamp,
+                message: message.map(|(m, n)| (m - start, n)),
+            })
+            .collect()
+    }
+}
+
 /// Serializes a batch: ids chained from the file's last entry, `\n` first when the
 /// file ends in a torn line, computed compaction fields filled in. EOVERFLOW when no
 /// id is left above the last one (never a repeated id).
@@ -336,13 +372,14 @@ pub(crate) fn render_batch(
     idx: &SessionIndex,
     entries: &[NewEntry],
     size: u64,
-) -> Result<(String, Vec<String>)> {
+) -> Result<RenderedBatch> {
     let mut out = String::new();
     if size > idx.parsed_len {
         out.push('\n');
     }
     let mut parent = idx.last_entry_id.clone();
     let now = timestamp(chrono::Utc::now());
+    let mut lines = Vec::with_capacity(entries.len());
     let mut ids = Vec::with_capacity(entries.len());
     let table = idx.messages.read().unwrap();
     let proj = Projection::of(idx);
@@ -389,11 +426,18 @@ pub(crate) fn render_batch(
             }
             context = after;
         }
-        out.push_str(&e.to_line(&id, parent.as_deref(), &now, &extra));
+        let start = out.len();
+        let message = e.write_line(&mut out, &id, parent.as_deref(), &now, &extra);
+        lines.push((start, message));
         parent = Some(id.clone());
         ids.push(id);
     }
-    Ok((out, ids))
+    Ok(RenderedBatch {
+        text: out,
+        ids,
+        timestamp: now,
+        lines,
+    })
 }
 
 /// One `write(2)` on the O_APPEND descriptor; a short or failed write is undone by
