@@ -103,6 +103,8 @@ impl Follow {
 /// One open control file: the partial line carried between writes, and the replies.
 pub struct CtlHandle {
     pub target: CtlTarget,
+    /// `target.log_key()`, made once: the log and writer maps are keyed by it.
+    key: String,
     pub pid: u32,
     pending: Vec<u8>,
     replies: Vec<u8>,
@@ -158,6 +160,7 @@ impl CtlService {
             follow = Some(f);
         }
         CtlHandle {
+            key: target.log_key(),
             target,
             pid,
             pending: Vec::new(),
@@ -176,14 +179,14 @@ impl CtlService {
     pub fn release(&self, handle: &CtlHandle) {
         if let Some(f) = &handle.follow {
             let mut logs = self.logs.lock().unwrap();
-            if let Some(log) = logs.get_mut(&handle.target.log_key()) {
+            if let Some(log) = logs.get_mut(&handle.key) {
                 log.followers
                     .retain(|(_, w)| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), &**f));
             }
         }
         if handle.counted_as_writer {
             let mut w = self.writers.lock().unwrap();
-            if let Some(n) = w.get_mut(&handle.target.log_key()) {
+            if let Some(n) = w.get_mut(&handle.key) {
                 *n = n.saturating_sub(1);
             }
         }
@@ -230,7 +233,7 @@ impl CtlService {
             Some(f) => f.lock().unwrap().size(),
             None => {
                 let logs = self.logs.lock().unwrap();
-                logs.get(&h.target.log_key()).map_or(0, |l| l.bytes as u64)
+                logs.get(&h.key).map_or(0, |l| l.bytes as u64)
             }
         }
     }
@@ -277,10 +280,16 @@ impl CtlService {
             h.pending.extend_from_slice(data);
             return Ok(false);
         };
-        let mut complete = std::mem::take(&mut h.pending);
-        complete.extend_from_slice(&data[..cut]);
-        let result = self.process(h, &complete);
-        h.pending = data[cut + 1..].to_vec();
+        let result = if h.pending.is_empty() {
+            // The usual case, a whole line per write: no copy.
+            self.process(h, &data[..cut])
+        } else {
+            let mut complete = std::mem::take(&mut h.pending);
+            complete.extend_from_slice(&data[..cut]);
+            self.process(h, &complete)
+        };
+        h.pending.clear();
+        h.pending.extend_from_slice(&data[cut + 1..]);
         if result.is_err() {
             // The failed write is not consumed: its unterminated rest goes with it.
             h.pending.clear();
@@ -317,7 +326,7 @@ impl CtlService {
         } else {
             if h.log_snapshot.is_none() {
                 let logs = self.logs.lock().unwrap();
-                let text = logs.get(&h.target.log_key()).map(Log::text);
+                let text = logs.get(&h.key).map(Log::text);
                 h.log_snapshot = Some(text.unwrap_or_default());
             }
             h.log_snapshot.as_deref().unwrap_or_default()
@@ -416,18 +425,36 @@ impl CtlService {
 
     /// Writes the reply lines to the handle and to the control file's log.
     fn record(&self, h: &mut CtlHandle, results: &[LineResult]) {
+        use std::fmt::Write;
         let now = crate::store::naming::timestamp(chrono::Utc::now());
         let mut logs = self.logs.lock().unwrap();
-        let log = logs.entry(h.target.log_key()).or_default();
+        let log = match logs.get_mut(&h.key) {
+            Some(log) => log,
+            None => logs.entry(h.key.clone()).or_default(),
+        };
         for r in results {
-            let reply = match r {
-                Ok(text) => format!("ok {text}"),
-                Err(e) => format!("err {} {}", e.errno_name(), e.reason.replace('\n', " ")),
+            // The log line is `<time> pid=<pid> <reply>\n`; the handle gets `<reply>\n`.
+            // The line dropping off the log's end lends its allocation.
+            let mut line = match log.lines.len() >= LOG_LINES {
+                true => log.lines.pop_front().unwrap_or_default(),
+                false => String::new(),
             };
-            h.replies.extend_from_slice(reply.as_bytes());
-            h.replies.push(b'\n');
+            log.bytes -= line.len();
+            line.clear();
+            let _ = write!(line, "{now} pid={} ", h.pid);
+            let reply_at = line.len();
+            let _ = match r {
+                Ok(text) => write!(line, "ok {text}"),
+                Err(e) => write!(
+                    line,
+                    "err {} {}",
+                    e.errno_name(),
+                    e.reason.replace('\n', " ")
+                ),
+            };
+            line.push('\n');
+            h.replies.extend_from_slice(&line.as_bytes()[reply_at..]);
             h.trim_replies();
-            let line = format!("{now} pid={} {reply}\n", h.pid);
             log.followers.retain(|(_, w)| match w.upgrade() {
                 Some(f) => {
                     f.lock().unwrap().push(&line);
@@ -437,10 +464,6 @@ impl CtlService {
             });
             log.bytes += line.len();
             log.lines.push_back(line);
-            while log.lines.len() > LOG_LINES {
-                let gone = log.lines.pop_front().unwrap_or_default();
-                log.bytes -= gone.len();
-            }
         }
     }
 }

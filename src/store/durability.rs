@@ -66,9 +66,15 @@ struct CommitState {
     /// A leader is waiting for more writes before it syncs.
     gathering: bool,
     failed: Option<(u64, i32)>,
-    /// Writes the last sync covered, and how long it took: under load, a new leader
-    /// waits (a fraction of a sync) for as many writers to join as joined last time.
-    last_batch: u64,
+    /// Threads inside `wait_durable` now.
+    waiting: u64,
+    /// Threads that were waiting when the last sync ended (those it released, and
+    /// those already queued for the next one), and how long it took: under load, a
+    /// new leader waits (up to one sync's time) until that many writes are queued.
+    /// Then one fdatasync covers every active writer, and the batch follows the
+    /// load up as well as down (waiting for as many as the last batch held kept a
+    /// batch from ever growing).
+    expected: u64,
     last_sync: Duration,
     /// Counters for the log: syncs and the writes they covered.
     syncs: u64,
@@ -76,7 +82,7 @@ struct CommitState {
 }
 
 /// The longest a leader waits for others to join its batch.
-const MAX_GATHER: Duration = Duration::from_millis(1);
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 impl GroupCommit {
     /// Call right after a successful write (still under the append lock).
@@ -91,6 +97,13 @@ impl GroupCommit {
 
     /// Blocks until write `seq` is on disk. Errors carry the errno of a failed sync.
     pub fn wait_durable(&self, seq: u64, file: &File) -> std::io::Result<()> {
+        self.state.lock().unwrap().waiting += 1;
+        let result = self.wait_until_durable(seq, file);
+        self.state.lock().unwrap().waiting -= 1;
+        result
+    }
+
+    fn wait_until_durable(&self, seq: u64, file: &File) -> std::io::Result<()> {
         let mut s = self.state.lock().unwrap();
         loop {
             // A failed sync may have lost the data of every write it covered; a later
@@ -105,14 +118,14 @@ impl GroupCommit {
             }
             if !s.syncing {
                 s.syncing = true;
-                // Under load (the last sync covered several writers), the writers it
-                // released are on their way with their next writes: wait a fraction
-                // of a sync for as many to arrive, so one fdatasync covers them all.
-                // A lone writer (last batch of one) never waits.
-                if s.last_batch > 1 {
-                    let deadline = Instant::now() + (s.last_sync / 2).min(MAX_GATHER);
+                // Under load (several writers were waiting when the last sync
+                // ended), the writers it released are on their way with their next
+                // writes: wait up to one sync's time for all of them, so one
+                // fdatasync covers every active writer. A lone writer never waits.
+                if s.expected > 1 {
+                    let deadline = Instant::now() + s.last_sync.min(MAX_GATHER);
                     s.gathering = true;
-                    while s.written - s.durable < s.last_batch {
+                    while s.written - s.durable < s.expected {
                         let left = deadline.saturating_duration_since(Instant::now());
                         if left.is_zero() {
                             break;
@@ -129,7 +142,7 @@ impl GroupCommit {
                 let took = started.elapsed();
                 s = self.state.lock().unwrap();
                 s.syncing = false;
-                s.last_batch = covered;
+                s.expected = s.waiting;
                 s.last_sync = took;
                 s.syncs += 1;
                 s.covered += covered;

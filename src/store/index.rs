@@ -140,12 +140,17 @@ pub struct SessionIndex {
 
 /// The first `CHECK_BYTES` of a file and the last `CHECK_BYTES` of its parsed part
 /// (not overlapping the first): exactly what `content_check` reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ParsedEnds {
     len: u64,
     head: Vec<u8>,
-    tail: Vec<u8>,
+    /// Ends with the tail; may hold older bytes before it, dropped now and then
+    /// rather than moving 4 KiB on every append.
+    tail_buf: Vec<u8>,
 }
+
+/// How much `tail_buf` may hold before its front is dropped.
+const TAIL_BUF: usize = 64 << 10;
 
 impl ParsedEnds {
     /// Reads them from `file`'s first `len` bytes.
@@ -154,9 +159,22 @@ impl ParsedEnds {
         let mut head = vec![0u8; len.min(CHECK_BYTES) as usize];
         file.read_exact_at(&mut head, 0)?;
         let tail_start = len.saturating_sub(CHECK_BYTES).max(head.len() as u64);
-        let mut tail = vec![0u8; (len - tail_start) as usize];
-        file.read_exact_at(&mut tail, tail_start)?;
-        Ok(ParsedEnds { len, head, tail })
+        let mut tail_buf = vec![0u8; (len - tail_start) as usize];
+        file.read_exact_at(&mut tail_buf, tail_start)?;
+        Ok(ParsedEnds {
+            len,
+            head,
+            tail_buf,
+        })
+    }
+
+    fn tail(&self) -> &[u8] {
+        let start = self
+            .len
+            .saturating_sub(CHECK_BYTES)
+            .max(self.head.len() as u64);
+        let keep = (self.len - start) as usize;
+        &self.tail_buf[self.tail_buf.len() - keep..]
     }
 
     /// The parsed part grew by `bytes` (the file's bytes right after `len`).
@@ -168,23 +186,27 @@ impl ParsedEnds {
             rest = &rest[n..];
         }
         self.len += bytes.len() as u64;
-        let keep = (self.len
-            - self
-                .len
-                .saturating_sub(CHECK_BYTES)
-                .max(self.head.len() as u64)) as usize;
-        if rest.len() >= keep {
-            self.tail.clear();
-            self.tail.extend_from_slice(&rest[rest.len() - keep..]);
+        if rest.len() >= CHECK_BYTES as usize {
+            self.tail_buf.clear();
+            self.tail_buf
+                .extend_from_slice(&rest[rest.len() - CHECK_BYTES as usize..]);
         } else {
-            self.tail.extend_from_slice(rest);
-            let over = self.tail.len().saturating_sub(keep);
-            self.tail.drain(..over);
+            if self.tail_buf.len() + rest.len() > TAIL_BUF {
+                let drop = self.tail_buf.len() - self.tail().len();
+                self.tail_buf.drain(..drop);
+            }
+            self.tail_buf.extend_from_slice(rest);
         }
     }
 
     pub fn hash(&self) -> u64 {
-        content_hash_of(self.len, &self.head, &self.tail)
+        content_hash_of(self.len, &self.head, self.tail())
+    }
+}
+
+impl PartialEq for ParsedEnds {
+    fn eq(&self, other: &Self) -> bool {
+        (self.len, &self.head, self.tail()) == (other.len, &other.head, other.tail())
     }
 }
 
