@@ -420,15 +420,41 @@ impl SessionIndex {
     /// Parses the complete lines of `bytes` (which start at file offset `start`);
     /// returns how many bytes were consumed (up to and including the last `\n`).
     pub fn ingest(&mut self, start: u64, bytes: &[u8]) -> usize {
-        let mut pos = 0;
-        while let Some(nl) = memchr::memchr(b'\n', &bytes[pos..]) {
-            self.ingest_line(start + pos as u64, &bytes[pos..pos + nl]);
-            pos += nl + 1;
+        let Some(last_nl) = memchr::memrchr(b'\n', bytes) else {
+            return 0;
+        };
+        let complete = &bytes[..last_nl + 1];
+        if complete.len() < PARALLEL_MIN {
+            for (at, line) in lines_of(complete) {
+                let parsed = parse_at(start + at as u64, line);
+                self.apply(parsed);
+            }
+        } else {
+            // A big read (a first parse): parsing a line needs nothing from the lines
+            // before it, so the chunk's pieces are parsed on all cores, then applied
+            // in file order (the part that depends on what came before, and cheap).
+            let pieces = split_at_newlines(complete, parallelism());
+            let parsed: Vec<Vec<ParsedLine<'_>>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = pieces
+                    .iter()
+                    .skip(1)
+                    .map(|&(off, piece)| scope.spawn(move || parse_all(start + off as u64, piece)))
+                    .collect();
+                let (off, first) = pieces[0];
+                let mut out = vec![parse_all(start + off as u64, first)];
+                out.extend(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("parser thread")),
+                );
+                out
+            });
+            for line in parsed.into_iter().flatten() {
+                self.apply(line);
+            }
         }
-        if pos > 0 {
-            self.parsed_len = start + pos as u64;
-        }
-        pos
+        self.parsed_len = start + complete.len() as u64;
+        complete.len()
     }
 
     /// Takes in lines this process just wrote at `start` (the end of the parsed
@@ -460,40 +486,29 @@ impl SessionIndex {
     }
 
     fn ingest_line(&mut self, line_start: u64, raw: &[u8]) {
+        let parsed = parse_at(line_start, raw);
+        self.apply(parsed);
+    }
+
+    /// Counts a parsed line into the index.
+    fn apply(&mut self, line: ParsedLine<'_>) {
         self.lines += 1;
-        let mut offset = 0usize;
-        let mut line = raw;
-        if line_start == 0 && line.starts_with(b"\xEF\xBB\xBF") {
-            offset = 3;
-            line = &line[3..];
-        }
-        // A crash on some filesystems leaves runs of NUL bytes: count the run as one
-        // malformed line and keep whatever follows it on the same line.
-        let nuls = line.iter().take_while(|&&b| b == 0).count();
-        if nuls > 0 {
+        if line.nul_run {
             self.malformed_lines += 1;
-            offset += nuls;
-            line = &line[nuls..];
         }
-        let line = super::line::trim_line_end(line);
-        if line.is_empty() {
-            return;
-        }
-        let Ok(text) = std::str::from_utf8(line) else {
-            self.malformed_lines += 1;
-            return;
-        };
-        let text_start = line_start + offset as u64;
-        match parse_line(text) {
-            Line::Malformed(_) => self.malformed_lines += 1,
-            Line::Header(h) => {
+        match line.kind {
+            LineKind::Blank => {}
+            LineKind::Malformed => self.malformed_lines += 1,
+            LineKind::Header(h) => {
                 if self.header.is_none() && self.entries == 0 {
                     self.header = Some(h);
                 }
             }
-            Line::Entry(entry) => {
-                self.ingest_entry(line_start, raw.len() as u64, text_start, text, entry)
-            }
+            LineKind::Entry {
+                text_start,
+                text,
+                entry,
+            } => self.ingest_entry(line.start, line.len, text_start, text, entry),
         }
     }
 
@@ -632,6 +647,111 @@ impl SessionIndex {
     }
 }
 
+/// Below this many bytes of complete lines, `ingest` parses on the calling thread.
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// One line as parsing found it, before it is counted into an index (which needs
+/// the lines before it, so happens in file order).
+struct ParsedLine<'a> {
+    start: u64,
+    len: u64,
+    /// The line began with a run of NUL bytes (counted as one malformed line).
+    nul_run: bool,
+    kind: LineKind<'a>,
+}
+
+enum LineKind<'a> {
+    Blank,
+    Malformed,
+    Header(Header),
+    Entry {
+        /// File offset of `text`, the line without BOM, NULs and trailing blanks.
+        text_start: u64,
+        text: &'a str,
+        entry: Entry<'a>,
+    },
+}
+
+/// Parses one line (without its `\n`) that starts at file offset `line_start`.
+fn parse_at(line_start: u64, raw: &[u8]) -> ParsedLine<'_> {
+    let mut offset = 0usize;
+    let mut line = raw;
+    if line_start == 0 && line.starts_with(b"\xEF\xBB\xBF") {
+        offset = 3;
+        line = &line[3..];
+    }
+    // A crash on some filesystems leaves runs of NUL bytes: count the run as one
+    // malformed line and keep whatever follows it on the same line.
+    let nuls = line.iter().take_while(|&&b| b == 0).count();
+    offset += nuls;
+    line = &line[nuls..];
+    let line = super::line::trim_line_end(line);
+    let kind = if line.is_empty() {
+        LineKind::Blank
+    } else {
+        match std::str::from_utf8(line) {
+            Err(_) => LineKind::Malformed,
+            Ok(text) => match parse_line(text) {
+                Line::Malformed(_) => LineKind::Malformed,
+                Line::Header(h) => LineKind::Header(h),
+                Line::Entry(entry) => LineKind::Entry {
+                    text_start: line_start + offset as u64,
+                    text,
+                    entry,
+                },
+            },
+        }
+    };
+    ParsedLine {
+        start: line_start,
+        len: raw.len() as u64,
+        nul_run: nuls > 0,
+        kind,
+    }
+}
+
+/// The lines of `bytes` (which ends with `\n`) with their offsets, without `\n`.
+fn lines_of(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let nl = pos + memchr::memchr(b'\n', &bytes[pos..])?;
+        let line = (pos, &bytes[pos..nl]);
+        pos = nl + 1;
+        Some(line)
+    })
+}
+
+fn parse_all(start: u64, bytes: &[u8]) -> Vec<ParsedLine<'_>> {
+    lines_of(bytes)
+        .map(|(at, line)| parse_at(start + at as u64, line))
+        .collect()
+}
+
+/// `bytes` (ending with `\n`) cut into about `n` pieces at line ends, with offsets.
+fn split_at_newlines(bytes: &[u8], n: usize) -> Vec<(usize, &[u8])> {
+    let mut pieces = Vec::with_capacity(n);
+    let mut from = 0;
+    for i in 1..n {
+        let aim = (bytes.len() * i / n).max(from);
+        let Some(nl) = memchr::memchr(b'\n', &bytes[aim..]) else {
+            break;
+        };
+        let to = aim + nl + 1;
+        if to < bytes.len() {
+            pieces.push((from, &bytes[from..to]));
+            from = to;
+        }
+    }
+    pieces.push((from, &bytes[from..]));
+    pieces
+}
+
+/// Threads for a big parse: the machine's cores, at most 4.
+fn parallelism() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+}
+
 /// The message the projection puts in place of compacted history (§3).
 pub fn synthetic_summary_message(summary: &str) -> String {
     let text = format!("The conversation before this point was compacted. Summary:\n\n{summary}");
@@ -679,6 +799,57 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A big chunk parsed on several threads gives exactly the index that parsing
+    /// it line by line gives (compactions refer back to earlier messages, ids, BOM,
+    /// NUL runs, malformed and blank lines, a header).
+    #[test]
+    fn parallel_ingest_equals_sequential() {
+        let mut text = String::from("\u{feff}{\"type\":\"session\",\"version\":2,\"id\":\"s\"}\n");
+        let mut n = 0u64;
+        while text.len() < 3 * PARALLEL_MIN {
+            n += 1;
+            let id = format!("01a20047-3e58-758d-a5b9-{n:012x}");
+            let line = match n % 11 {
+                0 => format!(
+                    "{{\"type\":\"compaction\",\"id\":\"{id}\",\"summary\":\"s\",\"first-kept-entry-id\":\"01a20047-3e58-758d-a5b9-{:012x}\"}}",
+                    n - 4
+                ),
+                1 => "garbage".to_string(),
+                2 => "\0\0{\"type\":\"title\",\"title\":\"t\"}".to_string(),
+                3 => "   ".to_string(),
+                4 => format!(
+                    "{{\"type\":\"message\",\"id\":\"{id}\",\"message\":{{\"content\":\"x\",\"role\":\"tool\"}}}}"
+                ),
+                _ => format!(
+                    "{{\"type\":\"message\",\"id\":\"{id}\",\"timestamp\":\"t{n}\",\"message\":{{\"role\":\"user\",\"content\":\"{}\"}}}}",
+                    "é".repeat((n % 300) as usize)
+                ),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let bytes = text.as_bytes();
+        let mut whole = SessionIndex::new();
+        assert_eq!(whole.ingest(0, bytes), bytes.len());
+        let mut by_line = SessionIndex::new();
+        let mut at = 0;
+        for (_, line) in lines_of(bytes) {
+            by_line.ingest(at as u64, &bytes[at..at + line.len() + 1]);
+            at += line.len() + 1;
+        }
+        assert_eq!(
+            serde_json::to_value(&whole).unwrap(),
+            serde_json::to_value(&by_line).unwrap()
+        );
+        assert_eq!(
+            *whole.messages.read().unwrap(),
+            *by_line.messages.read().unwrap()
+        );
+        assert!(whole.compactions.iter().filter(|c| c.is_valid()).count() > 100);
+        assert!(whole.malformed_lines > 100);
+        assert!(whole.header.is_some());
+    }
 
     /// Ends kept up to date by appends hash like a fresh read of the file, across the
     /// head filling up and the tail window sliding, for small and large appends.
