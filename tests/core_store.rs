@@ -109,6 +109,26 @@ fn the_store_ignores_what_is_not_a_session() {
         libc::ENOENT
     );
     assert!(store.session_dirs("--linked--").is_err());
+    // `has_sessions` stops at the first session file; only a real one counts.
+    let fakes = store.root.join("--fakes--");
+    std::fs::create_dir(&fakes).unwrap();
+    std::fs::write(fakes.join(".jsonl"), "x").unwrap();
+    std::fs::create_dir(fakes.join("sub.jsonl")).unwrap();
+    std::os::unix::fs::symlink(&target, fakes.join("link.jsonl")).unwrap();
+    for ns in [
+        "--fakes--",
+        "--empty--",
+        "--only-junk--",
+        "--linked--",
+        "--none--",
+    ] {
+        assert!(!store.has_sessions(ns), "{ns}");
+    }
+    assert!(store.has_sessions(&s.namespace));
+    assert_eq!(
+        store.namespaces().unwrap(),
+        std::slice::from_ref(&s.namespace)
+    );
     assert_eq!(err_of(store.resolve("evil")).errno, libc::ENOENT);
     let link = ns.join("2026-01-01T00-00-00-000Z_evil.jsonl");
     assert_eq!(

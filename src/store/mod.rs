@@ -81,15 +81,7 @@ impl Store {
     /// namespace is not a namespace).
     fn jsonl_entries(&self, ns: &str) -> Result<Vec<(String, std::fs::DirEntry)>> {
         let dir = layout::namespace_path(&self.root, ns);
-        let rd = open::Dir::open_root(&self.root)
-            .and_then(|r| r.open_dir(ns))
-            .and_then(|d| d.entries())
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ENOTDIR | libc::ELOOP | libc::EINVAL) => {
-                    Error::not_found(format!("{ns} is not a namespace"))
-                }
-                _ => Error::io(dir.display(), &e),
-            })?;
+        let rd = self.namespace_entries(ns)?;
         let mut out = Vec::new();
         for entry in rd {
             let Ok(entry) = entry else { continue };
@@ -109,6 +101,35 @@ impl Store {
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// The entries of namespace folder `ns`, opened without following links.
+    fn namespace_entries(&self, ns: &str) -> Result<std::fs::ReadDir> {
+        open::Dir::open_root(&self.root)
+            .and_then(|r| r.open_dir(ns))
+            .and_then(|d| d.entries())
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOTDIR | libc::ELOOP | libc::EINVAL) => {
+                    Error::not_found(format!("{ns} is not a namespace"))
+                }
+                _ => Error::io(layout::namespace_path(&self.root, ns).display(), &e),
+            })
+    }
+
+    /// Whether `ns` holds a session file (as `session_dirs` counts them). It stops at
+    /// the first one: every lookup, `getattr` and `open` under a namespace asks, and
+    /// listing all of 10,000 sessions to answer cost ~5 ms each time.
+    pub fn has_sessions(&self, ns: &str) -> bool {
+        let Ok(rd) = self.namespace_entries(ns) else {
+            return false;
+        };
+        rd.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(layout::session_dir_of)
+                .is_some()
+                && e.file_type().is_ok_and(|t| t.is_file())
+        })
     }
 
     /// Session file stems in `ns` (regular `*.jsonl` files only; links are not followed).
@@ -153,10 +174,7 @@ impl Store {
                 continue;
             };
             // `.trash`, `.fen-cache`: fen-fs's own folders are never namespaces.
-            if ft.is_dir()
-                && !name.starts_with('.')
-                && self.session_dirs(&name).is_ok_and(|d| !d.is_empty())
-            {
+            if ft.is_dir() && !name.starts_with('.') && self.has_sessions(&name) {
                 out.push(name);
             }
         }

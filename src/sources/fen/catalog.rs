@@ -14,7 +14,9 @@ use crate::store::index::FileStamp;
 use crate::store::layout::CacheFile;
 use crate::store::{Store, layout};
 use crate::views::listing::{Listing, render_json, sort_newest_first};
+use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -77,11 +79,15 @@ fn cache_path(store: &Store, ns: &str) -> CacheFile {
 /// Cache files carry `<checksum hex>\n` before their content; a file without the
 /// right one is damaged (or not ours) and ignored.
 fn read_checked(c: &CacheFile) -> Option<Vec<u8>> {
-    let bytes = crate::store::atomic::read_file(c, MAX_CACHE_BYTES)?;
+    let mut bytes = crate::store::atomic::read_file(c, MAX_CACHE_BYTES)?;
     let nl = memchr::memchr(b'\n', &bytes)?;
     let sum = u64::from_str_radix(std::str::from_utf8(&bytes[..nl]).ok()?, 16).ok()?;
-    let rest = &bytes[nl + 1..];
-    (checksum(&[rest]) == sum).then(|| rest.to_vec())
+    if checksum(&[&bytes[nl + 1..]]) != sum {
+        return None;
+    }
+    // In place: a copy of a large namespace's cache is megabytes of fresh pages.
+    bytes.drain(..=nl);
+    Some(bytes)
 }
 
 fn write_checked(c: &CacheFile, rest: &[u8]) {
@@ -115,28 +121,128 @@ fn load_rendered(
     ns: &str,
     files: &[(String, std::fs::Metadata)],
 ) -> Option<Rendered> {
-    let bytes = read_checked(&rendered_path(store, ns))?;
+    let mut bytes = read_checked(&rendered_path(store, ns))?;
     let nl = memchr::memchr(b'\n', &bytes)?;
     let head = std::str::from_utf8(&bytes[..nl]).ok()?;
     let (fp, latest) = head.split_once(' ')?;
-    let index_json = bytes[nl + 1..].to_vec();
-    let listed: Vec<serde_json::Value> = serde_json::from_slice(&index_json).ok()?;
-    let mut dirs: Vec<&str> = listed
-        .iter()
-        .map(|l| l["dir"].as_str())
-        .collect::<Option<_>>()?;
+    let fingerprint = u64::from_str_radix(fp, 16).ok()?;
+    let listed: Vec<ListedDir> = serde_json::from_slice(&bytes[nl + 1..]).ok()?;
+    let mut dirs: Vec<&str> = listed.iter().map(|l| l.0.as_ref()).collect();
     let first = dirs.first().map(|d| d.to_string());
     dirs.sort_unstable();
     let mut names: Vec<&str> = files.iter().map(|(d, _)| d.as_str()).collect();
-    names.sort_unstable();
+    // `session_files` lists in name order already.
+    if !names.is_sorted() {
+        names.sort_unstable();
+    }
     if dirs != names || first.as_deref() != Some(latest).filter(|l| !l.is_empty()) {
         return None;
     }
+    drop(listed);
+    bytes.drain(..=nl);
     Some(Rendered {
-        fingerprint: u64::from_str_radix(fp, 16).ok()?,
-        index_json: Arc::new(index_json),
+        fingerprint,
+        index_json: Arc::new(bytes),
         latest: first,
     })
+}
+
+/// The `dir` of one object of a rendered `index.json`, the other members checked as
+/// `serde_json::Value` would check them but not kept: built as `Value`s, the 10,000
+/// objects of a large namespace cost ~18 ms to build and drop on every remount.
+struct ListedDir<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for ListedDir<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = ListedDir<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a listing object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut dir = None;
+                while let Some(Str(key)) = map.next_key()? {
+                    if key != "dir" {
+                        map.next_value::<Checked>()?;
+                    } else if dir.replace(map.next_value::<Str>()?.0).is_some() {
+                        return Err(A::Error::duplicate_field("dir"));
+                    }
+                }
+                dir.map(ListedDir)
+                    .ok_or_else(|| A::Error::missing_field("dir"))
+            }
+        }
+        d.deserialize_map(Object)
+    }
+}
+
+/// Any JSON value, read as `serde_json::Value` reads one (strings UTF-8, numbers in
+/// range), but nothing kept: serde's `IgnoredAny` would let both through unchecked.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(Checked)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = Checked;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+}
+
+/// A JSON string, borrowed from the input unless it has escapes.
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct S;
+        impl<'de> Visitor<'de> for S {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(S)
+    }
 }
 
 fn save_rendered(store: &Store, ns: &str, r: &Rendered) {
@@ -302,4 +408,62 @@ fn list(
     cache.version = CACHE_VERSION;
     sort_newest_first(&mut out);
     (out, changed, newest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs(json: &str) -> Option<Vec<String>> {
+        let listed: Vec<ListedDir> = serde_json::from_str(json).ok()?;
+        Some(listed.into_iter().map(|l| l.0.into_owned()).collect())
+    }
+
+    #[test]
+    fn listed_dirs_are_read_from_objects_only() {
+        let l = |dir: &str, title: &str| Listing {
+            dir: dir.into(),
+            id: "i".into(),
+            cwd: Some("/p".into()),
+            title: Some(title.into()),
+            preview: None,
+            created_at: None,
+            updated_at: Some("2026-01-01T00:00:00Z".into()),
+            messages: 3,
+            agent: Default::default(),
+        };
+        let json = render_json(&[l("b", "x \"q\" {[ \\"), l("a\"\\\n", "y")]);
+        let got = dirs(std::str::from_utf8(&json).unwrap());
+        assert_eq!(got, Some(vec!["b".into(), "a\"\\\n".into()]));
+        assert_eq!(dirs("[]"), Some(vec![]));
+        assert_eq!(
+            dirs(r#"[{"x":{"dir":"n"},"dir":"a"}]"#),
+            Some(vec!["a".into()])
+        );
+        for bad in [
+            r#"{"dir":"a"}"#,
+            r#"[["a"]]"#,
+            r#"["a"]"#,
+            r#"[{"id":"a"}]"#,
+            r#"[{"dir":1}]"#,
+            r#"[{"dir":null}]"#,
+            r#"[{"dir":"a","dir":"b"}]"#,
+            r#"[{"dir":"a"}] x"#,
+            r#"[{"dir":"a","x":}]"#,
+            r#"[{"dir":"a"},]"#,
+            r#"[{"dir":"a","n":1e400}]"#,
+            r#"[{"dir":"a","x":[{"y":-1e999}]}]"#,
+            r#"[{"dir":"a","x":"\ud800"}]"#,
+        ] {
+            assert_eq!(dirs(bad), None, "{bad}");
+        }
+        // What serde_json::Value refuses is refused: bytes that are not UTF-8 too.
+        let mut bytes = br#"[{"dir":"a","title":"x"}]"#.to_vec();
+        bytes[20] = 0xff;
+        assert!(serde_json::from_slice::<Vec<serde_json::Value>>(&bytes).is_err());
+        assert!(serde_json::from_slice::<Vec<ListedDir>>(&bytes).is_err());
+        let fine =
+            br#"[{"dir":"a","n":[1,-2,3.5e10,18446744073709551616,true,null],"o":{"k":{}}}]"#;
+        assert!(serde_json::from_slice::<Vec<ListedDir>>(fine).is_ok());
+    }
 }

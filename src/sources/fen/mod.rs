@@ -87,7 +87,7 @@ impl SessionSource for FenSource {
     }
 
     fn has_namespace(&self, ns: &str) -> bool {
-        self.store.session_dirs(ns).is_ok_and(|d| !d.is_empty())
+        self.store.has_sessions(ns)
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
