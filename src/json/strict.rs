@@ -47,7 +47,7 @@ pub fn scan(text: &str) -> Result<Option<Vec<Field<'_>>>, Error> {
     };
     s.ws();
     let is_object = s.peek() == Some(b'{');
-    let mut fields = Vec::new();
+    let mut fields = Vec::with_capacity(if is_object { 8 } else { 0 });
     s.value(is_object.then_some(&mut fields))?;
     s.ws();
     if s.i != s.b.len() {
