@@ -91,6 +91,14 @@ fn strict_object(line: &[u8]) -> Result<(&str, Fields<'_>)> {
     let whole = std::str::from_utf8(line)
         .map_err(|e| Error::invalid(format!("not valid UTF-8 (byte {})", e.valid_up_to())))?;
     let text = whole.trim_matches(|c: char| c.is_ascii_whitespace());
+    // The ctl file splits lines at '\n', but callers of this function may not: the
+    // writer's whitespace is kept in the entry, which must stay one transcript line.
+    if let Some(at) = memchr::memchr(b'\n', text.as_bytes()) {
+        let at = crate::json::offset_in(whole, text) + at;
+        return Err(Error::invalid(format!(
+            "a ctl line must not contain a newline (byte {at})"
+        )));
+    }
     let fields = strict::scan(text).map_err(|e| {
         let at = crate::json::offset_in(whole, text) + e.pos;
         Error::invalid(format!("not JSON: {} at byte {at}", e.what))
@@ -318,6 +326,7 @@ mod tests {
             b"{\"role\":\"user\",\"content\":\"\\ud800\"}",
             b"{\"role\":\"user\",\"content\":\"\xff\"}",
             b"{\"role\":\"user\",\"role\":\"user\"}",
+            b"{\"role\"\n:\"user\"}",
         ] {
             assert_eq!(errno(parse_session_line(bad)), libc::EINVAL, "{}", String::from_utf8_lossy(bad));
         }
