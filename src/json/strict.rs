@@ -40,6 +40,19 @@ impl std::error::Error for Error {}
 /// object, returns its top-level fields in order (duplicates kept, as written);
 /// `None` for any other valid value.
 pub fn scan(text: &str) -> Result<Option<Vec<Field<'_>>>, Error> {
+    let mut fields = Vec::with_capacity(8);
+    let is_object = document(text, Some(&mut fields))?;
+    Ok(is_object.then_some(fields))
+}
+
+/// Validates `text` as one JSON value, as [`scan`] does.
+pub fn validate(text: &str) -> Result<(), Error> {
+    document(text, None).map(|_| ())
+}
+
+/// One value with whitespace around it; whether it is an object, whose fields go
+/// to `fields`.
+fn document<'a>(text: &'a str, fields: Option<&mut Vec<Field<'a>>>) -> Result<bool, Error> {
     let mut s = Scanner {
         text,
         b: text.as_bytes(),
@@ -47,29 +60,12 @@ pub fn scan(text: &str) -> Result<Option<Vec<Field<'_>>>, Error> {
     };
     s.ws();
     let is_object = s.peek() == Some(b'{');
-    let mut fields = Vec::with_capacity(if is_object { 8 } else { 0 });
-    s.value(is_object.then_some(&mut fields))?;
+    s.value(fields.filter(|_| is_object))?;
     s.ws();
     if s.i != s.b.len() {
         return Err(s.err("trailing characters"));
     }
-    Ok(is_object.then_some(fields))
-}
-
-/// Validates `text` as one JSON value, as [`scan`] does.
-pub fn validate(text: &str) -> Result<(), Error> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        i: 0,
-    };
-    s.ws();
-    s.value(None)?;
-    s.ws();
-    if s.i != s.b.len() {
-        return Err(s.err("trailing characters"));
-    }
-    Ok(())
+    Ok(is_object)
 }
 
 /// A key as written, decoded only when it is kept (top-level keys).
