@@ -8,6 +8,8 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
 
+pub mod strict;
+
 /// A JSON object's top-level fields in order, values left raw.
 pub struct RawObject<'a> {
     pub fields: Vec<(Cow<'a, str>, &'a RawValue)>,
@@ -89,54 +91,10 @@ pub fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
 }
 
-/// Strict validation without building a value: every string is decoded (so lone
-/// surrogate escapes are refused) and nesting is limited by serde_json's recursion
-/// limit (128), but nothing is allocated for the document.
-pub fn validate_strict(text: &str) -> Result<(), serde_json::Error> {
-    serde_json::from_str::<Strict>(text).map(|_| ())
-}
-
-struct Strict;
-
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Strict;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Strict, E> {
-        Ok(Strict)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Strict, E> {
-        Ok(Strict)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Strict, E> {
-        Ok(Strict)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Strict, E> {
-        Ok(Strict)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Strict, E> {
-        Ok(Strict)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Strict, E> {
-        Ok(Strict)
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
-        while seq.next_element::<Strict>()?.is_some() {}
-        Ok(Strict)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
-        while map.next_entry::<Strict, Strict>()?.is_some() {}
-        Ok(Strict)
-    }
+/// Strict validation without building a value: accepts exactly what
+/// `serde_json::Value` accepts (lone surrogate escapes refused, nesting below 128).
+pub fn validate_strict(text: &str) -> Result<(), strict::Error> {
+    strict::validate(text)
 }
 
 #[cfg(test)]

@@ -2,12 +2,11 @@
 //! to append, or an error with its errno and a reason a person can act on.
 
 use crate::error::{Error, Result};
-use crate::json::{RawObject, as_string, is_null};
+use crate::json::strict::{self, Field, string_value};
 use crate::store::entry::{NewCompaction, NewEntry};
 use crate::store::index::SessionIndex;
 use crate::store::line::replacement_messages;
 use crate::store::naming::is_valid_session_id;
-use serde_json::value::RawValue;
 
 /// Fields the daemon assigns; a line that sets one is invalid.
 pub const RESERVED: [&str; 3] = ["id", "parent-id", "timestamp"];
@@ -22,22 +21,20 @@ pub struct NewSessionRequest {
 
 /// Validates a line for a session's `ctl`.
 pub fn parse_session_line(line: &[u8]) -> Result<NewEntry> {
-    let text = strict_object_text(line)?;
-    let obj = fields_of(text)?;
+    let (text, obj) = strict_object(line)?;
     entry_from(text, obj, false)
 }
 
 /// Validates a line for the root `ctl`: `cwd`, optional `session-id`, first entry.
 pub fn parse_root_line(line: &[u8]) -> Result<NewSessionRequest> {
-    let text = strict_object_text(line)?;
-    let mut obj = fields_of(text)?;
+    let (text, mut obj) = strict_object(line)?;
     let cwd = match take(&mut obj, "cwd") {
         None => {
             return Err(Error::invalid(
                 "root ctl lines need \"cwd\" (the session's working directory)",
             ));
         }
-        Some(v) => as_string(v).ok_or_else(|| Error::invalid("\"cwd\" must be a string"))?,
+        Some(v) => string_value(v).ok_or_else(|| Error::invalid("\"cwd\" must be a string"))?,
     };
     if !cwd.starts_with('/') {
         return Err(Error::invalid(format!(
@@ -53,7 +50,7 @@ pub fn parse_root_line(line: &[u8]) -> Result<NewSessionRequest> {
         None => None,
         Some(v) => {
             let id =
-                as_string(v).ok_or_else(|| Error::invalid("\"session-id\" must be a string"))?;
+                string_value(v).ok_or_else(|| Error::invalid("\"session-id\" must be a string"))?;
             if !is_valid_session_id(&id) {
                 return Err(Error::invalid(format!(
                     "\"session-id\" must be 1-64 characters of A-Za-z0-9_- (got {} characters: {:?})",
@@ -61,7 +58,7 @@ pub fn parse_root_line(line: &[u8]) -> Result<NewSessionRequest> {
                     id.chars().take(70).collect::<String>()
                 )));
             }
-            Some(id)
+            Some(id.into_owned())
         }
     };
     let first = entry_from(text, obj, true)?;
@@ -88,19 +85,41 @@ pub fn check_against(index: &SessionIndex, entry: &NewEntry) -> Result<()> {
     Ok(())
 }
 
-/// UTF-8, strict JSON (no lone surrogates, nesting at most 128 deep), an object.
-fn strict_object_text(line: &[u8]) -> Result<&str> {
-    let text = std::str::from_utf8(line)
+/// UTF-8, strict JSON (no lone surrogates, nesting at most 128 deep), an object:
+/// the trimmed text and its top-level fields, checked in one pass over the line.
+fn strict_object(line: &[u8]) -> Result<(&str, Fields<'_>)> {
+    let whole = std::str::from_utf8(line)
         .map_err(|e| Error::invalid(format!("not valid UTF-8 (byte {})", e.valid_up_to())))?;
-    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
-    crate::json::validate_strict(text).map_err(|e| Error::invalid(format!("not JSON: {e}")))?;
-    if !text.starts_with('{') {
+    let text = whole.trim_matches(|c: char| c.is_ascii_whitespace());
+    // The ctl file splits lines at '\n', but callers of this function may not: the
+    // writer's whitespace is kept in the entry, which must stay one transcript line.
+    if let Some(at) = memchr::memchr(b'\n', text.as_bytes()) {
+        let at = crate::json::offset_in(whole, text) + at;
+        return Err(Error::invalid(format!(
+            "a ctl line must not contain a newline (byte {at})"
+        )));
+    }
+    let fields = strict::scan(text).map_err(|e| {
+        let at = crate::json::offset_in(whole, text) + e.pos;
+        Error::invalid(format!("not JSON: {} at byte {at}", e.what))
+    })?;
+    let Some(fields) = fields else {
         return Err(Error::invalid(format!(
             "not a JSON object (got {})",
             kind_of(text)
         )));
+    };
+    for (i, (k, _)) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|(seen, _)| seen == k) {
+            return Err(Error::invalid(format!("field {k:?} is given twice")));
+        }
+        if RESERVED.contains(&k.as_ref()) {
+            return Err(Error::invalid(format!(
+                "{k:?} is assigned by fen-fs; do not set it"
+            )));
+        }
     }
-    Ok(text)
+    Ok((text, fields))
 }
 
 /// What a valid JSON text that is not an object is, from its first byte.
@@ -114,43 +133,31 @@ fn kind_of(text: &str) -> &'static str {
     }
 }
 
-type Fields<'a> = Vec<(String, &'a RawValue)>;
+type Fields<'a> = Vec<Field<'a>>;
 
-fn fields_of(text: &str) -> Result<Fields<'_>> {
-    let obj = RawObject::parse(text).map_err(|e| Error::invalid(format!("not JSON: {e}")))?;
-    let mut out: Fields<'_> = Vec::with_capacity(obj.fields.len());
-    for (k, v) in obj.fields {
-        if out.iter().any(|(seen, _)| *seen == k) {
-            return Err(Error::invalid(format!("field {k:?} is given twice")));
-        }
-        if RESERVED.contains(&k.as_ref()) {
-            return Err(Error::invalid(format!(
-                "{k:?} is assigned by fen-fs; do not set it"
-            )));
-        }
-        out.push((k.into_owned(), v));
-    }
-    Ok(out)
-}
-
-fn take<'a>(fields: &mut Fields<'a>, key: &str) -> Option<&'a RawValue> {
+fn take<'a>(fields: &mut Fields<'a>, key: &str) -> Option<&'a str> {
     let i = fields.iter().position(|(k, _)| k == key)?;
     Some(fields.remove(i).1)
 }
 
-fn get<'a>(fields: &Fields<'a>, key: &str) -> Option<&'a RawValue> {
+fn get<'a>(fields: &Fields<'a>, key: &str) -> Option<&'a str> {
     fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+}
+
+fn is_null(v: &str) -> bool {
+    v == "null"
 }
 
 fn raw_fields(fields: Fields<'_>) -> Vec<(String, String)> {
     fields
         .into_iter()
-        .map(|(k, v)| (k, v.get().to_string()))
+        .map(|(k, v)| (k.into_owned(), v.to_owned()))
         .collect()
 }
 
-fn non_empty_role(obj: &Fields<'_>) -> Result<()> {
-    match get(obj, "role").map(as_string) {
+/// `role` is the raw value of the message's `role` field, if any.
+fn non_empty_role(role: Option<&str>) -> Result<()> {
+    match role.map(string_value) {
         Some(Some(r)) if !r.is_empty() => Ok(()),
         Some(_) => Err(Error::invalid("\"role\" must be a non-empty string")),
         None => Err(Error::invalid(
@@ -163,19 +170,19 @@ fn non_empty_role(obj: &Fields<'_>) -> Result<()> {
 /// case a shorthand message must be re-assembled from its remaining fields.
 fn entry_from(text: &str, mut fields: Fields<'_>, removed_any: bool) -> Result<NewEntry> {
     let Some(kind) = take(&mut fields, "type") else {
-        non_empty_role(&fields)?;
-        let raw = if removed_any {
-            let parts: Vec<String> = fields
-                .iter()
-                .map(|(k, v)| format!("{}:{}", crate::json::quote(k), v.get()))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        } else {
-            text.to_string()
-        };
-        return Ok(NewEntry::message(&raw));
+        non_empty_role(get(&fields, "role"))?;
+        if !removed_any {
+            return Ok(NewEntry::message(text));
+        }
+        let parts: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}:{v}", crate::json::quote(k)))
+            .collect();
+        return Ok(NewEntry::message(&format!("{{{}}}", parts.join(","))));
     };
-    let kind = as_string(kind).ok_or_else(|| Error::invalid("\"type\" must be a string"))?;
+    let kind = string_value(kind)
+        .ok_or_else(|| Error::invalid("\"type\" must be a string"))?
+        .into_owned();
     let mut compaction = None;
     match kind.as_str() {
         "" => return Err(Error::invalid("\"type\" must not be empty")),
@@ -187,25 +194,23 @@ fn entry_from(text: &str, mut fields: Fields<'_>, removed_any: bool) -> Result<N
         "message" => {
             let m = get(&fields, "message")
                 .ok_or_else(|| Error::invalid("a message entry needs \"message\""))?;
-            let obj = RawObject::parse(m.get())
-                .map_err(|_| Error::invalid("\"message\" must be a JSON object"))?;
-            let inner: Fields<'_> = obj
-                .fields
-                .into_iter()
-                .map(|(k, v)| (k.into_owned(), v))
-                .collect();
-            non_empty_role(&inner)?;
+            // Already validated with the line: only its fields are split here.
+            if !m.starts_with('{') {
+                return Err(Error::invalid("\"message\" must be a JSON object"));
+            }
+            let role = strict::valid_object_fields(m).find(|(k, _)| k == "role");
+            non_empty_role(role.map(|(_, v)| v))?;
         }
         "compaction" => compaction = Some(validate_compaction(&fields)?),
         "title" => {
             get(&fields, "title")
-                .and_then(as_string)
+                .and_then(string_value)
                 .ok_or_else(|| Error::invalid("a title entry needs a string \"title\""))?;
         }
         "metadata" => {
             let d = get(&fields, "data")
                 .ok_or_else(|| Error::invalid("a metadata entry needs \"data\""))?;
-            if !d.get().starts_with('{') {
+            if !d.starts_with('{') {
                 return Err(Error::invalid("\"data\" must be a JSON object"));
             }
         }
@@ -219,8 +224,8 @@ fn entry_from(text: &str, mut fields: Fields<'_>, removed_any: bool) -> Result<N
 }
 
 fn validate_compaction(fields: &Fields<'_>) -> Result<NewCompaction> {
-    let summary = match get(fields, "summary").map(as_string) {
-        Some(Some(s)) if !s.is_empty() => s,
+    let summary = match get(fields, "summary").map(string_value) {
+        Some(Some(s)) if !s.is_empty() => s.into_owned(),
         _ => {
             return Err(Error::invalid(
                 "a compaction needs a non-empty string \"summary\"",
@@ -241,8 +246,8 @@ fn validate_compaction(fields: &Fields<'_>) -> Result<NewCompaction> {
             ));
         }
         (Some(v), None) if is_null(v) => (Some(None), Vec::new()),
-        (Some(v), None) => match as_string(v) {
-            Some(id) => (Some(Some(id)), Vec::new()),
+        (Some(v), None) => match string_value(v) {
+            Some(id) => (Some(Some(id.into_owned())), Vec::new()),
             None => {
                 return Err(Error::invalid(
                     "\"first-kept-entry-id\" must be a string or null",
@@ -250,14 +255,14 @@ fn validate_compaction(fields: &Fields<'_>) -> Result<NewCompaction> {
             }
         },
         (None, Some(m)) => {
-            let items = replacement_messages(m.get())
+            let items = replacement_messages(m)
                 .map_err(|e| Error::invalid(format!("\"messages\": {e}")))?;
             (None, items.iter().map(|i| i.get().len() as u64).collect())
         }
     };
     for key in ["tokens-before", "tokens-after"] {
         if let Some(v) = get(fields, key)
-            && v.get().parse::<u64>().is_err()
+            && v.parse::<u64>().is_err()
         {
             return Err(Error::invalid(format!(
                 "{key:?} must be a non-negative integer"
@@ -266,12 +271,12 @@ fn validate_compaction(fields: &Fields<'_>) -> Result<NewCompaction> {
     }
     if let Some(v) = get(fields, "guidance")
         && !is_null(v)
-        && as_string(v).is_none()
+        && string_value(v).is_none()
     {
         return Err(Error::invalid("\"guidance\" must be a string or null"));
     }
     if let Some(v) = get(fields, "trigger")
-        && !matches!(as_string(v).as_deref(), Some("manual" | "auto"))
+        && !matches!(string_value(v).as_deref(), Some("manual" | "auto"))
     {
         return Err(Error::invalid("\"trigger\" must be \"manual\" or \"auto\""));
     }
@@ -321,6 +326,7 @@ mod tests {
             b"{\"role\":\"user\",\"content\":\"\\ud800\"}",
             b"{\"role\":\"user\",\"content\":\"\xff\"}",
             b"{\"role\":\"user\",\"role\":\"user\"}",
+            b"{\"role\"\n:\"user\"}",
         ] {
             assert_eq!(errno(parse_session_line(bad)), libc::EINVAL, "{}", String::from_utf8_lossy(bad));
         }
