@@ -89,7 +89,9 @@ impl GroupCommit {
     pub fn note_written(&self) -> u64 {
         let mut s = self.state.lock().unwrap();
         s.written += 1;
-        if s.gathering {
+        // Wake the gathering leader only when its batch is complete: a wake-up per
+        // arrival costs a context switch (on an idle virtual CPU, ~50 µs) each.
+        if s.gathering && s.written - s.durable >= s.expected {
             self.arrived.notify_one();
         }
         s.written
@@ -97,24 +99,21 @@ impl GroupCommit {
 
     /// Blocks until write `seq` is on disk. Errors carry the errno of a failed sync.
     pub fn wait_durable(&self, seq: u64, file: &File) -> std::io::Result<()> {
-        self.state.lock().unwrap().waiting += 1;
-        let result = self.wait_until_durable(seq, file);
-        self.state.lock().unwrap().waiting -= 1;
-        result
-    }
-
-    fn wait_until_durable(&self, seq: u64, file: &File) -> std::io::Result<()> {
         let mut s = self.state.lock().unwrap();
-        loop {
+        s.waiting += 1;
+        // The count goes down under the same lock that saw the write durable: a
+        // second lock per waiter is one more contended futex when a sync releases
+        // them all at once.
+        let result = loop {
             // A failed sync may have lost the data of every write it covered; a later
             // successful sync does not bring it back (Linux clears the error).
             if let Some((upto, errno)) = s.failed
                 && seq <= upto
             {
-                return Err(std::io::Error::from_raw_os_error(errno));
+                break Err(std::io::Error::from_raw_os_error(errno));
             }
             if s.durable >= seq {
-                return Ok(());
+                break Ok(());
             }
             if !s.syncing {
                 s.syncing = true;
@@ -151,11 +150,15 @@ impl GroupCommit {
                     Err(e) => s.failed = Some((target, e.raw_os_error().unwrap_or(libc::EIO))),
                 }
                 self.synced.notify_all();
-                result?;
+                if let Err(e) = result {
+                    break Err(e);
+                }
             } else {
                 s = self.synced.wait(s).unwrap();
             }
-        }
+        };
+        s.waiting -= 1;
+        result
     }
 
     /// fdatasync calls so far and the writes they covered (for the log).
