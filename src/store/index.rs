@@ -131,8 +131,9 @@ pub struct SessionIndex {
     /// `content_check` of the parsed bytes (`parsed_len`) as persisted; in memory,
     /// `ends` (when known) is what it is computed from: see `content_hash`.
     pub check: u64,
-    /// The bytes `content_check` hashes, kept up to date by appends so that an
-    /// append costs no read-back of the file; the hash is computed only when
+    /// The bytes `content_check` hashes, for a session this process appends to:
+    /// read once at its first append, then extended with what each append wrote,
+    /// so an append costs no read-back of the file; the hash is computed only when
     /// something needs it (a foreign change to compare, a cache to write).
     #[serde(skip)]
     pub ends: Option<ParsedEnds>,
@@ -149,8 +150,9 @@ pub struct ParsedEnds {
     tail_buf: Vec<u8>,
 }
 
-/// How much `tail_buf` may hold before its front is dropped.
-const TAIL_BUF: usize = 64 << 10;
+/// How much `tail_buf` may hold before its front is dropped (what a session being
+/// appended to keeps in memory, with the head).
+const TAIL_BUF: usize = 16 << 10;
 
 impl ParsedEnds {
     /// Reads them from `file`'s first `len` bytes.
@@ -320,10 +322,11 @@ impl SessionIndex {
         }
         let before = self.parsed_len;
         self.read_from(file)?;
-        self.ends = Some(
-            ParsedEnds::read(file, self.parsed_len)
-                .map_err(|e| Error::io("read transcript", &e))?,
-        );
+        // Only the value: the bytes are kept only by sessions this process appends
+        // to (8 KiB each would be 80 MB for 10,000 indexed sessions).
+        self.ends = None;
+        self.check =
+            content_check(file, self.parsed_len).map_err(|e| Error::io("read transcript", &e))?;
         self.file = stamp;
         if self.parsed_len > stamp.size {
             // A writer appended between our stat and our read: take the state we read
@@ -851,6 +854,30 @@ mod tests {
         assert!(whole.compactions.iter().filter(|c| c.is_valid()).count() > 100);
         assert!(whole.malformed_lines > 100);
         assert!(whole.header.is_some());
+    }
+
+    /// Only sessions this process appends to keep the hashed bytes: an index built
+    /// by reading a file keeps the hash alone (10,000 indexed sessions would
+    /// otherwise hold 80 MB), and both ways give the same value.
+    #[test]
+    fn only_appended_sessions_keep_their_ends() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"{\"type\":\"session\",\"version\":2,\"id\":\"s\"}\n")
+            .unwrap();
+        let mut idx = SessionIndex::load(f.path()).unwrap();
+        assert!(idx.ends.is_none());
+        let hash = idx.content_hash();
+        let line = b"{\"type\":\"title\",\"title\":\"t\"}\n";
+        let at = idx.parsed_len;
+        f.write_all(line).unwrap();
+        idx.ingest(at, line);
+        idx.note_appended(f.as_file(), at, line).unwrap();
+        assert!(idx.ends.is_some());
+        assert_ne!(idx.content_hash(), hash);
+        assert_eq!(
+            idx.content_hash(),
+            content_check(f.as_file(), idx.parsed_len).unwrap()
+        );
     }
 
     /// Ends kept up to date by appends hash like a fresh read of the file, across the
