@@ -8,7 +8,7 @@ pub mod grammar;
 
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::store::session::Session;
+use crate::store::session::{Durable, Session};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -129,6 +129,38 @@ pub struct CtlHandle {
 /// Outcome of one processed line, for replies and the log.
 type LineResult = std::result::Result<String, Error>;
 
+/// What a `write` or `flush` did.
+pub enum Written {
+    /// Nothing was appended (part of a line, blank lines).
+    Nothing,
+    /// Lines were appended (or refused) and answered.
+    Answered,
+    /// Lines were appended; their answer waits for the sync (`--fsync always`).
+    /// Whoever holds the handle's lock lets go of it, then calls `Syncing::then`
+    /// or `wait`, and answers with `CtlService::finish`.
+    Syncing(Syncing),
+}
+
+/// Appended lines waiting to be on disk before they are answered.
+pub struct Syncing {
+    ids: Vec<String>,
+    durable: Durable,
+}
+
+impl Syncing {
+    /// Runs `done` with the ids and the sync's outcome once the lines are on disk
+    /// (on the thread that ran the sync, maybe this one).
+    pub fn then(self, done: impl FnOnce(Vec<String>, Result<()>) + Send + 'static) {
+        let ids = self.ids;
+        self.durable.then(move |r| done(ids, r));
+    }
+
+    /// Blocks until the lines are on disk.
+    pub fn wait(self) -> (Vec<String>, Result<()>) {
+        (self.ids, self.durable.wait())
+    }
+}
+
 impl CtlService {
     pub fn new(store: Arc<Store>, max_entry_bytes: usize) -> Self {
         CtlService {
@@ -242,7 +274,7 @@ impl CtlService {
     /// them all or none. Returns whether anything was appended, or the error of the
     /// first bad line.
     /// `writer` identifies the writing process's descriptor table (FUSE lock owner).
-    pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<bool> {
+    pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<Written> {
         if !h.wrote {
             // Reads so far were of the log; replies are read from their own start.
             h.wrote = true;
@@ -278,7 +310,7 @@ impl CtlService {
         }
         let Some(cut) = cut else {
             h.pending.extend_from_slice(data);
-            return Ok(false);
+            return Ok(Written::Nothing);
         };
         let result = if h.pending.is_empty() {
             // The usual case, a whole line per write: no copy.
@@ -301,14 +333,14 @@ impl CtlService {
     /// closer is another process than the writer (a forked child closing its inherited
     /// copy must not cut the writer's half-written line in two). `closer: None` (the
     /// last release) always processes it. Returns whether anything was appended.
-    pub fn flush(&self, h: &mut CtlHandle, closer: Option<u64>) -> Result<bool> {
+    pub fn flush(&self, h: &mut CtlHandle, closer: Option<u64>) -> Result<Written> {
         if h.pending.is_empty() {
-            return Ok(false);
+            return Ok(Written::Nothing);
         }
         if let (Some(c), Some(w)) = (closer, h.writer)
             && c != w
         {
-            return Ok(false);
+            return Ok(Written::Nothing);
         }
         let line = std::mem::take(&mut h.pending);
         self.process(h, &line)
@@ -344,28 +376,49 @@ impl CtlService {
     }
 
     /// Validates all lines of `bytes` (which ends without its last `\n`), then appends.
-    /// `Ok(true)`: lines were appended; `Ok(false)`: there were none.
-    fn process(&self, h: &mut CtlHandle, bytes: &[u8]) -> Result<bool> {
+    fn process(&self, h: &mut CtlHandle, bytes: &[u8]) -> Result<Written> {
         let lines: Vec<&[u8]> = bytes
             .split(|&b| b == b'\n')
             .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
             .collect();
         if lines.is_empty() {
-            return Ok(false);
+            return Ok(Written::Nothing);
         }
         let results = match &h.target {
-            CtlTarget::Session(s) => self.append_to(s, &lines),
+            CtlTarget::Session(s) => match self.append_to(s, &lines) {
+                Ok((ids, Some(durable))) => return Ok(Written::Syncing(Syncing { ids, durable })),
+                Ok((ids, None)) => ids.into_iter().map(Ok).collect(),
+                Err(results) => results,
+            },
             CtlTarget::Root => self.create_sessions(&lines),
         };
+        self.answer(h, results)
+    }
+
+    /// Answers lines that were `Syncing`, once their sync ended with `outcome`.
+    pub fn finish(&self, h: &mut CtlHandle, ids: Vec<String>, outcome: Result<()>) -> Result<()> {
+        let results = match outcome {
+            Ok(()) => ids.into_iter().map(Ok).collect(),
+            Err(e) => {
+                // The failed write is not consumed: its unterminated rest goes with it.
+                h.pending.clear();
+                vec![Err(e); ids.len()]
+            }
+        };
+        self.answer(h, results).map(|_| ())
+    }
+
+    /// Records the replies; the write fails with the first bad line's errno (not a
+    /// bystander's ECANCELED).
+    fn answer(&self, h: &mut CtlHandle, results: Vec<LineResult>) -> Result<Written> {
         self.record(h, &results);
-        // The write fails with the first bad line's errno (not a bystander's ECANCELED).
         let mut errors = results.into_iter().filter_map(|r| r.err());
         match errors.next() {
             Some(e) if e.errno == libc::ECANCELED => {
                 Err(errors.find(|e| e.errno != libc::ECANCELED).unwrap_or(e))
             }
             Some(e) => Err(e),
-            None => Ok(true),
+            None => Ok(Written::Answered),
         }
     }
 
@@ -380,7 +433,13 @@ impl CtlService {
         Ok(())
     }
 
-    fn append_to(&self, session: &Session, lines: &[&[u8]]) -> Vec<LineResult> {
+    /// The ids of the appended lines (and the sync they wait for), or every line's
+    /// result when they were not appended.
+    fn append_to(
+        &self,
+        session: &Session,
+        lines: &[&[u8]],
+    ) -> std::result::Result<(Vec<String>, Option<Durable>), Vec<LineResult>> {
         let parsed: Vec<Result<_>> = lines
             .iter()
             .map(|l| {
@@ -389,13 +448,12 @@ impl CtlService {
             })
             .collect();
         if parsed.iter().any(|p| p.is_err()) {
-            return not_appended(parsed);
+            return Err(not_appended(parsed));
         }
         let entries: Vec<_> = parsed.into_iter().map(|p| p.unwrap()).collect();
-        match session.append(&entries, &grammar::check_against, self.store.append) {
-            Ok(ids) => ids.into_iter().map(Ok).collect(),
-            Err(e) => vec![Err(e); entries.len()],
-        }
+        session
+            .append_unsynced(&entries, &grammar::check_against, self.store.append)
+            .map_err(|e| vec![Err(e); entries.len()])
     }
 
     fn create_sessions(&self, lines: &[&[u8]]) -> Vec<LineResult> {

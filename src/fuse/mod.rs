@@ -244,10 +244,12 @@ impl Filesystem for FenFuse {
         lock: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.tree.write(ino.0, fh.0, data, lock.map(|l| l.0)) {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(errno(&e)),
-        }
+        // Answered now, or by the thread that runs the sync covering this write.
+        self.tree
+            .write_then(ino.0, fh.0, data, lock.map(|l| l.0), move |r| match r {
+                Ok(n) => reply.written(n as u32),
+                Err(e) => reply.error(errno(&e)),
+            });
     }
 
     fn flush(

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,14 +47,20 @@ pub fn fdatasync(file: &File) -> std::io::Result<()> {
     }
 }
 
-/// Group commit: each append takes a sequence number after its `write`; `wait_durable`
-/// returns once some `fdatasync` that started after that write has finished. While one
-/// thread syncs, the others queue; the next sync covers all of them at once.
+/// What to do once a write is durable (or its sync failed): answer the writer.
+pub type OnDurable = Box<dyn FnOnce(std::io::Result<()>) + Send>;
+
+/// Group commit, after PostgreSQL's WAL flush: each append takes a sequence number
+/// after its `write` and leaves a completion (`when_durable`). The thread that finds
+/// no sync running becomes the syncer: it takes every write queued when its
+/// `fdatasync` starts, runs their completions when it ends, and goes on while
+/// completions are waiting. Writers' request threads never block on a sync (they
+/// go back to serving requests), and a finished sync answers its whole batch from
+/// one thread instead of waking one sleeping thread per writer.
 #[derive(Default)]
 pub struct GroupCommit {
     state: Mutex<CommitState>,
-    synced: Condvar,
-    /// Signalled on every write while a leader is gathering a batch.
+    /// Signalled when a gathering syncer's batch is complete.
     arrived: Condvar,
 }
 
@@ -63,17 +69,16 @@ struct CommitState {
     written: u64,
     durable: u64,
     syncing: bool,
-    /// A leader is waiting for more writes before it syncs.
+    /// The syncer is waiting for more writes before it syncs.
     gathering: bool,
     failed: Option<(u64, i32)>,
-    /// Threads inside `wait_durable` now.
-    waiting: u64,
-    /// Threads that were waiting when the last sync ended (those it released, and
-    /// those already queued for the next one), and how long it took: under load, a
-    /// new leader waits (up to one sync's time) until that many writes are queued.
-    /// Then one fdatasync covers every active writer, and the batch follows the
-    /// load up as well as down (waiting for as many as the last batch held kept a
-    /// batch from ever growing).
+    /// Completions of writes not yet durable, in sequence order.
+    queue: std::collections::VecDeque<(u64, OnDurable)>,
+    /// Writers answered by the last sync plus those already queued for the next:
+    /// under load, the syncer waits (up to one sync's time) until that many writes
+    /// are queued, so one fdatasync covers every active writer, and the batch
+    /// follows the load up as well as down (waiting for as many as the last batch
+    /// held kept a batch from ever growing).
     expected: u64,
     last_sync: Duration,
     /// Counters for the log: syncs and the writes they covered.
@@ -81,7 +86,7 @@ struct CommitState {
     covered: u64,
 }
 
-/// The longest a leader waits for others to join its batch.
+/// The longest a syncer waits for others to join its batch.
 const MAX_GATHER: Duration = Duration::from_millis(2);
 
 impl GroupCommit {
@@ -89,7 +94,7 @@ impl GroupCommit {
     pub fn note_written(&self) -> u64 {
         let mut s = self.state.lock().unwrap();
         s.written += 1;
-        // Wake the gathering leader only when its batch is complete: a wake-up per
+        // Wake the gathering syncer only when its batch is complete: a wake-up per
         // arrival costs a context switch (on an idle virtual CPU, ~50 µs) each.
         if s.gathering && s.written - s.durable >= s.expected {
             self.arrived.notify_one();
@@ -98,67 +103,94 @@ impl GroupCommit {
     }
 
     /// Blocks until write `seq` is on disk. Errors carry the errno of a failed sync.
-    pub fn wait_durable(&self, seq: u64, file: &File) -> std::io::Result<()> {
+    pub fn wait_durable(&self, seq: u64, file: &Arc<File>) -> std::io::Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.when_durable(
+            seq,
+            file,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv()
+            .unwrap_or_else(|_| Err(std::io::Error::from_raw_os_error(libc::EIO)))
+    }
+
+    /// Runs `done` once write `seq` is on disk (or its sync failed): right away when
+    /// it already is; else after a sync that this thread runs if none is running,
+    /// or that the running syncer starts next.
+    pub fn when_durable(&self, seq: u64, file: &Arc<File>, done: OnDurable) {
         let mut s = self.state.lock().unwrap();
-        s.waiting += 1;
-        // The count goes down under the same lock that saw the write durable: a
-        // second lock per waiter is one more contended futex when a sync releases
-        // them all at once.
-        let result = loop {
-            // A failed sync may have lost the data of every write it covered; a later
-            // successful sync does not bring it back (Linux clears the error).
-            if let Some((upto, errno)) = s.failed
-                && seq <= upto
-            {
-                break Err(std::io::Error::from_raw_os_error(errno));
-            }
-            if s.durable >= seq {
-                break Ok(());
-            }
-            if !s.syncing {
-                s.syncing = true;
-                // Under load (several writers were waiting when the last sync
-                // ended), the writers it released are on their way with their next
-                // writes: wait up to one sync's time for all of them, so one
-                // fdatasync covers every active writer. A lone writer never waits.
-                if s.expected > 1 {
-                    let deadline = Instant::now() + s.last_sync.min(MAX_GATHER);
-                    s.gathering = true;
-                    while s.written - s.durable < s.expected {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            break;
-                        }
-                        s = self.arrived.wait_timeout(s, left).unwrap().0;
+        // A failed sync may have lost the data of every write it covered; a later
+        // successful sync does not bring it back (Linux clears the error).
+        if let Some((upto, errno)) = s.failed
+            && seq <= upto
+        {
+            drop(s);
+            return done(Err(std::io::Error::from_raw_os_error(errno)));
+        }
+        if s.durable >= seq {
+            drop(s);
+            return done(Ok(()));
+        }
+        s.queue.push_back((seq, done));
+        if s.syncing {
+            return;
+        }
+        s.syncing = true;
+        loop {
+            // Under load (several writers were answered by the last sync or queued
+            // for this one), those answered are on their way with their next writes:
+            // wait up to one sync's time for all of them. A lone writer never waits.
+            if s.expected > 1 {
+                let deadline = Instant::now() + s.last_sync.min(MAX_GATHER);
+                s.gathering = true;
+                while s.written - s.durable < s.expected {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
                     }
-                    s.gathering = false;
+                    s = self.arrived.wait_timeout(s, left).unwrap().0;
                 }
-                let target = s.written;
-                let covered = target - s.durable;
-                drop(s);
-                let started = Instant::now();
-                let result = fdatasync(file);
-                let took = started.elapsed();
-                s = self.state.lock().unwrap();
-                s.syncing = false;
-                s.expected = s.waiting;
-                s.last_sync = took;
-                s.syncs += 1;
-                s.covered += covered;
-                match &result {
-                    Ok(()) => s.durable = s.durable.max(target),
-                    Err(e) => s.failed = Some((target, e.raw_os_error().unwrap_or(libc::EIO))),
-                }
-                self.synced.notify_all();
-                if let Err(e) = result {
-                    break Err(e);
-                }
-            } else {
-                s = self.synced.wait(s).unwrap();
+                s.gathering = false;
             }
-        };
-        s.waiting -= 1;
-        result
+            let target = s.written;
+            let covered = target - s.durable;
+            drop(s);
+            let started = Instant::now();
+            let result = fdatasync(file);
+            let took = started.elapsed();
+            s = self.state.lock().unwrap();
+            s.last_sync = took;
+            s.syncs += 1;
+            s.covered += covered;
+            let errno = match &result {
+                Ok(()) => {
+                    s.durable = s.durable.max(target);
+                    None
+                }
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    s.failed = Some((target, errno));
+                    Some(errno)
+                }
+            };
+            let ready = s.queue.iter().take_while(|(q, _)| *q <= target).count();
+            let batch: Vec<_> = s.queue.drain(..ready).collect();
+            s.expected = (batch.len() + s.queue.len()) as u64;
+            drop(s);
+            for (_, done) in batch {
+                done(match errno {
+                    None => Ok(()),
+                    Some(n) => Err(std::io::Error::from_raw_os_error(n)),
+                });
+            }
+            s = self.state.lock().unwrap();
+            if s.queue.is_empty() {
+                s.syncing = false;
+                return;
+            }
+        }
     }
 
     /// fdatasync calls so far and the writes they covered (for the log).
@@ -173,7 +205,7 @@ impl GroupCommit {
         s.written > s.durable
     }
 
-    pub fn sync_now(&self, file: &File) -> std::io::Result<()> {
+    pub fn sync_now(&self, file: &Arc<File>) -> std::io::Result<()> {
         let seq = self.state.lock().unwrap().written;
         self.wait_durable(seq, file)
     }
@@ -213,5 +245,57 @@ mod group_commit_tests {
             lone.wait_durable(seq, &file).unwrap();
         }
         assert_eq!(lone.counters(), (20, 20));
+    }
+
+    /// Completions run once each, in write order, also those queued from inside a
+    /// completion (on the syncing thread); a failed sync fails every write it
+    /// covered, and later waits for those writes too.
+    #[test]
+    fn completions_run_once_in_order_and_failures_stick() {
+        let file = Arc::new(tempfile::tempfile().unwrap());
+        let commit = Arc::new(GroupCommit::default());
+        let done = Arc::new(Mutex::new(Vec::new()));
+        let first = commit.note_written();
+        let (c2, d2, f2) = (commit.clone(), done.clone(), file.clone());
+        commit.when_durable(
+            first,
+            &file,
+            Box::new(move |r| {
+                r.unwrap();
+                d2.lock().unwrap().push(first);
+                let second = c2.note_written();
+                let d3 = d2.clone();
+                c2.when_durable(
+                    second,
+                    &f2,
+                    Box::new(move |r| {
+                        r.unwrap();
+                        d3.lock().unwrap().push(second);
+                    }),
+                );
+            }),
+        );
+        assert_eq!(*done.lock().unwrap(), vec![1, 2]);
+
+        // fdatasync of a pipe fails (EINVAL): the error reaches every covered write.
+        let (read_end, _write_end) = {
+            let mut fds = [0; 2];
+            // SAFETY: a two-int array for pipe(2) to fill.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            use std::os::fd::FromRawFd;
+            // SAFETY: fresh descriptors owned by nothing else.
+            unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+        };
+        let pipe = Arc::new(read_end);
+        let failing = GroupCommit::default();
+        let seq = failing.note_written();
+        let err = failing.wait_durable(seq, &pipe).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+        assert!(
+            failing.wait_durable(seq, &file).is_err(),
+            "a failed write stays failed"
+        );
+        let next = failing.note_written();
+        failing.wait_durable(next, &file).unwrap();
     }
 }

@@ -30,10 +30,36 @@ pub struct Session {
     index: RwLock<SessionIndex>,
     /// Serializes this daemon's appenders; `flock` serializes against other processes.
     append_lock: Mutex<()>,
-    commit: GroupCommit,
+    commit: Arc<GroupCommit>,
     /// The append descriptor (also what `everysec` syncs) with the (dev, inode) it
     /// was opened on; opened by the first append.
     file: Mutex<Option<(Arc<File>, u64, u64)>>,
+}
+
+/// An append that must reach the disk before it is acknowledged (`--fsync always`).
+pub struct Durable {
+    commit: Arc<GroupCommit>,
+    seq: u64,
+    file: Arc<File>,
+}
+
+impl Durable {
+    /// Blocks until the append is on disk.
+    pub fn wait(self) -> Result<()> {
+        self.commit
+            .wait_durable(self.seq, &self.file)
+            .map_err(|e| Error::io("fdatasync", &e))
+    }
+
+    /// Runs `done` once the append is on disk, maybe on another thread (the one
+    /// that runs the sync), maybe on this one before returning.
+    pub fn then(self, done: impl FnOnce(Result<()>) + Send + 'static) {
+        self.commit.when_durable(
+            self.seq,
+            &self.file,
+            Box::new(move |r| done(r.map_err(|e| Error::io("fdatasync", &e)))),
+        );
+    }
 }
 
 /// What the appender needs to know beyond the entries.
@@ -71,7 +97,7 @@ impl Session {
             saved: Mutex::new(None),
             index: RwLock::new(SessionIndex::new()),
             append_lock: Mutex::new(()),
-            commit: GroupCommit::default(),
+            commit: Arc::new(GroupCommit::default()),
             file: Mutex::new(None),
         }
     }
@@ -177,13 +203,30 @@ impl Session {
         }
     }
 
-    /// Appends `entries` as one all-or-nothing `write(2)`, returning their ids.
+    /// Appends `entries` as one all-or-nothing `write(2)`, returning their ids once
+    /// they are as durable as `opts.fsync` asks.
     pub fn append(
         &self,
         entries: &[NewEntry],
         check: Check<'_>,
         opts: AppendOptions,
     ) -> Result<Vec<String>> {
+        let (ids, durable) = self.append_unsynced(entries, check, opts)?;
+        if let Some(ticket) = durable {
+            ticket.wait()?;
+        }
+        Ok(ids)
+    }
+
+    /// `append` up to the write: the ids, and (with `--fsync always`) the ticket
+    /// that says when they are on disk. Whoever holds a lock a completion might
+    /// need must let go of it before waiting on the ticket.
+    pub fn append_unsynced(
+        &self,
+        entries: &[NewEntry],
+        check: Check<'_>,
+        opts: AppendOptions,
+    ) -> Result<(Vec<String>, Option<Durable>)> {
         let _serial = self.append_lock.lock().unwrap();
         let mut file = self.append_file()?;
         let mut lock = FileLock::exclusive(&file)?;
@@ -238,14 +281,12 @@ impl Session {
                 self.persist(&idx);
             }
         }
-        if opts.fsync == FsyncMode::Always {
-            drop(_lock);
-            drop(_serial);
-            self.commit
-                .wait_durable(seq, &file)
-                .map_err(|e| Error::io("fdatasync", &e))?;
-        }
-        Ok(batch.ids)
+        let durable = (opts.fsync == FsyncMode::Always).then(|| Durable {
+            commit: self.commit.clone(),
+            seq,
+            file: file.clone(),
+        });
+        Ok((batch.ids, durable))
     }
 
     /// The descriptor appends go through, kept open between appends (an `open` per

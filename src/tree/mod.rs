@@ -10,7 +10,7 @@ pub mod attr;
 pub mod inodes;
 pub mod invalidate;
 
-use crate::ctl::{CtlHandle, CtlService, CtlTarget};
+use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
 use crate::sources::{NamespaceIndex, SessionSource};
 use crate::views::listing::{render_json, sort_newest_first};
@@ -581,18 +581,70 @@ impl Tree {
     }
 
     /// A `write(2)` to a `ctl`; `writer` is the kernel's lock owner of the writer.
+    /// Blocks until the answer is known (`write_then` does not).
     pub fn write(&self, ino: u64, fh: u64, data: &[u8], writer: Option<u64>) -> Result<usize> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.write_then(ino, fh, data, writer, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(Error::new(libc::EIO, "the write was dropped")))
+    }
+
+    /// `write`, answered through `done`: now, or (with `--fsync always`) from the
+    /// thread that runs the sync covering it, so the request's thread is free to
+    /// serve others meanwhile and one sync answers its whole batch.
+    pub fn write_then(
+        &self,
+        ino: u64,
+        fh: u64,
+        data: &[u8],
+        writer: Option<u64>,
+        done: impl FnOnce(Result<usize>) + Send + 'static,
+    ) {
         let handle = self.handle(fh);
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
-            return Err(Error::new(libc::EBADF, "not open for writing"));
+            return done(Err(Error::new(libc::EBADF, "not open for writing")));
         };
-        if self
-            .ctl_service()?
-            .write(&mut h.lock().unwrap(), data, writer)?
-        {
-            self.ctl_appended(ino);
+        let ctl = match self.ctl_service() {
+            Ok(ctl) => ctl.clone(),
+            Err(e) => return done(Err(e)),
+        };
+        let len = data.len();
+        // The handle's lock is let go before waiting: the sync's thread takes it to
+        // answer, maybe this very thread.
+        let written = ctl.write(&mut h.lock().unwrap(), data, writer);
+        match written {
+            Err(e) => done(Err(e)),
+            Ok(Written::Nothing) => done(Ok(len)),
+            Ok(Written::Answered) => {
+                self.ctl_appended(ino);
+                done(Ok(len))
+            }
+            Ok(Written::Syncing(syncing)) => {
+                self.ctl_appended(ino);
+                let handle = handle.clone();
+                syncing.then(move |ids, outcome| {
+                    let answer = match handle.as_deref() {
+                        Some(OpenFile::Ctl(h)) => ctl.finish(&mut h.lock().unwrap(), ids, outcome),
+                        _ => outcome,
+                    };
+                    done(answer.map(|_| len))
+                });
+            }
         }
-        Ok(data.len())
+    }
+
+    /// Waits for lines a `flush` left syncing (with the handle's lock let go).
+    fn finish_flush(&self, ctl: &CtlService, h: &Mutex<CtlHandle>, written: Written) -> Result<()> {
+        match written {
+            Written::Nothing => Ok(()),
+            Written::Answered => Ok(()),
+            Written::Syncing(syncing) => {
+                let (ids, outcome) = syncing.wait();
+                ctl.finish(&mut h.lock().unwrap(), ids, outcome)
+            }
+        }
     }
 
     /// A `close(2)` of a descriptor: a `ctl`'s unterminated last line is processed.
@@ -601,24 +653,25 @@ impl Tree {
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
             return Ok(());
         };
+        let ctl = self.ctl_service()?;
         // A close with nothing pending (every reader's) changes nothing.
-        if self
-            .ctl_service()?
-            .flush(&mut h.lock().unwrap(), Some(closer))?
-        {
+        let written = ctl.flush(&mut h.lock().unwrap(), Some(closer))?;
+        if !matches!(written, Written::Nothing) {
             self.ctl_appended(ino);
         }
-        Ok(())
+        self.finish_flush(ctl, h, written)
     }
 
     /// The last close of a handle. Its errors reach nobody, so there are none.
     pub fn release(&self, fh: u64) {
         let removed = self.handles.lock().unwrap().remove(&fh);
         if let (Some(OpenFile::Ctl(h)), Some(ctl)) = (removed.as_deref(), &self.ctl) {
-            let mut h = h.lock().unwrap();
             // Normally flushed already; a leftover line is still processed (and logged).
-            let _ = ctl.flush(&mut h, None);
-            ctl.release(&h);
+            let written = ctl.flush(&mut h.lock().unwrap(), None);
+            if let Ok(written) = written {
+                let _ = self.finish_flush(ctl, h, written);
+            }
+            ctl.release(&h.lock().unwrap());
         }
     }
 
