@@ -377,10 +377,18 @@ impl CtlService {
 
     /// Validates all lines of `bytes` (which ends without its last `\n`), then appends.
     fn process(&self, h: &mut CtlHandle, bytes: &[u8]) -> Result<Written> {
-        let lines: Vec<&[u8]> = bytes
-            .split(|&b| b == b'\n')
-            .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
-            .collect();
+        // Split with memchr and test blankness from the ends: a byte-at-a-time split
+        // and scan of each line was 6% of an append's time in perf.
+        let mut lines: Vec<&[u8]> = Vec::with_capacity(1);
+        let mut from = 0;
+        for end in memchr::memchr_iter(b'\n', bytes).chain([bytes.len()]) {
+            let line = &bytes[from..end];
+            from = end + 1;
+            let blank = line.trim_ascii().is_empty();
+            if !blank {
+                lines.push(line);
+            }
+        }
         if lines.is_empty() {
             return Ok(Written::Nothing);
         }

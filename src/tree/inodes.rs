@@ -83,6 +83,11 @@ impl Table {
     }
 }
 
+/// The folder of a file in a session folder (the same slot, kind 0).
+pub fn folder_of(ino: u64) -> u64 {
+    ino & !7
+}
+
 impl InodeTable {
     pub fn ino(&self, node: &Node) -> u64 {
         let mut t = self.inner.lock().unwrap();

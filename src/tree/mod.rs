@@ -750,12 +750,11 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
-        if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
+        if let Ok(Node::SessionCtl(ns, _)) = self.node_of(ino) {
             if let Some(s) = self.sources.iter().find(|s| s.writable()) {
                 s.appended(&ns);
             }
-            self.stale
-                .mark(self.inodes.ino(&Node::SessionDir(ns.clone(), dir)));
+            self.stale.mark(inodes::folder_of(ino));
             self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));
         }
     }

@@ -280,9 +280,12 @@ impl Catalog {
     /// Records that a session of `ns` was updated at `t` (a file mtime).
     pub fn observe(&self, ns: &str, t: SystemTime) {
         let mut map = self.last_update.lock().unwrap();
-        let e = map.entry(ns.to_string()).or_insert(t);
-        if t > *e {
-            *e = t;
+        match map.get_mut(ns) {
+            // Once per append: no key allocated for a namespace already seen.
+            Some(e) => *e = (*e).max(t),
+            None => {
+                map.insert(ns.to_string(), t);
+            }
         }
     }
 
