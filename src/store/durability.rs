@@ -1,6 +1,7 @@
 //! When an acknowledged append reaches the disk (`--fsync`, Redis's names), and the
 //! group commit that lets concurrent `always` writers share one `fdatasync`.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
@@ -73,7 +74,7 @@ struct CommitState {
     gathering: bool,
     failed: Option<(u64, i32)>,
     /// Completions of writes not yet durable, in sequence order.
-    queue: std::collections::VecDeque<(u64, OnDurable)>,
+    queue: VecDeque<(u64, OnDurable)>,
     /// Writers answered by the last sync plus those already queued for the next:
     /// under load, the syncer waits (up to one sync's time) until that many writes
     /// are queued, so one fdatasync covers every active writer, and the batch
@@ -164,25 +165,26 @@ impl GroupCommit {
             s.last_sync = took;
             s.syncs += 1;
             s.covered += covered;
-            let errno = match &result {
-                Ok(()) => {
-                    s.durable = s.durable.max(target);
-                    None
-                }
-                Err(e) => {
-                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                    s.failed = Some((target, errno));
-                    Some(errno)
-                }
-            };
-            let ready = s.queue.iter().take_while(|(q, _)| *q <= target).count();
-            let batch: Vec<_> = s.queue.drain(..ready).collect();
+            match &result {
+                Ok(()) => s.durable = s.durable.max(target),
+                Err(e) => s.failed = Some((target, e.raw_os_error().unwrap_or(libc::EIO))),
+            }
+            // Writers queue in the order they got here, not always in the order they
+            // wrote: take every completion this sync covered, wherever it sits.
+            let (mut batch, rest): (Vec<_>, Vec<_>) =
+                s.queue.drain(..).partition(|(q, _)| *q <= target);
+            s.queue = rest.into();
             s.expected = (batch.len() + s.queue.len()) as u64;
+            // A write an earlier failed sync covered stays failed (see above).
+            let failed = s.failed;
             drop(s);
-            for (_, done) in batch {
-                done(match errno {
-                    None => Ok(()),
-                    Some(n) => Err(std::io::Error::from_raw_os_error(n)),
+            batch.sort_by_key(|(q, _)| *q);
+            for (q, done) in batch {
+                done(match failed {
+                    Some((upto, errno)) if q <= upto => {
+                        Err(std::io::Error::from_raw_os_error(errno))
+                    }
+                    _ => Ok(()),
                 });
             }
             s = self.state.lock().unwrap();
