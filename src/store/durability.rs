@@ -121,6 +121,12 @@ impl GroupCommit {
     /// it already is; else after a sync that this thread runs if none is running,
     /// or that the running syncer starts next.
     pub fn when_durable(&self, seq: u64, file: &Arc<File>, done: OnDurable) {
+        self.when_synced_by(seq, done, &|| fdatasync(file))
+    }
+
+    /// `when_durable` with `sync` as what makes the writes durable (tests hold a
+    /// sync in flight with it).
+    fn when_synced_by(&self, seq: u64, done: OnDurable, sync: &dyn Fn() -> std::io::Result<()>) {
         let mut s = self.state.lock().unwrap();
         // A failed sync may have lost the data of every write it covered; a later
         // successful sync does not bring it back (Linux clears the error).
@@ -159,7 +165,7 @@ impl GroupCommit {
             let covered = target - s.durable;
             drop(s);
             let started = Instant::now();
-            let result = fdatasync(file);
+            let result = sync();
             let took = started.elapsed();
             s = self.state.lock().unwrap();
             s.last_sync = took;
@@ -299,5 +305,60 @@ mod group_commit_tests {
         );
         let next = failing.note_written();
         failing.wait_durable(next, &file).unwrap();
+    }
+
+    /// Writes queued out of their order while a sync is in flight: the sync answers
+    /// every write it covered (not only those before the first it did not), and a
+    /// write covered by a failed sync gets the failure even when the next succeeds.
+    #[test]
+    fn a_finished_sync_answers_every_write_it_covered() {
+        let commit = Arc::new(GroupCommit::default());
+        let results = Arc::new(Mutex::new(Vec::new()));
+        let record = |seq: u64| -> OnDurable {
+            let results = results.clone();
+            Box::new(move |r: std::io::Result<()>| {
+                results
+                    .lock()
+                    .unwrap()
+                    .push((seq, r.map_err(|e| e.raw_os_error())))
+            })
+        };
+        let (first, second) = (commit.note_written(), commit.note_written());
+        let (in_sync, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+        let syncer = {
+            let (commit, done) = (commit.clone(), record(first));
+            let (in_sync, release) = (in_sync.0, release.1);
+            std::thread::spawn(move || {
+                let calls = std::sync::atomic::AtomicU32::new(0);
+                commit.when_synced_by(first, done, &|| {
+                    if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                        // The first sync covers writes 1 and 2, and fails.
+                        in_sync.send(()).unwrap();
+                        release.recv().unwrap();
+                        return Err(std::io::Error::from_raw_os_error(libc::EIO));
+                    }
+                    Ok(())
+                })
+            })
+        };
+        in_sync.1.recv().unwrap();
+        // While it is in flight, write 3 queues before write 2.
+        let third = commit.note_written();
+        commit.when_synced_by(third, record(third), &|| unreachable!("a sync is running"));
+        commit.when_synced_by(second, record(second), &|| {
+            unreachable!("a sync is running")
+        });
+        release.0.send(()).unwrap();
+        syncer.join().unwrap();
+        let mut got = results.lock().unwrap().clone();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (1, Err(Some(libc::EIO))),
+                (2, Err(Some(libc::EIO))),
+                (3, Ok(()))
+            ]
+        );
     }
 }
