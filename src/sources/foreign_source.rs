@@ -18,7 +18,7 @@ use super::foreign::{ForeignReader, ForeignSummary};
 use super::{NamespaceIndex, SessionSource, SessionStat};
 use crate::agent::Agent;
 use crate::error::{Error, Result};
-use crate::store::index::{FileStamp, tokens_of};
+use crate::store::index::{FileStamp, content_check, tokens_of};
 use crate::store::naming;
 use crate::views::listing::{Listing, render_json, sort_newest_first};
 use crate::views::pieces::{Piece, PieceLayout, PieceSnapshot};
@@ -159,10 +159,10 @@ pub struct ForeignSource {
 /// A file's `conversation.json` as of one stamp.
 struct Conversation {
     stamp: FileStamp,
-    /// The file's ctime and edge hash when the layout was made: what a persisted
-    /// copy must match (taken then, not when saving, so a later rewrite cannot
-    /// vouch for an older layout).
-    proof: Option<(i128, u64)>,
+    /// The file's `content_check` when the layout was made (its stamp, ctime
+    /// included, is `stamp`): what a persisted copy must match, taken then, not
+    /// when saving, so a later rewrite cannot vouch for an older layout.
+    proof: Option<u64>,
     layout: Arc<PieceLayout>,
     context_tokens: u64,
     used: u64,
@@ -666,7 +666,7 @@ impl ForeignSource {
             }
         }
         let (file, stamp, layout, tokens, saved, proof) =
-            match self.load_conversation(path, &file, &meta, stamp) {
+            match self.load_conversation(path, &file, stamp) {
                 Some((layout, tokens)) => (file, stamp, Arc::new(layout), tokens, true, None),
                 None => {
                     let (file, stamp, messages) =
@@ -677,7 +677,7 @@ impl ForeignSource {
                         .sum();
                     let proof = file.metadata().ok().and_then(|m| {
                         (FileStamp::of(&m) == stamp)
-                            .then(|| edge_hash(&file, stamp.size).map(|e| (ctime_ns(&m), e)))
+                            .then(|| content_check(&file, stamp.size).ok())
                             .flatten()
                     });
                     let layout = Arc::new(PieceLayout::conversation(messages));
@@ -728,7 +728,6 @@ impl ForeignSource {
         &self,
         path: &Path,
         file: &File,
-        meta: &std::fs::Metadata,
         stamp: FileStamp,
     ) -> Option<(PieceLayout, u64)> {
         if stamp.size < PERSIST_MIN {
@@ -742,9 +741,8 @@ impl ForeignSource {
         let valid = head.version == INDEX_VERSION
             && head.path == path
             && head.stamp == stamp
-            && head.ctime_ns == ctime_ns(meta)
             && head.checksum == crate::store::atomic::checksum(&[body])
-            && head.edges == edge_hash(file, stamp.size)?;
+            && head.edges == content_check(file, stamp.size).ok()?;
         if !valid {
             return None;
         }
@@ -756,7 +754,7 @@ impl ForeignSource {
     }
 
     fn save_conversation(&self, path: &Path, c: &Conversation) {
-        let (Some((ctime_ns, edges)), false) = (c.proof, c.saved) else {
+        let (Some(edges), false) = (c.proof, c.saved) else {
             return;
         };
         if c.stamp.size < PERSIST_MIN {
@@ -770,7 +768,6 @@ impl ForeignSource {
             version: INDEX_VERSION,
             path: path.to_path_buf(),
             stamp: c.stamp,
-            ctime_ns,
             edges,
             checksum: crate::store::atomic::checksum(&[&body]),
             context_tokens: c.context_tokens,
@@ -913,26 +910,13 @@ const MAX_CACHE_BYTES: u64 = 1 << 30;
 struct ConversationHead {
     version: u32,
     path: PathBuf,
+    /// With the ctime: a file re-created or rewritten and `touch`ed differs here.
     stamp: FileStamp,
-    ctime_ns: i128,
+    /// `content_check` of the whole file: a rewrite that kept the size and the
+    /// times still changes it.
     edges: u64,
     checksum: u64,
     context_tokens: u64,
-}
-
-fn ctime_ns(m: &std::fs::Metadata) -> i128 {
-    m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128
-}
-
-/// A checksum of the file's first and last 4 KiB: a rewrite that kept the size and
-/// mtime still changes it.
-fn edge_hash(file: &File, size: u64) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-    let n = size.min(4096) as usize;
-    let mut buf = vec![0u8; 2 * n];
-    file.read_exact_at(&mut buf[..n], 0).ok()?;
-    file.read_exact_at(&mut buf[n..], size - n as u64).ok()?;
-    Some(crate::store::atomic::checksum(&[&buf]))
 }
 
 fn piece_len(p: &Piece) -> u64 {
