@@ -31,24 +31,25 @@ impl<'a> RawObject<'a> {
     }
 }
 
-struct Key<'a>(Cow<'a, str>);
+/// A JSON string (a key or a value), borrowed from the input unless it has escapes.
+pub struct JsonStr<'a>(pub Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
+impl<'de> Deserialize<'de> for JsonStr<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
+        struct StrVisitor;
+        impl<'de> Visitor<'de> for StrVisitor {
+            type Value = JsonStr<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string key")
+                f.write_str("a string")
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
+                Ok(JsonStr(Cow::Borrowed(v)))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
+                Ok(JsonStr(Cow::Owned(v.to_owned())))
             }
         }
-        d.deserialize_str(KeyVisitor)
+        d.deserialize_str(StrVisitor)
     }
 }
 
@@ -62,7 +63,7 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut fields = Vec::new();
-                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                while let Some((k, v)) = map.next_entry::<JsonStr<'de>, &'de RawValue>()? {
                     fields.push((k.0, v));
                 }
                 Ok(RawObject { fields })
@@ -91,15 +92,9 @@ pub fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
 }
 
-/// Strict validation without building a value: accepts exactly what
-/// `serde_json::Value` accepts (lone surrogate escapes refused, nesting below 128).
-pub fn validate_strict(text: &str) -> Result<(), strict::Error> {
-    strict::validate(text)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::strict::validate as validate_strict;
 
     #[test]
     fn strict_validation_matches_serde_json_value() {

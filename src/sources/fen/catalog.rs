@@ -9,6 +9,7 @@
 //! unchanged transcripts.
 
 use crate::error::Result;
+use crate::json::JsonStr;
 use crate::store::atomic::checksum;
 use crate::store::index::FileStamp;
 use crate::store::layout::CacheFile;
@@ -165,10 +166,10 @@ impl<'de> Deserialize<'de> for ListedDir<'de> {
                 mut map: A,
             ) -> std::result::Result<Self::Value, A::Error> {
                 let mut dir = None;
-                while let Some(Str(key)) = map.next_key()? {
+                while let Some(JsonStr(key)) = map.next_key()? {
                     if key != "dir" {
                         map.next_value::<Checked>()?;
-                    } else if dir.replace(map.next_value::<Str>()?.0).is_some() {
+                    } else if dir.replace(map.next_value::<JsonStr>()?.0).is_some() {
                         return Err(A::Error::duplicate_field("dir"));
                     }
                 }
@@ -220,28 +221,6 @@ impl<'de> Visitor<'de> for Checked {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Checked, A::Error> {
         while map.next_entry::<Checked, Checked>()?.is_some() {}
         Ok(Checked)
-    }
-}
-
-/// A JSON string, borrowed from the input unless it has escapes.
-struct Str<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Str<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct S;
-        impl<'de> Visitor<'de> for S {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_string())))
-            }
-        }
-        d.deserialize_str(S)
     }
 }
 
