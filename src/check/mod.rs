@@ -5,7 +5,7 @@
 //! a [`Report`]; [`check_store`] checks a store, or one session, and returns the
 //! reports as a value that the command prints.
 //!
-//! Lines are classified exactly as readers do (`store::index`'s `ingest_line`): a BOM
+//! Lines are classified exactly as readers do (`store::index`'s `parse_at`): a BOM
 //! on line 1, a `\r` before the `\n` and trailing blanks are accepted, blank lines are
 //! skipped, a run of NUL bytes counts as one malformed line and whatever follows it on
 //! the same line is parsed. So a file's malformed lines plus its torn tail are exactly
@@ -294,7 +294,7 @@ impl Checker {
         self.report
     }
 
-    /// One complete line, classified as `SessionIndex::ingest_line` does.
+    /// One complete line, classified as `store::index::parse_at` does.
     fn line(&mut self, raw: &RawLine) {
         let mut nuls = raw.leading_nuls;
         let mut line = &raw.bytes[..];

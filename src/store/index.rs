@@ -202,7 +202,7 @@ impl ParsedEnds {
     }
 
     pub fn hash(&self) -> u64 {
-        content_hash_of(self.len, &self.head, self.tail())
+        super::atomic::checksum(&[&self.len.to_le_bytes(), &self.head, self.tail()])
     }
 }
 
@@ -210,10 +210,6 @@ impl PartialEq for ParsedEnds {
     fn eq(&self, other: &Self) -> bool {
         (self.len, &self.head, self.tail()) == (other.len, &other.head, other.tail())
     }
-}
-
-fn content_hash_of(len: u64, head: &[u8], tail: &[u8]) -> u64 {
-    super::atomic::checksum(&[&len.to_le_bytes(), head, tail])
 }
 
 /// A line this process just wrote (without its `\n`), with what parsing it would
@@ -469,28 +465,26 @@ impl SessionIndex {
             let known = line.message.and_then(|(at, len)| {
                 let raw = line.text.get(at..at + len)?;
                 let role = super::line::message_role(raw)?;
-                Some(Entry {
-                    id: Some(line.id.to_string()),
-                    timestamp: Some(line.timestamp.to_string()),
-                    body: Body::Message { role, raw },
+                Some(ParsedLine {
+                    start: line_start,
+                    len: line.text.len() as u64,
+                    nul_run: false,
+                    kind: LineKind::Entry {
+                        text_start: line_start,
+                        text: line.text,
+                        entry: Entry {
+                            id: Some(line.id.to_string()),
+                            timestamp: Some(line.timestamp.to_string()),
+                            body: Body::Message { role, raw },
+                        },
+                    },
                 })
             });
-            match known {
-                Some(entry) => {
-                    self.lines += 1;
-                    let len = line.text.len() as u64;
-                    self.ingest_entry(line_start, len, line_start, line.text, entry);
-                }
-                None => self.ingest_line(line_start, line.text.as_bytes()),
-            }
+            let parsed = known.unwrap_or_else(|| parse_at(line_start, line.text.as_bytes()));
+            self.apply(parsed);
             line_start += line.text.len() as u64 + 1;
         }
         self.parsed_len = line_start;
-    }
-
-    fn ingest_line(&mut self, line_start: u64, raw: &[u8]) {
-        let parsed = parse_at(line_start, raw);
-        self.apply(parsed);
     }
 
     /// Counts a parsed line into the index.
