@@ -271,7 +271,7 @@ impl CtlService {
     }
 
     /// A `write(2)`: frames lines by `\n`, validates every complete line, and appends
-    /// them all or none. Returns whether anything was appended, or the error of the
+    /// them all or none. Returns what was done (see `Written`), or the error of the
     /// first bad line.
     /// `writer` identifies the writing process's descriptor table (FUSE lock owner).
     pub fn write(&self, h: &mut CtlHandle, data: &[u8], writer: Option<u64>) -> Result<Written> {
@@ -332,7 +332,7 @@ impl CtlService {
     /// `flush` (each `close`): a final line without `\n` is processed now — unless the
     /// closer is another process than the writer (a forked child closing its inherited
     /// copy must not cut the writer's half-written line in two). `closer: None` (the
-    /// last release) always processes it. Returns whether anything was appended.
+    /// last release) always processes it. Returns what was done (see `Written`).
     pub fn flush(&self, h: &mut CtlHandle, closer: Option<u64>) -> Result<Written> {
         if h.pending.is_empty() {
             return Ok(Written::Nothing);

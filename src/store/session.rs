@@ -297,16 +297,19 @@ impl Session {
     /// `fstat` per append instead of a walk from the store root. A file deleted or
     /// replaced behind our back has no name left, and the path is opened again.
     fn append_file(&self) -> Result<Arc<File>> {
-        let kept = self
-            .file
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|(f, _, _)| f.clone());
-        match kept {
+        match self.kept_file() {
             Some(f) => Ok(f),
             None => self.open_append_file(),
         }
+    }
+
+    /// The append descriptor, if one is open.
+    fn kept_file(&self) -> Option<Arc<File>> {
+        self.file
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|(f, _, _)| f.clone())
     }
 
     fn gone(&self) -> Error {
@@ -359,13 +362,7 @@ impl Session {
         if !self.commit.is_dirty() {
             return Ok(());
         }
-        let file = self
-            .file
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|(f, _, _)| f.clone());
-        match file {
+        match self.kept_file() {
             Some(f) => self.commit.sync_now(&f),
             None => Ok(()),
         }

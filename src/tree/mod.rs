@@ -638,8 +638,7 @@ impl Tree {
     /// Waits for lines a `flush` left syncing (with the handle's lock let go).
     fn finish_flush(&self, ctl: &CtlService, h: &Mutex<CtlHandle>, written: Written) -> Result<()> {
         match written {
-            Written::Nothing => Ok(()),
-            Written::Answered => Ok(()),
+            Written::Nothing | Written::Answered => Ok(()),
             Written::Syncing(syncing) => {
                 let (ids, outcome) = syncing.wait();
                 ctl.finish(&mut h.lock().unwrap(), ids, outcome)
