@@ -12,19 +12,6 @@ fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
 }
 
-fn last_id(backing: &Path) -> String {
-    std::fs::read_to_string(backing)
-        .unwrap()
-        .lines()
-        .rev()
-        .find_map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).ok()?["id"]
-                .as_str()
-                .map(String::from)
-        })
-        .unwrap()
-}
-
 fn append_raw(backing: &Path, id: &str, parent: &str, content: &str) {
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -71,7 +58,7 @@ fn ids_at_the_top_of_the_space_never_repeat() {
     let s = m.create_session("/home/u/top", "start");
     let backing = m.backing_file(&s);
     let below = "ffffffff-ffff-7fff-bfff-fffffffffffe";
-    append_raw(&backing, below, &last_id(&backing), "near the top");
+    append_raw(&backing, below, &support::last_id(&backing), "near the top");
     let top = support::ctl_ok(&s, r#"{"role":"user","content":"the top"}"#);
     assert_eq!(top, "ffffffff-ffff-7fff-bfff-ffffffffffff");
     let before = std::fs::read(&backing).unwrap();

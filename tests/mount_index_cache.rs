@@ -51,16 +51,7 @@ fn remount_uses_the_persisted_index_and_sees_later_appends() {
     assert!(cache.exists(), "no persisted index at {}", cache.display());
 
     // Behind the mount's back, while unmounted: one more entry.
-    let text = std::fs::read_to_string(&backing).unwrap();
-    let last_id = text
-        .lines()
-        .rev()
-        .find_map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).ok()?["id"]
-                .as_str()
-                .map(String::from)
-        })
-        .unwrap();
+    let last_id = support::last_id(&backing);
     let next = uuid::Uuid::now_v7();
     let mut f = std::fs::OpenOptions::new()
         .append(true)

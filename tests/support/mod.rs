@@ -312,6 +312,20 @@ pub fn ctl_ok(session: &Path, line: &str) -> String {
     id
 }
 
+/// The id of the last entry of a transcript on disk.
+pub fn last_id(backing: &Path) -> String {
+    std::fs::read_to_string(backing)
+        .unwrap()
+        .lines()
+        .rev()
+        .find_map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).ok()?["id"]
+                .as_str()
+                .map(String::from)
+        })
+        .unwrap()
+}
+
 /// The session's `meta.json`, parsed.
 pub fn meta(session: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(session.join("meta.json")).unwrap()).unwrap()
