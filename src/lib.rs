@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod error;
 pub mod json;
+pub mod neutral;
 
 pub use error::{Error, Result};
 pub mod check;

@@ -109,6 +109,14 @@ pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
     }
 }
 
+/// One message object of `agent`'s `conversation.json` as a neutral message (`None`:
+/// nothing a person or a model reads). The agent's own module knows its shapes;
+/// nothing outside `sources` reads an agent's format.
+pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::neutral::Message> {
+    let _ = (agent, message);
+    None
+}
+
 /// Codex's `session_index.jsonl` (renames), under its root.
 pub fn codex_session_index(root: &Path) -> PathBuf {
     root.join("session_index.jsonl")

@@ -64,6 +64,35 @@ pub trait ForeignReader: Send {
 
     /// The messages the agent would resume with (empty when it cannot resume).
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces>;
+
+    /// The messages with what the file says of each (entry id, time). `history`
+    /// false: exactly `conversation`'s messages, in order. `history` true: every
+    /// message the file holds, those outside the conversation marked so (search
+    /// finds them too). The default knows only the conversation.
+    fn messages(&self, tail: &[u8], _history: bool) -> Vec<MessageRef> {
+        self.conversation(tail)
+            .into_iter()
+            .map(|pieces| MessageRef {
+                pieces,
+                entry: None,
+                timestamp: None,
+                in_conversation: true,
+            })
+            .collect()
+    }
+}
+
+/// One message a reader found: its JSON object as pieces, and what the file says of
+/// it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRef {
+    pub pieces: MessagePieces,
+    /// The id of the entry (line) it came from, by the agent's rule.
+    pub entry: Option<String>,
+    /// When it was written (RFC 3339).
+    pub timestamp: Option<String>,
+    /// Whether it is one of the conversation's messages.
+    pub in_conversation: bool,
 }
 
 /// Joins one message's pieces against the file's bytes (`file` from offset 0).

@@ -14,6 +14,7 @@ pub mod watch;
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};
+use crate::neutral::SessionMessages;
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
 use std::path::Path;
@@ -90,6 +91,18 @@ pub trait SessionSource: Send + Sync {
 
     /// Saves what lets the next mount start fast (caches); best effort.
     fn persist(&self) {}
+
+    /// Session `ns/dir`'s messages as neutral values, for `conversation.md`, search
+    /// and `fen-fs resume`. `history` false: exactly `conversation.json`'s messages,
+    /// in its order. `history` true: every message the session holds, including
+    /// those a compaction, rewind or undo took out of the conversation (their
+    /// `in_conversation` is false), for search.
+    fn messages(&self, ns: &str, dir: &str, _history: bool) -> Result<SessionMessages> {
+        Err(Error::new(
+            libc::ENOTSUP,
+            format!("{ns}/{dir}: this source cannot give neutral messages yet"),
+        ))
+    }
 }
 
 /// Which other agents' stores to show: detected roots (unless `detect` is off), with
