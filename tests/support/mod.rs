@@ -3,6 +3,8 @@
 //! unless FEN_FS_REQUIRE_FUSE=1 (CI), where they fail instead.
 #![allow(dead_code)]
 
+pub mod mock_model;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -373,4 +375,36 @@ pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> 
         .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// A real agent's command installed by `scripts/install-agents NAME` (NAME: claude,
+/// codex, pi, opencode, opencode-json, gemini): `None` (SKIPPED, loudly) when it is not
+/// installed, or a panic when FEN_FS_REQUIRE_AGENTS=1 (CI).
+pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
+    let (version, cmd) = match name {
+        "claude" => ("2.1.330", "claude"),
+        "codex" => ("0.169.0", "codex"),
+        "pi" => ("0.73.1", "pi"),
+        "opencode" => ("1.18.33", "opencode"),
+        "opencode-json" => ("1.1.65", "opencode"),
+        "gemini" => ("0.61.0", "gemini"),
+        _ => panic!("agent_bin: unknown agent {name}"),
+    };
+    let base = std::env::var_os("FEN_FS_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agents"));
+    let dir = base.join(format!("{name}-{version}"));
+    let bin = dir.join("node_modules/.bin").join(cmd);
+    if dir.join(".installed").exists() && bin.exists() {
+        return Some(bin);
+    }
+    if std::env::var("FEN_FS_REQUIRE_AGENTS").as_deref() == Ok("1") {
+        panic!(
+            "{test}: {name} {version} is required (FEN_FS_REQUIRE_AGENTS=1) but not installed: run scripts/install-agents {name}"
+        );
+    }
+    eprintln!(
+        "\n*** SKIPPED {test}: {name} {version} not installed (scripts/install-agents {name}) ***\n"
+    );
+    None
 }
