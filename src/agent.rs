@@ -13,6 +13,11 @@ pub enum Agent {
     Pi,
     Claude,
     Codex,
+    Opencode,
+    Gemini,
+    Copilot,
+    Cursor,
+    Openclaw,
 }
 
 impl Agent {
@@ -22,8 +27,26 @@ impl Agent {
             Agent::Pi => "pi",
             Agent::Claude => "claude",
             Agent::Codex => "codex",
+            Agent::Opencode => "opencode",
+            Agent::Gemini => "gemini",
+            Agent::Copilot => "copilot",
+            Agent::Cursor => "cursor",
+            Agent::Openclaw => "openclaw",
         }
     }
+
+    /// Every kind of store fen-fs reads, fen's own first.
+    pub const ALL: [Agent; 9] = [
+        Agent::Fen,
+        Agent::Pi,
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Opencode,
+        Agent::Gemini,
+        Agent::Copilot,
+        Agent::Cursor,
+        Agent::Openclaw,
+    ];
 
     /// The agent a `--source KIND=DIR` names (`fen` is not a source kind).
     pub fn from_kind(kind: &str) -> Option<Agent> {
@@ -31,6 +54,11 @@ impl Agent {
             "pi" => Agent::Pi,
             "claude" => Agent::Claude,
             "codex" => Agent::Codex,
+            "opencode" => Agent::Opencode,
+            "gemini" => Agent::Gemini,
+            "copilot" => Agent::Copilot,
+            "cursor" => Agent::Cursor,
+            "openclaw" => Agent::Openclaw,
             _ => return None,
         })
     }

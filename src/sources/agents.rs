@@ -26,17 +26,30 @@ fn home() -> Option<PathBuf> {
 }
 
 /// The root an agent itself would use: its override variable, else its folder in
-/// the home folder.
+/// the home folder (AGENT-FORMATS.md and AGENT-FORMATS-MORE.md §0).
 pub fn default_root(agent: Agent) -> Option<PathBuf> {
-    let (var, home_dir) = match agent {
-        Agent::Pi => ("PI_CODING_AGENT_DIR", ".pi/agent"),
-        Agent::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
-        Agent::Codex => ("CODEX_HOME", ".codex"),
-        Agent::Fen => return None,
+    let env = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     };
-    match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(v) => Some(PathBuf::from(v)),
-        None => home().map(|h| h.join(home_dir)),
+    match agent {
+        Agent::Pi => env("PI_CODING_AGENT_DIR").or_else(|| home().map(|h| h.join(".pi/agent"))),
+        Agent::Claude => env("CLAUDE_CONFIG_DIR").or_else(|| home().map(|h| h.join(".claude"))),
+        Agent::Codex => env("CODEX_HOME").or_else(|| home().map(|h| h.join(".codex"))),
+        // xdg-basedir: $XDG_DATA_HOME, else ~/.local/share, on every platform.
+        Agent::Opencode => env("XDG_DATA_HOME")
+            .or_else(|| home().map(|h| h.join(".local/share")))
+            .map(|d| d.join("opencode")),
+        Agent::Gemini => env("GEMINI_CLI_HOME")
+            .or_else(home)
+            .map(|h| h.join(".gemini")),
+        Agent::Copilot => env("COPILOT_HOME").or_else(|| home().map(|h| h.join(".copilot"))),
+        Agent::Cursor => home().map(|h| h.join(".cursor")),
+        Agent::Openclaw => {
+            env("OPENCLAW_STATE_DIR").or_else(|| home().map(|h| h.join(".openclaw")))
+        }
+        Agent::Fen => None,
     }
 }
 
@@ -96,7 +109,7 @@ pub fn is_session_file(agent: Agent, name: &str) -> bool {
         Agent::Claude => ClaudeReader::is_session_file_name(name),
         Agent::Codex => CodexReader::is_rollout_file_name(name),
         Agent::Pi => name.ends_with(".jsonl") && name.len() > ".jsonl".len(),
-        Agent::Fen => false,
+        _ => false,
     }
 }
 
