@@ -154,15 +154,13 @@ impl Rollout {
         if texts.is_empty() {
             return;
         }
-        let content: Vec<Value> = texts
-            .iter()
-            .map(|x| json!({"type": "output_text", "text": x}))
-            .collect();
+        // One text, as OpenAI's importer joins a message's parts.
+        let joined = texts.join("\n\n");
         self.item(
             t,
-            json!({"type": "message", "role": "assistant", "content": content}),
+            json!({"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": joined}]}),
         );
-        let joined = texts.join("\n\n");
         self.event(t, json!({"type": "agent_message", "message": joined}));
         self.last_agent_message = Some(joined);
         texts.clear();
