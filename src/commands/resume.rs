@@ -221,6 +221,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )));
     };
     let store = Arc::new(store);
+    // A missing target root is said before any session is read.
+    let early_root = match args.target {
+        Some(a) if a != Agent::Fen => Some(target_root(a, &args.foreign)?),
+        _ => None,
+    };
     let foreign = super::list::foreign_sources(&args.foreign, &store);
     let found = crate::resume::find::find(&store, &foreign, &args.session)?;
     let session = found.source.messages(&found.ns, &found.dir, false)?;
@@ -303,7 +308,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Agent::Fen => Target::Fen(store.clone()),
         a => Target::Agent {
             agent: a,
-            root: target_root(a, &args.foreign)?,
+            root: match early_root {
+                Some(root) => root,
+                None => target_root(a, &args.foreign)?,
+            },
         },
     };
     let ledger = Ledger::for_store(&store.root);
