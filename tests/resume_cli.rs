@@ -56,7 +56,11 @@ fn an_unknown_or_ambiguous_session_is_named_in_the_error() {
     let (store, ids) = store_with_two_sessions(t.path());
     let o = resume(&store, &["nosuchsession"]);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
-    assert!(stderr(&o).contains("no session matches nosuchsession"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no session matches nosuchsession"),
+        "{}",
+        stderr(&o)
+    );
     let common: String = ids[0]
         .chars()
         .zip(ids[1].chars())
@@ -87,15 +91,28 @@ fn a_missing_target_root_is_named_and_not_created() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let e = stderr(&o);
-    assert!(e.contains("/nonexistent/fen-fs-tests") && e.contains("CLAUDE_CONFIG_DIR"), "{e}");
+    assert!(
+        e.contains("/nonexistent/fen-fs-tests") && e.contains("CLAUDE_CONFIG_DIR"),
+        "{e}"
+    );
     assert!(!Path::new("/nonexistent").exists());
     let missing = t.path().join("no-codex-here");
     let o = resume(
         &store,
-        &[&ids[0], "--in", "codex", "--source", &format!("codex={}", missing.display())],
+        &[
+            &ids[0],
+            "--in",
+            "codex",
+            "--source",
+            &format!("codex={}", missing.display()),
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
-    assert!(stderr(&o).contains(&format!("--source codex={}", missing.display())), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--source codex={}", missing.display())),
+        "{}",
+        stderr(&o)
+    );
     assert!(!missing.exists());
     let o = resume(&store, &[&ids[0], "--in", "pi"]);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));

@@ -62,13 +62,42 @@ impl Rules {
     /// or not) can go to the target: only back to the vendor that made it. pi keeps
     /// every signed form and decides per request itself (PIAI transform-messages);
     /// fen's own sessions hold no reasoning.
-    fn keeps_reasoning(&self, vendor: Vendor, opaque: bool) -> bool {
+    fn keeps_reasoning(&self, vendor: Vendor, opaque: Option<&serde_json::Value>) -> bool {
+        let signed = opaque.is_some_and(|o| signed_by(o) == Some(vendor));
         match self.target {
-            Agent::Claude => opaque && vendor == Vendor::Anthropic,
-            Agent::Codex => opaque && vendor == Vendor::OpenAi,
-            Agent::Pi => opaque || self.source == Agent::Pi,
+            Agent::Claude => signed && vendor == Vendor::Anthropic,
+            Agent::Codex => signed && vendor == Vendor::OpenAi,
+            Agent::Pi => signed || self.source == Agent::Pi,
             _ => false,
         }
+    }
+}
+
+/// The vendor whose signature or encryption an opaque reasoning form carries:
+/// Anthropic's `thinking` with a signature or `redacted_thinking`; OpenAI's
+/// `reasoning` item with `encrypted_content`; pi's `thinking` block with its
+/// `thinkingSignature` (OpenAI's item as JSON text, else Anthropic's signature).
+pub fn signed_by(opaque: &serde_json::Value) -> Option<Vendor> {
+    let s = |k: &str| {
+        opaque
+            .get(k)
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.trim().is_empty())
+    };
+    match s("type")? {
+        "redacted_thinking" => s("data").map(|_| Vendor::Anthropic),
+        "reasoning" => s("encrypted_content").map(|_| Vendor::OpenAi),
+        "thinking" => {
+            if s("signature").is_some() {
+                return Some(Vendor::Anthropic);
+            }
+            let sig = s("thinkingSignature")?;
+            match serde_json::from_str::<serde_json::Value>(sig) {
+                Ok(item) if item.is_object() => signed_by(&item),
+                _ => Some(Vendor::Anthropic),
+            }
+        }
+        _ => None,
     }
 }
 
@@ -470,7 +499,7 @@ fn assistant_parts(
                 text,
                 opaque,
             } => {
-                if rules.keeps_reasoning(vendor, opaque.is_some()) {
+                if rules.keeps_reasoning(vendor, opaque.as_ref()) {
                     out.push(Part::Reasoning {
                         vendor,
                         text,
@@ -860,10 +889,11 @@ mod tests {
             text: "plan".into(),
             opaque: Some(json!({"type": "reasoning", "encrypted_content": "gAAA"})),
         };
+        // Claude Code keeps an unsigned block as its opaque form: not signed.
         let unsigned = Part::Reasoning {
             vendor: Vendor::Anthropic,
             text: "loose".into(),
-            opaque: None,
+            opaque: Some(json!({"type": "thinking", "thinking": "loose"})),
         };
         let m = vec![msg(
             Role::Assistant,
@@ -898,6 +928,17 @@ mod tests {
             (vec![anthropic.clone(), openai], 1)
         );
         assert_eq!(kept(Agent::Claude, Agent::Fen).0, vec![]);
+        // pi keeps OpenAI's item as the signature of its thinking block.
+        let pi_openai = json!({"type": "thinking", "thinking": "p",
+            "thinkingSignature": "{\"type\":\"reasoning\",\"encrypted_content\":\"gA\"}"});
+        assert_eq!(signed_by(&pi_openai), Some(Vendor::OpenAi));
+        let pi_anthropic =
+            json!({"type": "thinking", "thinking": "p", "thinkingSignature": "EqQB"});
+        assert_eq!(signed_by(&pi_anthropic), Some(Vendor::Anthropic));
+        assert_eq!(
+            signed_by(&json!({"type": "reasoning", "encrypted_content": null})),
+            None
+        );
         // An assistant turn of reasoning alone leaves nothing behind.
         let only = vec![msg(Role::Assistant, vec![unsigned])];
         assert!(convert(&only, Rules::new(Agent::Claude, Agent::Codex)).is_empty());
