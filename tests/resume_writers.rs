@@ -563,7 +563,7 @@ fn images_keep_their_form_in_each_target() {
     let claude = std::fs::read_to_string(s.make(&session, Agent::Claude).path).unwrap();
     assert!(
         claude.contains(
-            r#""source":{"data":"iVBORw0KGgo=","media_type":"image/png","type":"base64"}"#
+            r#""source":{"type":"base64","data":"iVBORw0KGgo=","media_type":"image/png"}"#
         ),
         "{claude}"
     );

@@ -231,20 +231,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let session = found.source.messages(&found.ns, &found.dir, false)?;
     let facts = &session.facts;
     let source_agent = facts.agent;
+    if let Some(why) = crate::resume::unresumable(&session) {
+        return Err(Error::invalid(why));
+    }
 
     if !writes {
         // Its own agent's command.
-        if !facts.resumable {
-            return Err(Error::invalid(format!(
-                "{} session {} cannot be resumed: {}",
-                source_agent.name(),
-                facts.id,
-                facts
-                    .not_resumable_reason
-                    .as_deref()
-                    .unwrap_or("its agent would refuse it")
-            )));
-        }
         if source_agent == Agent::Fen {
             if args.exec {
                 eprintln!(

@@ -7,7 +7,7 @@
 
 use super::anthropic;
 use super::convert::{Conversation, Item};
-use super::draft::{Clock, Context, Draft, Obj, VERSION, iso, raw, uuid_v4, value};
+use super::draft::{Clock, Context, Draft, Obj, VERSION, iso, uuid_v4, value};
 use std::path::Path;
 
 /// Claude Code cuts longer project folder names (SDK `MAX_SANITIZED_LENGTH`).
@@ -128,7 +128,7 @@ pub fn write(conv: &Conversation, ctx: &Context, folder: String) -> Draft {
         out.push_str(
             &head(&Some(boundary))
                 .put("type", "user")
-                .put("message", raw(&message))
+                .put_raw("message", &message)
                 .put("isCompactSummary", true)
                 .put("isVisibleInTranscriptOnly", true)
                 .put("uuid", &uuid)
@@ -151,7 +151,7 @@ pub fn write(conv: &Conversation, ctx: &Context, folder: String) -> Draft {
         out.push_str(
             &head(&parent)
                 .put("type", kind)
-                .put("message", raw(&message))
+                .put_raw("message", &message)
                 .put("uuid", &uuid)
                 .put("timestamp", iso(clock.at(item.timestamp())))
                 .put("fenSource", &provenance)

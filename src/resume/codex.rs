@@ -7,7 +7,7 @@
 //! `agent_message` events, and a turn end. `state_5.sqlite` is never touched.
 
 use super::convert::{Conversation, Item, ToolOutput, texts_of};
-use super::draft::{Clock, Context, Draft, Obj, VERSION, iso, raw, uuid_v7};
+use super::draft::{Clock, Context, Draft, Obj, VERSION, iso, text, uuid_v7};
 use crate::neutral::Part;
 use chrono::{DateTime, Local, Utc};
 use serde_json::{Value, json};
@@ -89,13 +89,13 @@ impl Rollout {
             &Obj::new()
                 .put("timestamp", t)
                 .put("type", kind)
-                .put("payload", raw(payload))
+                .put_raw("payload", payload)
                 .line(),
         );
     }
 
     fn event(&mut self, t: &str, payload: Value) {
-        self.line(t, "event_msg", &payload.to_string());
+        self.line(t, "event_msg", &text(&payload));
     }
 
     /// A history item, and what fen-fs's Codex reader makes of it in
@@ -112,7 +112,7 @@ impl Rollout {
             _ => json!({"role": "assistant", "content": [payload]}),
         };
         self.expected.push(shown);
-        self.line(t, "response_item", &payload.to_string());
+        self.line(t, "response_item", &text(&payload));
     }
 
     fn start_turn(&mut self, t: &str, secs: i64) {

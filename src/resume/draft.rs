@@ -56,14 +56,19 @@ impl Obj {
         Obj(String::from("{"))
     }
 
-    pub fn put(mut self, key: &str, value: impl serde::Serialize) -> Obj {
+    pub fn put(self, key: &str, value: impl serde::Serialize) -> Obj {
+        let v = serde_json::to_value(&value).expect("JSON values serialize");
+        self.put_raw(key, &text(&v))
+    }
+
+    /// `put` of JSON text already made (an object built with `Obj`), as it is.
+    pub fn put_raw(mut self, key: &str, json_text: &str) -> Obj {
         if self.0.len() > 1 {
             self.0.push(',');
         }
         self.0.push_str(&crate::json::quote(key));
         self.0.push(':');
-        self.0
-            .push_str(&serde_json::to_string(&value).expect("JSON values serialize"));
+        self.0.push_str(json_text);
         self
     }
 
@@ -88,9 +93,46 @@ impl Obj {
     }
 }
 
-/// JSON text already made (an object built with [`Obj`]) to put as a value as is.
-pub fn raw(text: &str) -> Box<serde_json::value::RawValue> {
-    serde_json::value::RawValue::from_string(text.to_string()).expect("valid JSON text")
+/// `v` as JSON text with each object's `type` and `role` first, then its other keys
+/// (sorted): how the agents write their own lines, and easier to read.
+pub fn text(v: &Value) -> String {
+    let mut out = String::new();
+    write_text(&mut out, v);
+    out
+}
+
+fn write_text(out: &mut String, v: &Value) {
+    match v {
+        Value::Object(o) => {
+            out.push('{');
+            let first = ["type", "role"];
+            let keys = first
+                .iter()
+                .filter(|k| o.contains_key(**k))
+                .copied()
+                .chain(o.keys().map(String::as_str).filter(|k| !first.contains(k)));
+            for (i, k) in keys.enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&crate::json::quote(k));
+                out.push(':');
+                write_text(out, &o[k]);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_text(out, x);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 /// JSON text as a value, for comparing what a reader gives back.

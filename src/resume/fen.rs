@@ -6,7 +6,7 @@
 
 use super::anthropic;
 use super::convert::Conversation;
-use super::draft::{Context, Obj, raw, value};
+use super::draft::{Context, Obj, value};
 use serde_json::Value;
 
 /// The new session's entries as ctl lines, and the `conversation.json` they make.
@@ -39,7 +39,7 @@ pub fn entries(conv: &Conversation, ctx: &Context) -> (Vec<String>, Vec<Value>) 
     let compaction = Obj::new()
         .put("type", "compaction")
         .put("summary", &summary)
-        .put("messages", raw(&list))
+        .put_raw("messages", &list)
         .text();
     let metadata = Obj::new()
         .put("type", "metadata")

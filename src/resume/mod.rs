@@ -91,8 +91,9 @@ fn title_of(session: &SessionMessages) -> String {
     format!("{base} (from {})", f.agent.name())
 }
 
-/// Why a session cannot be continued, if it cannot.
-fn unresumable(session: &SessionMessages) -> Option<String> {
+/// Why a session cannot be continued, if it cannot: its agent would refuse it, or
+/// its conversation is empty.
+pub fn unresumable(session: &SessionMessages) -> Option<String> {
     let f = &session.facts;
     if !f.resumable {
         return Some(format!(

@@ -6,7 +6,7 @@
 //! trailing `session_info` with the title.
 
 use super::convert::{Conversation, Item};
-use super::draft::{Clock, Context, Draft, Obj, iso, raw, uuid_v7, value};
+use super::draft::{Clock, Context, Draft, Obj, iso, uuid_v7, value};
 use crate::agent::Agent;
 use crate::neutral::{ModelRef, Part};
 use serde_json::{Value, json};
@@ -179,7 +179,7 @@ pub fn write(conv: &Conversation, ctx: &Context) -> Draft {
     let mut expected = Vec::new();
     let mut first_message: Option<String> = None;
     let mut message = |chain: &mut Chain, t: &str, text: String| {
-        let id = chain.entry("message", t, |o| o.put("message", raw(&text)));
+        let id = chain.entry("message", t, |o| o.put_raw("message", &text));
         first_message.get_or_insert(id);
         expected.push(value(&text));
     };
@@ -232,7 +232,7 @@ pub fn write(conv: &Conversation, ctx: &Context) -> Draft {
                     .put("api", api)
                     .put("provider", provider)
                     .put("model", name)
-                    .put("usage", raw(ZERO_USAGE))
+                    .put_raw("usage", ZERO_USAGE)
                     .put("stopReason", if calls { "toolUse" } else { "stop" })
                     .put("timestamp", ms)
                     .text();

@@ -414,3 +414,25 @@ pub fn text_of(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// A pi session file under `root` (pi's own layout), for `cwd`.
+pub fn pi_session(root: &Path, cwd: &str) -> String {
+    let id = "019ab000-0000-7000-8000-0000000000aa";
+    let folder = root.join("sessions").join(format!(
+        "--{}--",
+        cwd.trim_start_matches('/').replace('/', "-")
+    ));
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = folder.join(format!("2026-11-23T10-00-00-000Z_{id}.jsonl"));
+    let usage = r#""usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+    let lines = [
+        format!(r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-11-23T10:00:00.000Z","cwd":"{cwd}"}}"#),
+        r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-11-23T10:00:01.000Z","message":{"role":"user","content":"Count the lines of notes.txt.","timestamp":1795428001000}}"#.to_string(),
+        format!(r#"{{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-11-23T10:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"Use wc.","thinkingSignature":"EqQBpisig"}},{{"type":"text","text":"Counting."}},{{"type":"toolCall","id":"call_abc|fc_1","name":"bash","arguments":{{"command":"wc -l notes.txt"}}}}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5",{usage},"stopReason":"toolUse","timestamp":1795428002000}}}}"#),
+        r#"{"type":"message","id":"a0000003","parentId":"a0000002","timestamp":"2026-11-23T10:00:03.000Z","message":{"role":"toolResult","toolCallId":"call_abc|fc_1","toolName":"bash","content":[{"type":"text","text":"42 notes.txt"}],"isError":false,"timestamp":1795428003000}}"#.to_string(),
+        format!(r#"{{"type":"message","id":"a0000004","parentId":"a0000003","timestamp":"2026-11-23T10:00:04.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"notes.txt has 42 lines."}}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5",{usage},"stopReason":"stop","timestamp":1795428004000}}}}"#),
+        r#"{"type":"session_info","id":"a0000005","parentId":"a0000004","timestamp":"2026-11-23T10:00:05.000Z","name":"Line count"}"#.to_string(),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    id.to_string()
+}
