@@ -708,3 +708,65 @@ fn pi_messages_carry_entry_ids_and_the_history() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// ForeignSource::messages
+// ---------------------------------------------------------------------------
+
+#[test]
+fn foreign_sources_give_the_conversation_as_neutral_messages() {
+    use fen_fs::sources::SessionSource;
+    use fen_fs::sources::agents::AgentRoot;
+    use fen_fs::sources::foreign_source::ForeignSource;
+    use fen_fs::views::ViewKind;
+    let mut sessions = 0;
+    for agent in [Agent::Claude, Agent::Codex] {
+        let source = ForeignSource::new(
+            &AgentRoot {
+                agent,
+                root: fixtures().join(agent.name()),
+            },
+            None,
+        );
+        source.build_index();
+        for ns in source.namespaces().unwrap() {
+            for dir in source.session_dirs(&ns).unwrap() {
+                sessions += 1;
+                let snap = source
+                    .snapshot(&ns, &dir, ViewKind::Conversation, 0)
+                    .unwrap();
+                let bytes = snap.read_at(0, snap.size() as usize).unwrap();
+                let conv: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+                let got = source.messages(&ns, &dir, false).unwrap();
+                assert_eq!(got.messages.len(), conv.len(), "{ns}/{dir}");
+                for (m, v) in got.messages.iter().zip(&conv) {
+                    let want = to_neutral(agent, v).unwrap();
+                    assert_eq!(m.role, want.role, "{ns}/{dir}");
+                    assert_eq!(m.parts.len(), want.parts.len(), "{ns}/{dir}");
+                    assert!(m.in_conversation && m.entry.is_some());
+                }
+                let meta: Value = {
+                    let s = source.snapshot(&ns, &dir, ViewKind::Meta, 0).unwrap();
+                    serde_json::from_slice(&s.read_at(0, s.size() as usize).unwrap()).unwrap()
+                };
+                let f = &got.facts;
+                assert_eq!(f.agent, agent);
+                assert_eq!(f.id, meta["id"].as_str().unwrap());
+                assert_eq!(f.dir, dir);
+                assert_eq!(f.namespace, ns);
+                assert_eq!(f.cwd.as_deref(), meta["cwd"].as_str());
+                assert_eq!(f.title.as_deref(), meta["title"].as_str());
+                assert_eq!(f.updated_at.as_deref(), meta["updated_at"].as_str());
+                assert_eq!(f.source_path.to_str(), meta["source_path"].as_str());
+                assert_eq!(f.resumable, meta["resumable"] == true);
+                let all = source.messages(&ns, &dir, true).unwrap().messages;
+                assert_eq!(
+                    all.iter().filter(|m| m.in_conversation).count(),
+                    conv.len(),
+                    "{ns}/{dir}"
+                );
+            }
+        }
+    }
+    assert!(sessions >= 25, "{sessions}");
+}

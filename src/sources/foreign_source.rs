@@ -13,6 +13,8 @@
 //! (device, inode, size, mtime) is unchanged. The first index is built by a
 //! background thread, so `mount` returns at once; a listing waits for it.
 
+mod messages;
+
 use super::agents::{self, AgentRoot};
 use super::foreign::{ForeignReader, ForeignSummary};
 use super::{NamespaceIndex, SessionSource, SessionStat};
@@ -1120,6 +1122,15 @@ impl SessionSource for ForeignSource {
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
             ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
         })
+    }
+
+    fn messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<crate::neutral::SessionMessages> {
+        self.neutral_messages(ns, dir, history)
     }
 
     fn persist(&self) {

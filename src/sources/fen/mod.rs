@@ -3,6 +3,7 @@
 //! namespaces).
 
 pub mod catalog;
+mod messages;
 pub mod neutral;
 
 use super::foreign::Agent;
@@ -155,6 +156,15 @@ impl SessionSource for FenSource {
 
     fn trash(&self, ns: &str, dir: &str) -> Result<()> {
         self.store.trash_session(ns, dir).map(|_| ())
+    }
+
+    fn messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<crate::neutral::SessionMessages> {
+        self.neutral_messages(ns, dir, history)
     }
 
     /// Large sessions' indexes, so the next mount need not re-parse them.
