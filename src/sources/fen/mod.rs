@@ -4,6 +4,7 @@
 
 pub mod catalog;
 mod messages;
+pub use messages::session_messages;
 pub mod neutral;
 
 use super::foreign::Agent;
@@ -21,6 +22,8 @@ use std::time::SystemTime;
 pub struct FenSource {
     store: Arc<Store>,
     catalog: Catalog,
+    /// `conversation.md` of recently read sessions, one rendering per file state.
+    markdown: crate::views::markdown::MarkdownCache,
 }
 
 fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
@@ -33,6 +36,7 @@ impl FenSource {
         FenSource {
             store,
             catalog: Catalog::watching(),
+            markdown: Default::default(),
         }
     }
 
@@ -41,6 +45,7 @@ impl FenSource {
         FenSource {
             store,
             catalog: Catalog::default(),
+            markdown: Default::default(),
         }
     }
 
@@ -141,11 +146,15 @@ impl SessionSource for FenSource {
                 let table = idx.messages.read().unwrap();
                 Ok(Projection::of(&idx).size(&table))
             }
+            ViewKind::Markdown => Ok(self.markdown(ns, dir)?.len() as u64),
             _ => self.snapshot(ns, dir, kind, writers).map(|s| s.size()),
         }
     }
 
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<Snapshot> {
+        if kind == ViewKind::Markdown {
+            return Ok(Snapshot::Bytes(self.markdown(ns, dir)?));
+        }
         let session = self.store.session(ns, dir)?;
         views::snapshot(&session, kind, writers)
     }

@@ -7,6 +7,8 @@ use crate::error::Result;
 use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
 use crate::sources::agents;
 use crate::sources::foreign::MessageRef;
+use std::path::Path;
+use std::sync::Arc;
 
 impl ForeignSource {
     pub(super) fn neutral_messages(
@@ -16,12 +18,25 @@ impl ForeignSource {
         history: bool,
     ) -> Result<SessionMessages> {
         let (path, e) = self.session(ns, dir)?;
+        let facts = self.facts(ns, dir, &path, &e);
+        let (file, _, refs) = self.with_reader(&path, |r, tail| r.messages(tail, history))?;
+        let mut messages = Vec::with_capacity(refs.len());
+        for r in refs {
+            let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
+            messages.push(neutral(self.agent, &bytes, r));
+        }
+        crate::neutral::fill_tool_names(&mut messages);
+        Ok(SessionMessages { facts, messages })
+    }
+
+    /// What the session's listing says of it.
+    fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::FileEntry) -> SessionFacts {
         let listing = {
             let idx = self.index.lock().unwrap();
-            self.listing(&idx, &path, &e)
+            self.listing(&idx, path, e)
         };
         let s = &e.summary;
-        let facts = SessionFacts {
+        SessionFacts {
             agent: self.agent,
             id: s.id.clone(),
             namespace: ns.to_string(),
@@ -31,18 +46,19 @@ impl ForeignSource {
             preview: s.preview.clone(),
             created_at: listing.as_ref().and_then(|l| l.created_at.clone()),
             updated_at: listing.as_ref().and_then(|l| l.updated_at.clone()),
-            source_path: path.clone(),
+            source_path: path.to_path_buf(),
             resumable: s.resumable,
             not_resumable_reason: s.not_resumable_reason.clone(),
-        };
-        let (file, _, refs) = self.with_reader(&path, |r, tail| r.messages(tail, history))?;
-        let mut messages = Vec::with_capacity(refs.len());
-        for r in refs {
-            let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
-            messages.push(neutral(self.agent, &bytes, r));
         }
-        crate::neutral::fill_tool_names(&mut messages);
-        Ok(SessionMessages { facts, messages })
+    }
+
+    /// `conversation.md`, rendered once per state of the session's file (and title).
+    pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Arc<Vec<u8>>> {
+        let (path, e) = self.session(ns, dir)?;
+        let facts = self.facts(ns, dir, &path, &e);
+        self.markdown.get_or_render(&path, e.stamp, &facts, || {
+            self.neutral_messages(ns, dir, false)
+        })
     }
 }
 
