@@ -286,6 +286,26 @@ fn in_another_agent_writes_once_and_then_gives_the_session_already_made() {
     assert!(third.status.success(), "{}", out_text(&third));
     assert_ne!(stdout(&third), cmd);
     assert_eq!(walk(&codex_root).len(), 2);
+    // Without --cwd, the session's own cwd, which is not on this machine: the file is
+    // still written, and stderr says from where to run the command.
+    let fourth = resume(
+        &store,
+        &[
+            CLAUDE_ID, "--in", "codex", "--source", &claude, "--source", &codex,
+        ],
+    );
+    assert!(fourth.status.success(), "{}", out_text(&fourth));
+    assert!(
+        stdout(&fourth).starts_with("cd /path/to/Demo && codex resume "),
+        "{}",
+        stdout(&fourth)
+    );
+    assert!(
+        stderr(&fourth).contains("/path/to/Demo does not exist"),
+        "{}",
+        stderr(&fourth)
+    );
+    assert_eq!(walk(&codex_root).len(), 3);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

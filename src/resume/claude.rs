@@ -92,6 +92,8 @@ pub fn write(conv: &Conversation, ctx: &Context, folder: String) -> Draft {
             .put("cwd", &ctx.cwd)
             .put("sessionId", &sid)
             .put("version", VERSION)
+            // The branch is not known here: empty, as Claude Code writes outside git.
+            .put("gitBranch", "")
     };
     let first_time = conv.items.first().and_then(Item::timestamp);
     if let Some(summary) = &conv.summary {
