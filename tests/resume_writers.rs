@@ -572,3 +572,26 @@ fn images_keep_their_form_in_each_target() {
     let pi = std::fs::read_to_string(s.make(&session, Agent::Pi).path).unwrap();
     assert!(pi.contains(r#""data":"iVBORw0KGgo=","mimeType":"image/png""#));
 }
+
+#[test]
+fn every_direction_writes_a_session_that_reads_back_whole() {
+    // Each make() reads its file back with fen-fs's reader of the target and keeps it
+    // only if the conversation comes back as written; here every source kind goes to
+    // every target, with and without a summary, and the message counts add up.
+    for source in [Agent::Fen, Agent::Pi, Agent::Claude, Agent::Codex] {
+        for target in [Agent::Fen, Agent::Pi, Agent::Claude, Agent::Codex] {
+            for summary in [false, true] {
+                let s = setup();
+                let made = s.make(&s.sample(source, summary), target);
+                assert!(made.path.is_file(), "{source:?} -> {target:?}");
+                assert!(
+                    made.messages >= 8 + usize::from(summary),
+                    "{source:?} -> {target:?}: {}",
+                    made.messages
+                );
+                assert_eq!(made.report.dropped_context, 1);
+                assert_eq!(made.report.synthesized_results, 1);
+            }
+        }
+    }
+}

@@ -293,9 +293,9 @@ pub fn convert(messages: &[Message], rules: Rules) -> Conversation {
                     match p {
                         Part::ToolResult {
                             call_id,
-                            name,
                             content,
                             is_error,
+                            ..
                         } => {
                             let slot = calls
                                 .iter()
@@ -317,7 +317,7 @@ pub fn convert(messages: &[Message], rules: Rules) -> Conversation {
                                 None => {
                                     report.orphan_results += 1;
                                     rest.push(Part::Text {
-                                        text: result_note(name.as_deref(), content, *is_error),
+                                        text: result_note(content, *is_error),
                                     });
                                 }
                             }
@@ -373,14 +373,11 @@ pub fn convert(messages: &[Message], rules: Rules) -> Conversation {
         for p in &m.parts {
             match p {
                 Part::ToolResult {
-                    name,
-                    content,
-                    is_error,
-                    ..
+                    content, is_error, ..
                 } => {
                     report.orphan_results += 1;
                     parts.push(Part::Text {
-                        text: result_note(name.as_deref(), content, *is_error),
+                        text: result_note(content, *is_error),
                     });
                 }
                 other => parts.extend(user_part(other, &mut report)),
@@ -454,7 +451,7 @@ fn push_turn(
         let notes = results
             .iter()
             .map(|r| Part::Text {
-                text: result_note(Some(&r.name), &r.content, r.is_error),
+                text: result_note(&r.content, r.is_error),
             })
             .collect();
         items.push(Item::Assistant {
@@ -523,14 +520,11 @@ fn assistant_parts(
                 });
             }
             Part::ToolResult {
-                name,
-                content,
-                is_error,
-                ..
+                content, is_error, ..
             } => {
                 report.orphan_results += 1;
                 out.push(Part::Text {
-                    text: result_note(name.as_deref(), &content, is_error),
+                    text: result_note(&content, is_error),
                 });
             }
         }
@@ -648,8 +642,7 @@ pub fn call_note(name: &str, input: &serde_json::Value) -> String {
 
 /// `[external_agent_tool_result(: error)]` with the result's text, cut, as OpenAI's
 /// importer writes a result; images as `[image: TYPE]`.
-pub fn result_note(name: Option<&str>, content: &[Part], is_error: bool) -> String {
-    let _ = name;
+pub fn result_note(content: &[Part], is_error: bool) -> String {
     let label = if is_error {
         "[external_agent_tool_result: error]"
     } else {
@@ -1025,7 +1018,7 @@ mod tests {
         let input_line = note.lines().nth(1).unwrap();
         assert_eq!(input_line.chars().count(), "input: ".len() + 2000);
         assert!(input_line.ends_with("..."));
-        let r = result_note(None, &[text(&"z".repeat(9000))], false);
+        let r = result_note(&[text(&"z".repeat(9000))], false);
         assert_eq!(r.lines().nth(1).unwrap().chars().count(), 4000);
     }
 }
