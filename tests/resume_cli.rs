@@ -457,4 +457,9 @@ fn in_fen_makes_a_session_that_goes_on_through_its_ctl() {
         "{meta}"
     );
     assert_eq!(meta["metadata"]["resumed_from"]["id"], CODEX_ID);
+    // Its own command is that same ctl.
+    let id = meta["id"].as_str().unwrap();
+    let o = resume(&m.store, &[id]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(PathBuf::from(stdout(&o).trim_end()), ctl);
 }
