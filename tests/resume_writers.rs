@@ -505,6 +505,30 @@ fn another_cwd_moves_the_new_session_and_its_cwd_fields() {
 }
 
 #[test]
+fn a_cwd_reached_through_a_link_gets_the_folder_of_its_real_path_in_pi_too() {
+    // pi (like Claude Code) names the folder after process.cwd(), which is the real
+    // path: run from the link, `pi --session ID` would otherwise find the session
+    // only in "a different project" and offer to fork it.
+    let s = setup();
+    let link = s.tmp.path().join("link-to-project");
+    std::os::unix::fs::symlink(&s.cwd, &link).unwrap();
+    let link = link.to_string_lossy().into_owned();
+    let session = s.sample(Agent::Claude, false);
+    let made = make(&session, &s.target(Agent::Pi), &link, &s.ledger()).unwrap();
+    let real = std::fs::canonicalize(&s.cwd).unwrap();
+    let folder = format!(
+        "--{}--",
+        real.to_string_lossy()
+            .trim_start_matches('/')
+            .replace('/', "-")
+    );
+    assert_eq!(
+        made.path.parent().unwrap(),
+        s.root.join("sessions").join(folder)
+    );
+}
+
+#[test]
 fn empty_or_unresumable_conversations_are_refused_and_nothing_is_written() {
     let s = setup();
     let mut session = s.sample(Agent::Claude, false);

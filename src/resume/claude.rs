@@ -64,10 +64,7 @@ pub fn project_folder(dir: &str) -> String {
 /// a folder the CLI already made with the same first 200 characters wins: Claude
 /// Code, like the SDK, also looks a session up among the folders with that prefix.
 pub fn project_folder_for(projects: &Path, cwd: &str) -> String {
-    let real = std::fs::canonicalize(cwd)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| cwd.to_string());
-    let name = project_folder(&real);
+    let name = project_folder(&super::draft::real_path(cwd));
     if name.chars().count() > MAX_SANITIZED_LENGTH {
         let head: String = name.chars().take(MAX_SANITIZED_LENGTH + 1).collect();
         if let Ok(rd) = std::fs::read_dir(projects) {

@@ -222,7 +222,7 @@ fn make_file(
             claude::write(conv, ctx, folder)
         }
         Agent::Codex => codex::write(conv, ctx),
-        Agent::Pi => pi::write(conv, ctx),
+        Agent::Pi => pi::write(conv, ctx, pi::session_folder(&draft::real_path(&ctx.cwd))),
         other => {
             return Err(Error::invalid(format!(
                 "fen-fs cannot write {} sessions (targets: fen, pi, claude, codex)",
