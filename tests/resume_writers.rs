@@ -475,6 +475,29 @@ fn the_same_unchanged_source_gives_the_session_already_made() {
 }
 
 #[test]
+fn resumes_of_the_same_source_at_once_make_one_session() {
+    // Two `fen-fs resume ID --in pi` started together (a script, a double click):
+    // the second waits for the first and prints the session it made.
+    let s = setup();
+    let session = s.sample(Agent::Claude, false);
+    let start = std::sync::Barrier::new(4);
+    let made: Vec<Made> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    s.make(&session, Agent::Pi)
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(files_under(&s.root.join("sessions")).len(), 1);
+    assert_eq!(made.iter().filter(|m| m.earlier.is_none()).count(), 1);
+    assert!(made.iter().all(|m| m.id == made[0].id));
+}
+
+#[test]
 fn another_cwd_moves_the_new_session_and_its_cwd_fields() {
     let s = setup();
     let moved = s.tmp.path().join("renamed-project");

@@ -138,6 +138,14 @@ pub fn make(
     let stamp = (!facts.source_path.as_os_str().is_empty())
         .then(|| ledger::stamp(&facts.source_path).ok())
         .flatten();
+    // Held until the new session is recorded: the same resume started meanwhile
+    // waits, then finds it.
+    let _held = stamp.as_ref().and_then(|_| {
+        ledger
+            .hold()
+            .map_err(|e| log::warn!("the resume ledger cannot be locked: {}", e.reason))
+            .ok()
+    });
     if let Some(s) = &stamp
         && let Some(r) = ledger.find(s, agent, cwd)
     {
