@@ -234,6 +234,28 @@ fn a_session_its_agent_cannot_resume_is_refused_with_the_reason() {
 }
 
 #[test]
+fn a_refused_session_without_an_id_is_named_by_its_file() {
+    // A rollout with no session_meta has no id to name it by.
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    let file = fixtures().join(
+        "codex/sessions/2026/05/13/rollout-2026-05-13T09-00-00-9e01c008-d9c9-5cae-9765-4d60c07e28e2.jsonl",
+    );
+    for args in [vec![], vec!["--in", "fen"]] {
+        let mut all = vec![file.to_str().unwrap()];
+        all.extend(args);
+        let o = resume_fixture(&store, &all);
+        assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("does not start with session metadata")
+                && e.contains(file.to_str().unwrap()),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn in_another_agent_writes_once_and_then_gives_the_session_already_made() {
     let t = tempfile::tempdir().unwrap();
     let store = t.path().join("store");

@@ -290,9 +290,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .map(|c| naming::normalize_cwd(&c))
             .ok_or_else(|| {
                 Error::invalid(format!(
-                    "{} session {} records no working directory: say where to continue it with --cwd DIR",
-                    source_agent.name(),
-                    facts.id
+                    "{} records no working directory: say where to continue it with --cwd DIR",
+                    crate::resume::session_name(facts)
                 ))
             })?,
     };
