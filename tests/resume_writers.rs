@@ -418,7 +418,7 @@ fn fen_gets_a_session_starting_with_a_compaction_of_the_conversation() {
     let messages = ls[1]["messages"].as_array().unwrap();
     assert_eq!(
         messages[0],
-        serde_json::json!({"role": "user", "content": "Earlier we set up the project skeleton."})
+        serde_json::json!({"role": "user", "content": "The conversation before this point was compacted. Summary:\n\nEarlier we set up the project skeleton."})
     );
     assert_eq!(
         messages[1],
@@ -443,6 +443,28 @@ fn fen_gets_a_session_starting_with_a_compaction_of_the_conversation() {
     let conv: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(&conv, messages);
     assert!(ns.starts_with("--"));
+}
+
+#[test]
+fn a_summary_carried_into_fen_stays_a_summary_when_carried_on() {
+    // fen's compaction holds the summary as §3's synthetic message, which the model
+    // reads as a summary and fen-fs reads back as one: carried on to Claude Code it
+    // becomes its compact summary again, not a plain first request.
+    use fen_fs::sources::SessionSource;
+    let s = setup();
+    let made = s.make(&s.sample(Agent::Codex, true), Agent::Fen);
+    let (ns, dir) = made.fen_dir.clone().unwrap();
+    let store = Arc::new(fen_fs::store::Store::open_existing(&s.store));
+    let fen = fen_fs::sources::fen::FenSource::new(store);
+    let again = fen.messages(&ns, &dir, false).unwrap();
+    assert!(again.messages[0].summary, "{:?}", again.messages[0]);
+    assert_eq!(
+        again.messages[0].parts,
+        vec![text("Earlier we set up the project skeleton.")]
+    );
+    let claude = s.make(&again, Agent::Claude);
+    let first = &lines(&claude.path)[0];
+    assert_eq!(first["subtype"], "compact_boundary", "{first}");
 }
 
 #[test]
