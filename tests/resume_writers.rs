@@ -128,9 +128,11 @@ fn claude_code_gets_one_chain_with_provenance_normalised_ids_and_a_title() {
     assert_eq!(chain[0]["subtype"], "compact_boundary");
     assert_eq!(chain[0]["parentUuid"], Value::Null);
     assert_eq!(chain[1]["isCompactSummary"], true);
-    assert_eq!(
-        chain[1]["message"]["content"],
-        "Earlier we set up the project skeleton."
+    assert!(
+        chain[1]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("summarized below:\nEarlier we set up the project skeleton.")
     );
     for w in chain.windows(2) {
         assert_eq!(w[1]["parentUuid"], w[0]["uuid"]);
@@ -181,6 +183,30 @@ fn claude_code_gets_one_chain_with_provenance_normalised_ids_and_a_title() {
     assert!(!all.contains("/elsewhere"));
     assert_eq!(made.report.dropped_context, 1);
     assert_eq!(made.report.synthesized_results, 1);
+}
+
+#[test]
+fn a_summary_for_claude_code_is_introduced_as_claude_code_introduces_its_own() {
+    // Claude Code sends its compact summary as the first user message: without its
+    // lead the model reads the summary as the user's own first request.
+    let s = setup();
+    let made = s.make(&s.sample(Agent::Codex, true), Agent::Claude);
+    let line = &lines(&made.path)[1];
+    assert_eq!(line["isCompactSummary"], true);
+    let content = line["message"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with(
+            "This session is being continued from a previous conversation that ran out of context."
+        ),
+        "{content}"
+    );
+    // fen-fs reads it back as the bare summary, so it is carried on as one.
+    let m = fen_fs::sources::claude::to_neutral(&line["message"]).unwrap();
+    assert!(m.summary);
+    assert_eq!(
+        m.parts,
+        vec![text("Earlier we set up the project skeleton.")]
+    );
 }
 
 #[test]

@@ -10,6 +10,10 @@ use super::convert::{Conversation, Item};
 use super::draft::{Clock, Context, Draft, Obj, VERSION, iso, uuid_v4, value};
 use std::path::Path;
 
+/// How Claude Code introduces its compact summary to the model (fen-fs's Claude
+/// reader takes it off again).
+const SUMMARY_LEAD: &str = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n";
+
 /// Claude Code cuts longer project folder names (SDK `MAX_SANITIZED_LENGTH`).
 const MAX_SANITIZED_LENGTH: usize = 200;
 
@@ -133,7 +137,7 @@ pub fn write(conv: &Conversation, ctx: &Context, folder: String) -> Draft {
         let uuid = uuid_v4();
         let message = Obj::new()
             .put("role", "user")
-            .put("content", summary)
+            .put("content", format!("{SUMMARY_LEAD}{summary}"))
             .text();
         out.push_str(
             &head(&Some(boundary))
