@@ -124,14 +124,26 @@ fn a_missing_target_root_is_named_and_not_created() {
 fn usage_errors_exit_2() {
     let t = tempfile::tempdir().unwrap();
     let (store, ids) = store_with_two_sessions(t.path());
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
     for args in [
         vec![ids[0].as_str(), "--in", "gemini"],
         vec![ids[0].as_str(), "--in", "fen", "--exec"],
+        vec![ids[0].as_str(), "--exec"],
+        // A fen session copied elsewhere stays a fen session: nothing to run either.
+        vec![
+            ids[0].as_str(),
+            "--cwd",
+            elsewhere.to_str().unwrap(),
+            "--exec",
+        ],
         vec![],
     ] {
         let o = resume(&store, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", out_text(&o));
     }
+    // Refused before anything was written.
+    assert_eq!(support::session_files(&store).len(), 2);
     assert!(fixtures().is_dir());
 }
 
