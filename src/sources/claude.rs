@@ -262,6 +262,7 @@ impl ForeignReader for ClaudeReader {
             messages,
             roles,
             compactions: list.compactions,
+            ..ForeignSummary::default()
         }
     }
 

@@ -631,6 +631,7 @@ impl ForeignReader for CodexReader {
             messages,
             roles,
             compactions: r.compactions,
+            ..ForeignSummary::default()
         }
     }
 

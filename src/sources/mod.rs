@@ -6,9 +6,14 @@
 pub mod agents;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
+pub mod cursor;
+pub mod digest;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
+pub mod gemini;
+pub mod openclaw;
 pub mod pi;
 pub mod watch;
 
