@@ -180,6 +180,7 @@ fn every_fixture_appears_as_its_agent_resumes_it() {
             // `stat` size is what `cat` reads, for every view.
             for view in [
                 "conversation.json",
+                "conversation.md",
                 "meta.json",
                 "summary.txt",
                 "transcript.jsonl",
@@ -677,6 +678,33 @@ fn new_agents_fixtures_appear_as_their_agent_resumes_them() {
             );
         }
         assert!(!dir.join("ctl").exists());
+        // `stat` size is what `cat` reads, for every view.
+        for view in [
+            "conversation.json",
+            "conversation.md",
+            "meta.json",
+            "summary.txt",
+            "transcript.jsonl",
+        ] {
+            let p = dir.join(view);
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().len(),
+                std::fs::read(&p).unwrap().len() as u64,
+                "{name}/{view}"
+            );
+        }
+        // conversation.md renders the messages through the agent's neutral converter.
+        let md = std::fs::read_to_string(dir.join("conversation.md")).unwrap();
+        for (file_part, text) in [
+            ("gemini_s.jsonl", "Say hello and list files."),
+            ("tool_calls_with_results.json", "Read the planning doc"),
+            ("ccccddddeeee/events.jsonl", "List the files"),
+            ("openclaw-stage0-small.jsonl", "main.swift"),
+        ] {
+            if file.to_str().unwrap().ends_with(file_part) {
+                assert!(md.contains(text), "{name}: {md}");
+            }
+        }
     }
     assert_eq!(
         seen,

@@ -328,8 +328,17 @@ pub fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
 /// nothing a person or a model reads). The agent's own module knows its shapes;
 /// nothing outside `sources` reads an agent's format.
 pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::neutral::Message> {
-    let _ = (agent, message);
-    None
+    match agent {
+        Agent::Fen => super::fen::neutral::to_neutral(message),
+        Agent::Pi => super::pi::to_neutral(message),
+        Agent::Claude => super::claude::to_neutral(message),
+        Agent::Codex => super::codex::to_neutral(message),
+        Agent::Gemini => super::gemini::to_neutral(message),
+        Agent::Copilot => super::copilot::to_neutral(message),
+        Agent::Cursor => super::cursor::to_neutral(message),
+        Agent::Openclaw => super::openclaw::to_neutral(message),
+        _ => None,
+    }
 }
 
 /// Codex's `session_index.jsonl` (renames), under its root.

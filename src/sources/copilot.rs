@@ -18,6 +18,9 @@
 //! not resumable. Lines of NUL bytes left by a crash are skipped, as Copilot does
 //! since 1.0.57.
 
+mod neutral;
+pub use neutral::to_neutral;
+
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde_json::value::RawValue;
@@ -533,6 +536,9 @@ impl ForeignReader for CopilotReader {
             entry: m.id.clone(),
             timestamp: m.timestamp.clone(),
             in_conversation,
+            injected: false,
+            summary: m.role == "compaction",
+            model: None,
         };
         let kept: Vec<&Message> = if resumable {
             rebuild(&events).0

@@ -15,6 +15,9 @@
 //! found by [`transcript_path`] is its `transcript.jsonl`. The `store.db` reader is
 //! not this module's.
 
+mod neutral;
+pub use neutral::to_neutral;
+
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde_json::value::RawValue;
@@ -279,6 +282,9 @@ impl ForeignReader for CursorReader {
                 entry: None,
                 timestamp: None,
                 in_conversation: false,
+                injected: false,
+                summary: false,
+                model: None,
             })
             .collect()
     }

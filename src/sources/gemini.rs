@@ -14,6 +14,9 @@
 //! record the agent rewrites in place: it is parsed whole, its pieces re-emitted
 //! without the pretty-printing's whitespace.
 
+mod neutral;
+pub use neutral::to_neutral;
+
 use crate::json::{RawObject, offset_in, quote};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde_json::value::RawValue;
@@ -121,6 +124,8 @@ struct Msg {
     /// Converting it throws in Gemini (a null part, thought or tool call).
     throws: bool,
     timestamp: Option<String>,
+    /// The model that wrote a `gemini` message.
+    model: Option<String>,
     /// A resumable user message's text (`getAllSessionFiles`' first-prompt fallback),
     /// cut to what a listing shows.
     first_text: Option<String>,
@@ -564,6 +569,9 @@ fn convert(ctx: &Ctx, obj: &RawObject) -> Msg {
         timestamp: field(obj, "timestamp")
             .and_then(js_str)
             .map(Cow::into_owned),
+        model: (kind == Type::Gemini)
+            .then(|| field(obj, "model").and_then(js_str).map(Cow::into_owned))
+            .flatten(),
         first_text,
         items,
     }
@@ -1084,6 +1092,15 @@ impl ForeignReader for GeminiReader {
                         entry: i.entry.clone(),
                         timestamp: m.timestamp.clone(),
                         in_conversation,
+                        injected: false,
+                        summary: false,
+                        model: (i.role == "model").then(|| m.model.clone()).flatten().map(
+                            |model| crate::neutral::ModelRef {
+                                provider: Some("google".into()),
+                                api: None,
+                                model,
+                            },
+                        ),
                     })
                     .collect::<Vec<_>>()
             };

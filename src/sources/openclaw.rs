@@ -4,6 +4,9 @@
 //! where the files are (`agents/<agent>/sessions/`) and which of them are sessions
 //! (OCL `src/config/sessions/artifacts.ts`, `isPrimarySessionTranscriptFileName`).
 
+/// OpenClaw's messages are pi's AgentMessages: pi's conversion.
+pub use super::pi::to_neutral;
+
 /// Whether a file of `agents/<agent>/sessions/` is a session transcript:
 /// `<id>.jsonl` or `<id>-topic-<topic>.jsonl`, not a trajectory log
 /// (`*.trajectory.jsonl`), a pre-compaction twin (`<id>.checkpoint.<uuid>.jsonl`) or
