@@ -1057,6 +1057,34 @@ fn archived_codex_sessions_are_shown_and_marked() {
 }
 
 #[test]
+fn claude_sessions_an_index_marks_archived_are_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, file) = claude_home(tmp.path());
+    let id = file.file_stem().unwrap().to_str().unwrap().to_string();
+    let index = file.with_file_name("sessions-index.json");
+    std::fs::write(
+        &index,
+        serde_json::json!({"version": 1, "entries": [
+            {"sessionId": "other", "isArchived": false},
+            {"sessionId": id, "fullPath": file, "isArchived": true}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let source = format!("claude={}", root.display());
+    let Some(m) = Mount::with_args(
+        "claude_sessions_an_index_marks_archived_are_marked",
+        &["--no-detect", "--source", &source],
+    ) else {
+        return;
+    };
+    let folders = session_folders(&m.mp);
+    assert_eq!(folders.len(), 1, "the index itself is no session");
+    assert_eq!(folders[0].1["archived"], true);
+    assert_eq!(folders[0].1["resumable"], true);
+}
+
+#[test]
 fn detected_roots_of_the_new_agents() {
     let Some(m) = Mount::new("detected_roots_of_the_new_agents") else {
         return;

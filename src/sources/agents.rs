@@ -265,6 +265,7 @@ pub fn complete_summary(agent: Agent, root: &Path, path: &Path, s: &mut ForeignS
         s.archived = true;
     }
     match agent {
+        Agent::Claude => s.archived |= claude_index_archives(path, &s.id),
         Agent::Gemini => s.cwd = super::gemini::project_cwd(root, path),
         Agent::Copilot => super::copilot::complete_from_workspace(path, s),
         Agent::Cursor => super::cursor::complete_from_path(path, s),
@@ -339,6 +340,30 @@ pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::ne
         Agent::Openclaw => super::openclaw::to_neutral(message),
         _ => None,
     }
+}
+
+/// Whether the `sessions-index.json` beside a Claude Code session file marks it
+/// archived (`entries[].isArchived`, keyed by `sessionId`): the only archive mark in a
+/// Claude Code folder, kept by some versions and tools; the CLI itself has none, and
+/// the desktop app keeps its own outside that folder.
+fn claude_index_archives(path: &Path, id: &str) -> bool {
+    let Some(index) = path.parent().map(|p| p.join("sessions-index.json")) else {
+        return false;
+    };
+    let Some(bytes) = read_small(&index, 64 << 20) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return false;
+    };
+    v.get("entries")
+        .and_then(|e| e.as_array())
+        .into_iter()
+        .flatten()
+        .any(|e| {
+            e.get("sessionId").and_then(|i| i.as_str()) == Some(id)
+                && e.get("isArchived") == Some(&serde_json::Value::Bool(true))
+        })
 }
 
 /// Codex's `session_index.jsonl` (renames), under its root.

@@ -408,7 +408,9 @@ impl CopilotReader {
     /// The facts and events with the unterminated tail read too (Copilot reads the
     /// whole file: a complete last line counts, a torn one is a bad line).
     fn with_tail(&self, tail: &[u8]) -> (Cow<'_, Facts>, Cow<'_, [Ev]>) {
-        if tail.is_empty() {
+        let tail = tail.strip_suffix(b"\r").unwrap_or(tail);
+        if tail.iter().all(|b| b.is_ascii_whitespace()) || is_padding(tail) {
+            // Nothing, or the NUL padding a crash leaves (the usual tail).
             return (Cow::Borrowed(&self.facts), Cow::Borrowed(&self.events));
         }
         let mut facts = self.facts.clone();
