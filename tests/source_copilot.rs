@@ -272,6 +272,13 @@ fn crafted() -> Vec<(&'static str, Vec<u8>)> {
             },
         ),
         (
+            "unknown-version",
+            log(&[
+                &START.replace("\"version\":1", "\"version\":2"),
+                &user("u1", "one"),
+            ]),
+        ),
+        (
             "no-start",
             log(&[&user("u1", "one"), &assistant("a1", "r1")]),
         ),
@@ -349,6 +356,7 @@ fn logs_copilot_would_refuse_appear_not_resumable() {
         ("no-start", "session.start"),
         ("empty", "no event"),
         ("raw-newline", "line 2"),
+        ("unknown-version", "version 2"),
     ] {
         let (s, c) = crafted_one(name);
         assert!(!s.resumable && c.is_empty(), "{name}");

@@ -347,23 +347,50 @@ pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::ne
 /// Claude Code folder, kept by some versions and tools; the CLI itself has none, and
 /// the desktop app keeps its own outside that folder.
 fn claude_index_archives(path: &Path, id: &str) -> bool {
+    use crate::store::index::FileStamp;
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    /// An index as read: its path and stamp, and the ids it marks archived.
+    struct Read {
+        path: PathBuf,
+        stamp: FileStamp,
+        archived: HashSet<String>,
+    }
+    /// The last index read (every file of a project asks about the same one), used
+    /// only while the file's stamp is unchanged.
+    static LAST: Mutex<Option<Read>> = Mutex::new(None);
     let Some(index) = path.parent().map(|p| p.join("sessions-index.json")) else {
         return false;
     };
-    let Some(bytes) = read_small(&index, 64 << 20) else {
+    let Ok(meta) = std::fs::symlink_metadata(&index) else {
         return false;
     };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return false;
-    };
-    v.get("entries")
+    let stamp = FileStamp::of(&meta);
+    let mut last = LAST.lock().unwrap();
+    if let Some(r) = last.as_ref()
+        && r.path == index
+        && r.stamp == stamp
+    {
+        return r.archived.contains(id);
+    }
+    let v = read_small(&index, 64 << 20)
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .unwrap_or_default();
+    let archived: HashSet<String> = v
+        .get("entries")
         .and_then(|e| e.as_array())
         .into_iter()
         .flatten()
-        .any(|e| {
-            e.get("sessionId").and_then(|i| i.as_str()) == Some(id)
-                && e.get("isArchived") == Some(&serde_json::Value::Bool(true))
-        })
+        .filter(|e| e.get("isArchived") == Some(&serde_json::Value::Bool(true)))
+        .filter_map(|e| e.get("sessionId")?.as_str().map(str::to_string))
+        .collect();
+    let found = archived.contains(id);
+    *last = Some(Read {
+        path: index,
+        stamp,
+        archived,
+    });
+    found
 }
 
 /// Codex's `session_index.jsonl` (renames), under its root.

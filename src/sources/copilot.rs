@@ -147,6 +147,8 @@ struct Start {
     id: Option<String>,
     cwd: Option<String>,
     time: Option<String>,
+    /// `data.version`, the log's schema version (1 in every version seen).
+    version: Option<String>,
 }
 
 /// The listing facts, cloneable so a tail can be judged without changing the reader.
@@ -266,6 +268,10 @@ impl CopilotReader {
                         .and_then(|d| object(field(d, "context")))
                         .and_then(|c| string(field(&c, "cwd"))),
                     time: dstr("startTime"),
+                    version: data
+                        .as_ref()
+                        .and_then(|d| field(d, "version"))
+                        .map(|v| v.get().to_string()),
                 })
             }
             "session.title_changed" => p.title = dstr("title"),
@@ -436,6 +442,13 @@ fn refusal(facts: &Facts) -> Option<String> {
             );
         }
         Some(true) => {}
+    }
+    if let Some(v) = facts.start.as_ref().and_then(|s| s.version.as_deref())
+        && v != "1"
+    {
+        return Some(format!(
+            "session.start says version {v}, a log format fen-fs does not know, so it does not guess its rebuild"
+        ));
     }
     facts.refused.as_ref().map(|(_, why)| why.clone())
 }
