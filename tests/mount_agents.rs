@@ -786,6 +786,17 @@ fn new_agents_live_appends_show_on_the_next_read() {
         &gem,
         r#"{"id":"u1","type":"user","content":[{"text":"hello gemini"}]}"#,
     );
+    // A subagent's chat sits in a folder of its parent session: never a session.
+    let sub =
+        chats.join("aaaa1111-0000-4000-8000-000000000001/session-2026-06-01T09-00-sub00001.jsonl");
+    std::fs::create_dir_all(sub.parent().unwrap()).unwrap();
+    std::fs::write(
+        &sub,
+        std::fs::read_to_string(&gem)
+            .unwrap()
+            .replace("aaaa1111-0000-4000-8000-000000000001", "subagent-1"),
+    )
+    .unwrap();
     // Copilot: the directory layout.
     let cop_dir = t.join("copilot/session-state/bbbb2222-0000-4000-8000-000000000002");
     std::fs::create_dir_all(&cop_dir).unwrap();
@@ -843,6 +854,13 @@ fn new_agents_live_appends_show_on_the_next_read() {
     let Some(m) = Mount::with_args("new_agents_live_appends_show_on_the_next_read", &args) else {
         return;
     };
+    assert_eq!(
+        session_folders(&m.mp)
+            .iter()
+            .filter(|(_, meta)| meta["agent"] == "gemini")
+            .count(),
+        1
+    );
     let gem_s = session_of(&m.mp, "gemini");
     assert_eq!(gem_s.parent().unwrap(), m.path("work-gem-proj"));
     assert_eq!(meta_of(&gem_s)["cwd"], "/work/gem-proj");
@@ -1053,7 +1071,7 @@ fn archived_codex_sessions_are_shown_and_marked() {
     assert_eq!(archived.1["archived"], true);
     assert_eq!(archived.1["resumable"], true);
     let summary = std::fs::read_to_string(archived.0.join("summary.txt")).unwrap();
-    assert!(summary.contains("archived"), "{summary}");
+    assert!(summary.contains("\narchived   yes\n"), "{summary}");
 }
 
 #[test]

@@ -155,6 +155,9 @@ fn crafted() -> Vec<(&'static str, Vec<u8>)> {
                 &user("c2", "  /help"),
                 &user("c3", "?"),
                 &user("c4", "<hook_context>x</hook_context>"),
+                &user("c5", &format!("{}\n\t/after a long blank start", " ".repeat(200))),
+                r#"{"id":"c6","type":"user","content":[{"text":"  "},{"text":"\u002fescaped slash"}]}"#,
+                &user("c7", &format!("{} and a long text after it", "x".repeat(5000))),
                 r#"{"id":"i1","type":"info","content":"note"}"#,
                 r#"{"id":"e1","type":"error","content":"boom"}"#,
                 &user("u1", "real\n  question\twith  space é"),
@@ -400,8 +403,11 @@ fn replay_rules() {
         "the first prompt ever seen"
     );
     let (s, c) = crafted_one("session-2026-05-01T10-00-dropped01.jsonl");
-    assert_eq!(ids(&c), ["u1", "g1"]);
-    assert_eq!(s.preview.as_deref(), Some("real question with space"));
+    assert_eq!(ids(&c), ["c7", "u1", "g1"]);
+    // A long first prompt is kept to 1,000 characters (Gemini keeps it whole).
+    let preview = s.preview.unwrap();
+    assert_eq!(preview.chars().count(), 1000);
+    assert!(preview.starts_with("xxxx"));
     let (s, c) = crafted_one("session-2026-05-01T10-00-resumed01.jsonl");
     assert_eq!(ids(&c), ["u1", "g1", "u2"]);
     assert_eq!(
@@ -581,10 +587,12 @@ fn every_file_reads_as_gemini_loads_it() {
         let l = listing.unwrap();
         assert_eq!(s.id, l["id"].as_str().unwrap(), "{name}");
         assert_eq!(s.updated_at.as_deref(), l["lastUpdated"].as_str(), "{name}");
+        // fen-fs keeps 1,000 characters of it.
         let first = l["firstUserMessage"]
             .as_str()
-            .filter(|f| *f != "Empty conversation");
-        assert_eq!(s.preview.as_deref(), first, "{name}");
+            .filter(|f| *f != "Empty conversation")
+            .map(|f| f.chars().take(1000).collect::<String>().trim().to_string());
+        assert_eq!(s.preview, first, "{name}");
         if s.resumable {
             assert_eq!(Value::Array(c), want["history"], "{name}");
             compared += 1;

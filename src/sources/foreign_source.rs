@@ -965,6 +965,9 @@ impl ForeignSource {
             (false, Some(why)) => field("resumable", &format!("no: {why}")),
             (false, None) => field("resumable", "no"),
         }
+        if s.archived {
+            field("archived", "yes");
+        }
         if let Some(p) = &s.preview {
             out.push_str(&format!(
                 "\nfirst request:\n  {}\n",

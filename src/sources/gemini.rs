@@ -293,14 +293,98 @@ fn is_js_ws(c: char) -> bool {
     )
 }
 
-/// GM `partToString(value, {verbose: true})`: `Err` where it throws.
-fn part_to_string(v: Option<&RawValue>, out: &mut String) -> Result<(), ()> {
+/// The start of a message's text as GM `partToString` makes it, which is all its
+/// checks look at (is it blank, does it start with `/`, `?`, `<session_context>`...):
+/// leading whitespace dropped, then at most `PROBE` characters. A long message is not
+/// copied or unescaped past them.
+#[derive(Default)]
+struct Probe {
+    text: String,
+    kept: usize,
+}
+
+const PROBE: usize = 64;
+
+impl Probe {
+    fn full(&self) -> bool {
+        self.kept >= PROBE
+    }
+
+    fn push(&mut self, c: char) {
+        if self.full() || self.kept == 0 && is_js_ws(c) {
+            return;
+        }
+        self.text.push(c);
+        self.kept += 1;
+    }
+
+    fn push_str(&mut self, s: &str) {
+        for c in s.chars() {
+            if self.full() {
+                return;
+            }
+            self.push(c);
+        }
+    }
+
+    /// A raw JSON string's characters, unescaped only as far as needed.
+    fn push_json_str(&mut self, raw: &str) {
+        let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
+            return;
+        };
+        let mut chars = inner.chars();
+        while !self.full() {
+            let Some(c) = chars.next() else { return };
+            if c != '\\' {
+                self.push(c);
+                continue;
+            }
+            let c = match chars.next() {
+                Some('n') => '\n',
+                Some('t') => '\t',
+                Some('r') => '\r',
+                Some('b') => '\u{8}',
+                Some('f') => '\u{c}',
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    let n = u32::from_str_radix(&hex, 16).unwrap_or(0xfffd);
+                    if (0xd800..0xdc00).contains(&n) {
+                        // A pair: the low half follows as another \uXXXX.
+                        let rest = chars.as_str();
+                        match rest
+                            .strip_prefix("\\u")
+                            .and_then(|r| r.get(..4))
+                            .and_then(|h| u32::from_str_radix(h, 16).ok())
+                            .filter(|lo| (0xdc00..0xe000).contains(lo))
+                        {
+                            Some(lo) => {
+                                chars = rest[6..].chars();
+                                char::from_u32(0x10000 + ((n - 0xd800) << 10) + (lo - 0xdc00))
+                                    .unwrap_or('\u{fffd}')
+                            }
+                            None => '\u{fffd}',
+                        }
+                    } else {
+                        char::from_u32(n).unwrap_or('\u{fffd}')
+                    }
+                }
+                Some(other) => other,
+                None => return,
+            };
+            self.push(c);
+        }
+    }
+}
+
+/// GM `partToString(value, {verbose: true})`, its start (see [`Probe`]): `Err` where
+/// it throws.
+fn part_to_string(v: Option<&RawValue>, out: &mut Probe) -> Result<(), ()> {
     if !truthy(v) {
         return Ok(());
     }
     let v = v.expect("truthy");
     match first_byte(v) {
-        b'"' => out.push_str(&js_str(v).unwrap_or_default()),
+        b'"' => out.push_json_str(v.get()),
         b'[' => {
             for e in elements(v).unwrap_or_default() {
                 part_to_string(Some(e), out)?;
@@ -337,7 +421,10 @@ fn part_to_string(v: Option<&RawValue>, out: &mut String) -> Result<(), ()> {
             } else if field(&o, "inlineData").is_some() {
                 out.push_str("[Media]");
             } else if let Some(t) = field(&o, "text").filter(|t| first_byte(t) != b'n') {
-                out.push_str(&js_string(Some(t)));
+                match first_byte(t) {
+                    b'"' => out.push_json_str(t.get()),
+                    _ => out.push_str(&js_string(Some(t))),
+                }
             }
         }
         _ => {}
@@ -417,8 +504,9 @@ fn item(
     }
 }
 
-/// One message record (`obj`) converted.
-fn convert(ctx: &Ctx, obj: &RawObject) -> Msg {
+/// One message record (`obj`) converted; `want_text`: keep a resumable user
+/// message's text for the listing's first-prompt fallback.
+fn convert(ctx: &Ctx, obj: &RawObject, want_text: bool) -> Msg {
     let ty = field(obj, "type").and_then(js_str);
     let kind = match ty.as_deref() {
         Some("user") => Type::User,
@@ -426,9 +514,10 @@ fn convert(ctx: &Ctx, obj: &RawObject) -> Msg {
         _ => Type::Other,
     };
     let content = field(obj, "content");
-    let mut text = String::new();
-    let mut throws = part_to_string(content, &mut text).is_err();
-    let trimmed = text.trim_matches(is_js_ws);
+    let mut probe = Probe::default();
+    let mut throws = part_to_string(content, &mut probe).is_err();
+    // Left-trimmed already; trailing whitespace matters only to blankness.
+    let trimmed = probe.text.trim_end_matches(is_js_ws);
     let id = field(obj, "id");
     let id_piece = id.map(|v| ctx.piece(v));
     let id_text = id.map(|v| js_string(Some(v)));
@@ -559,7 +648,7 @@ fn convert(ctx: &Ctx, obj: &RawObject) -> Msg {
         }
         _ => {}
     }
-    let first_text = (kind == Type::User && resumable)
+    let first_text = (want_text && kind == Type::User && resumable)
         .then(|| first_user_text(obj))
         .flatten()
         .map(|t| t.chars().take(FIRST_TEXT_MAX).collect());
@@ -674,8 +763,9 @@ impl Replay {
         let Some(id) = field(obj, "id").and_then(js_str).map(Cow::into_owned) else {
             return;
         };
-        let msg = convert(ctx, obj);
-        if self.first_user.as_deref().is_none_or(str::is_empty) && msg.first_text.is_some() {
+        let want = self.first_user.as_deref().is_none_or(str::is_empty);
+        let msg = convert(ctx, obj, want);
+        if want && msg.first_text.is_some() {
             self.first_user = msg.first_text.clone();
         }
         self.set(id, msg);
@@ -762,12 +852,17 @@ impl Legacy {
         meta.merge(&obj);
         let mut msgs = Vec::new();
         let mut null_message = false;
+        let mut have_text = false;
         for m in field(&obj, "messages")
             .and_then(elements)
             .unwrap_or_default()
         {
             match object(m) {
-                Some(o) => msgs.push(convert(ctx, &o)),
+                Some(o) => {
+                    let msg = convert(ctx, &o, !have_text);
+                    have_text |= msg.first_text.is_some();
+                    msgs.push(msg)
+                }
                 None => null_message |= first_byte(m) == b'n',
             }
         }
@@ -1111,5 +1206,29 @@ impl ForeignReader for GeminiReader {
             out.extend(session.msgs.iter().flat_map(|m| refs(m, true)));
             out
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_prompts_are_cleaned_as_the_picker_does() {
+        assert_eq!(
+            clean_message("  real\n  question\twith  space é  "),
+            "real question with space"
+        );
+        assert_eq!(clean_message("é"), "");
+    }
+
+    #[test]
+    fn probe_unescapes_only_the_start() {
+        let mut p = Probe::default();
+        p.push_json_str(r#""  \n\t\u002fhelp \ud83d\ude00 \"q\"""#);
+        assert_eq!(p.text, "/help \u{1f600} \"q\"");
+        let mut p = Probe::default();
+        p.push_json_str(&format!("\"{}\"", "ab".repeat(100)));
+        assert_eq!(p.text.len(), PROBE);
     }
 }
