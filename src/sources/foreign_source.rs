@@ -199,7 +199,7 @@ impl ForeignSource {
             ready: Condvar::new(),
             readers: Mutex::new((0, HashMap::new())),
             watch: None,
-            markdown: Default::default(),
+            markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
         }
     }
 
@@ -1106,7 +1106,7 @@ impl SessionSource for ForeignSource {
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {
         if kind == ViewKind::Markdown {
-            return Ok(self.markdown(ns, dir)?.len() as u64);
+            return Ok(self.markdown(ns, dir)?.len());
         }
         if kind == ViewKind::Conversation {
             let (path, _) = self.session(ns, dir)?;
@@ -1127,7 +1127,7 @@ impl SessionSource for ForeignSource {
             }
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
             ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
-            ViewKind::Markdown => Snapshot::Bytes(self.markdown(ns, dir)?),
+            ViewKind::Markdown => self.markdown(ns, dir)?.snapshot()?,
         })
     }
 
