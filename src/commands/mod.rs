@@ -434,7 +434,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             let snap = match store.resolve(&session) {
                 Ok(session) if view == ViewKind::Markdown => {
                     let messages = crate::sources::fen::session_messages(&session, false)?;
-                    let text = views::markdown::render(&messages).into_bytes();
+                    let text = views::markdown::render_owned(messages).into_bytes();
                     views::Snapshot::Bytes(std::sync::Arc::new(text))
                 }
                 Ok(session) => views::snapshot(&session, view, 0)?,

@@ -28,18 +28,35 @@ pub const RESULT_LINE_CHARS: usize = 1000;
 
 /// The whole document.
 pub fn render(sm: &SessionMessages) -> String {
-    let mut out = String::new();
+    render_owned(sm.clone())
+}
+
+/// The same, letting go of each message once it is written (a large session's
+/// messages and its document are not both whole in memory).
+pub fn render_owned(sm: SessionMessages) -> String {
+    // About the document's size up front: growing by doubling would hold the old
+    // and the new buffer at once.
+    let estimate: usize = sm
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .map(|p| match p {
+            Part::Text { text } => text.len(),
+            Part::ToolCall { .. } | Part::ToolResult { .. } => 512,
+            _ => 64,
+        })
+        .sum::<usize>()
+        + sm.messages.len() * 64;
+    let mut out = String::with_capacity(estimate);
     header(&mut out, &sm.facts);
-    let (summaries, rest): (Vec<&Message>, Vec<&Message>) =
-        sm.messages.iter().partition(|m| m.summary);
-    for s in summaries {
+    for s in sm.messages.iter().filter(|m| m.summary) {
         summary(&mut out, s);
     }
-    if rest.is_empty() {
+    if sm.messages.iter().all(|m| m.summary) {
         out.push_str("_(no messages)_\n");
     }
-    for m in rest {
-        message(&mut out, m);
+    for m in sm.messages.into_iter().filter(|m| !m.summary) {
+        message(&mut out, &m);
     }
     out
 }
@@ -56,6 +73,11 @@ fn header(out: &mut String, f: &SessionFacts) {
     let _ = writeln!(out, "- agent: {}", f.agent.name());
     let _ = writeln!(out, "- id: {}", f.id);
     let _ = writeln!(out, "- cwd: {}", f.cwd.as_deref().unwrap_or("(unknown)"));
+    if !f.resumable
+        && let Some(why) = &f.not_resumable_reason
+    {
+        let _ = writeln!(out, "- not resumable: {why}");
+    }
     if let Some(t) = &f.created_at {
         let _ = writeln!(out, "- created: {}", super::local_time(t));
     }
@@ -413,8 +435,7 @@ impl MarkdownCache {
         let mut sm = make()?;
         // The facts the key was checked against: they describe the state `stamp`.
         sm.facts = facts.clone();
-        let bytes = render(&sm).into_bytes();
-        drop(sm);
+        let bytes = render_owned(sm).into_bytes();
         let text = match &self.spill_root {
             Some(root) if bytes.len() >= SPILL_BYTES => match spill(root, &bytes) {
                 Some(f) => Rendered::File(Arc::new(f), bytes.len() as u64),
@@ -510,6 +531,15 @@ mod tests {
             messages: vec![],
         });
         assert!(d.starts_with("# a multiline preview\n"));
+        assert!(!d.contains("resumable"));
+        let mut f = facts();
+        f.resumable = false;
+        f.not_resumable_reason = Some("the file is not valid UTF-8".into());
+        let d = render(&SessionMessages {
+            facts: f,
+            messages: vec![],
+        });
+        assert!(d.contains("- cwd: /p\n- not resumable: the file is not valid UTF-8\n"));
     }
 
     #[test]
