@@ -821,6 +821,18 @@ impl ForeignSource {
         Ok(out)
     }
 
+    /// The session (namespace, folder) whose file is `path`, compared by device and
+    /// inode so that any path to the file names it (`fen-fs resume PATH`).
+    pub fn session_of_file(&self, path: &Path) -> Option<(String, String)> {
+        let meta = std::fs::metadata(path).ok()?;
+        self.sync(None);
+        let idx = self.wait_for(None);
+        idx.files
+            .iter()
+            .find(|(_, e)| e.stamp.dev == meta.dev() && e.stamp.ino == meta.ino())
+            .and_then(|(p, _)| idx.dir_of.get(p).cloned())
+    }
+
     fn summary_text(&self, path: &Path, e: &FileEntry) -> Vec<u8> {
         let s = &e.summary;
         let listing = {
