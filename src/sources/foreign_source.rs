@@ -205,7 +205,7 @@ impl ForeignSource {
             ready: Condvar::new(),
             readers: Mutex::new((0, HashMap::new())),
             watch: None,
-            markdown: Default::default(),
+            markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
         }
     }
 
@@ -915,6 +915,18 @@ impl ForeignSource {
         Ok(out)
     }
 
+    /// The session (namespace, folder) whose file is `path`, compared by device and
+    /// inode so that any path to the file names it (`fen-fs resume PATH`).
+    pub fn session_of_file(&self, path: &Path) -> Option<(String, String)> {
+        let meta = std::fs::metadata(path).ok()?;
+        self.sync(None);
+        let idx = self.wait_for(None);
+        idx.files
+            .iter()
+            .find(|(_, e)| e.stamp.dev == meta.dev() && e.stamp.ino == meta.ino())
+            .and_then(|(p, _)| idx.dir_of.get(p).cloned())
+    }
+
     fn summary_text(&self, path: &Path, e: &FileEntry) -> Vec<u8> {
         let s = &e.summary;
         let listing = {
@@ -1228,7 +1240,7 @@ impl SessionSource for ForeignSource {
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {
         if kind == ViewKind::Markdown {
-            return Ok(self.markdown(ns, dir)?.len() as u64);
+            return Ok(self.markdown(ns, dir)?.len());
         }
         if kind == ViewKind::Conversation {
             let (path, _) = self.session(ns, dir)?;
@@ -1249,7 +1261,7 @@ impl SessionSource for ForeignSource {
             }
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
             ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
-            ViewKind::Markdown => Snapshot::Bytes(self.markdown(ns, dir)?),
+            ViewKind::Markdown => self.markdown(ns, dir)?.snapshot()?,
         })
     }
 
