@@ -58,6 +58,10 @@ fn a_fen_session_reads_as_markdown_and_a_handle_keeps_its_snapshot() {
     let ls = sh(&m, &s, r#"ls "$S""#);
     assert!(ls.lines().any(|l| l == "conversation.md"), "{ls}");
     let md = cat_md(&m, &s);
+    // `ls -l` shows the true size too (its listing carries none: the kernel asks).
+    let long = sh(&m, &s, r#"ls -ln "$S" | grep ' conversation.md$'"#);
+    let size: usize = long.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert_eq!(size, md.len(), "{long}");
     assert!(
         md.starts_with("# Add a --verbose flag\n\n- agent: fen\n"),
         "{md}"
@@ -179,4 +183,54 @@ cat <&3"#,
     assert_eq!(out, md);
     let after = cat_md(&m, &s);
     assert!(after.contains("General Kenobi\n"), "{after}");
+}
+
+/// A session whose document is over 8 MiB: rendered into an unnamed file in fen's
+/// cache folder, read whole, sized right, and still a snapshot per handle.
+#[test]
+fn a_large_conversation_md_is_served_from_fens_cache_folder() {
+    let Some(m) = Mount::new("a_large_conversation_md_is_served_from_fens_cache_folder") else {
+        return;
+    };
+    let id = "01900000-0000-7000-8000-00000000abcd";
+    let ns = m.store.join("--big--");
+    std::fs::create_dir_all(&ns).unwrap();
+    let mut text = format!(
+        "{{\"type\":\"session\",\"version\":2,\"id\":\"{id}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/big\"}}\n"
+    );
+    let para = "word ".repeat(1000);
+    for i in 0..2000 {
+        text.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"01900000-0000-7000-8000-{i:012x}\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{i} {para}\"}}}}\n"
+        ));
+    }
+    std::fs::write(
+        ns.join(format!("2026-01-01T00-00-00-000Z_{id}.jsonl")),
+        text,
+    )
+    .unwrap();
+    let s = m.path(&format!("big/2026-01-01T00-00-00-000Z_{id}"));
+    let md = cat_md(&m, &s);
+    assert!(md.len() > 9 << 20, "{}", md.len());
+    assert!(md.contains("\n1999 word word"));
+    // The daemon holds it in an unnamed file of fen's cache folder, not in memory.
+    let pid = m.daemon_pid().expect("daemon pid");
+    let spilled = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .any(|t| t.to_string_lossy().contains(".fen-cache/#"));
+    assert!(
+        spilled,
+        "no unnamed file in .fen-cache among the daemon's descriptors"
+    );
+    let out = sh(
+        &m,
+        &s,
+        r#"exec 3< "$S/conversation.md"
+echo '{"role":"assistant","content":"the end"}' >> "$S/ctl"
+cat <&3 | wc -c"#,
+    );
+    assert_eq!(out.trim(), md.len().to_string());
+    assert!(cat_md(&m, &s).ends_with("the end\n\n"));
 }

@@ -269,6 +269,7 @@ impl ForeignReader for ClaudeReader {
             messages,
             roles,
             compactions: list.compactions,
+            ..ForeignSummary::default()
         }
     }
 

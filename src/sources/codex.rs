@@ -700,6 +700,7 @@ impl ForeignReader for CodexReader {
             messages,
             roles,
             compactions: r.compactions,
+            ..ForeignSummary::default()
         }
     }
 

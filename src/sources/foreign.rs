@@ -46,6 +46,15 @@ pub struct ForeignSummary {
     pub roles: BTreeMap<String, u64>,
     /// Compactions on the resumed path (or in the history), for meta.json.
     pub compactions: u64,
+    /// The agent keeps the session archived (Codex `archived_sessions/`, OpenCode
+    /// `time_archived`...): shown all the same, marked in meta.json.
+    #[serde(default)]
+    pub archived: bool,
+    /// How far `conversation.json` is the agent's own rebuild: `None` when it follows
+    /// the agent's code or observed behaviour, else a short note (`"best effort"`)
+    /// for an agent whose resume rules are not public.
+    #[serde(default)]
+    pub resume_rules: Option<String>,
 }
 
 /// A reader of one agent's session file, fed the file from its start in order, whole
@@ -64,6 +73,13 @@ pub trait ForeignReader: Send {
 
     /// The messages the agent would resume with (empty when it cannot resume).
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces>;
+
+    /// Whether the agent only ever appends to the file, so that a file that grew can
+    /// be read on from where the reader stopped. False for a file the agent rewrites
+    /// in place (Gemini's legacy `.json`): any change means a fresh read.
+    fn follows_appends(&self) -> bool {
+        true
+    }
 
     /// The messages with what the file says of each (entry id, time). `history`
     /// false: exactly `conversation`'s messages, in order. `history` true: every

@@ -7,9 +7,14 @@ pub mod agents;
 pub mod claude;
 pub mod codex;
 pub mod convert;
+pub mod copilot;
+pub mod cursor;
+pub mod digest;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
+pub mod gemini;
+pub mod openclaw;
 pub mod pi;
 pub mod watch;
 

@@ -28,18 +28,35 @@ pub const RESULT_LINE_CHARS: usize = 1000;
 
 /// The whole document.
 pub fn render(sm: &SessionMessages) -> String {
-    let mut out = String::new();
+    render_owned(sm.clone())
+}
+
+/// The same, letting go of each message once it is written (a large session's
+/// messages and its document are not both whole in memory).
+pub fn render_owned(sm: SessionMessages) -> String {
+    // About the document's size up front: growing by doubling would hold the old
+    // and the new buffer at once.
+    let estimate: usize = sm
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .map(|p| match p {
+            Part::Text { text } => text.len(),
+            Part::ToolCall { .. } | Part::ToolResult { .. } => 512,
+            _ => 64,
+        })
+        .sum::<usize>()
+        + sm.messages.len() * 64;
+    let mut out = String::with_capacity(estimate);
     header(&mut out, &sm.facts);
-    let (summaries, rest): (Vec<&Message>, Vec<&Message>) =
-        sm.messages.iter().partition(|m| m.summary);
-    for s in summaries {
+    for s in sm.messages.iter().filter(|m| m.summary) {
         summary(&mut out, s);
     }
-    if rest.is_empty() {
+    if sm.messages.iter().all(|m| m.summary) {
         out.push_str("_(no messages)_\n");
     }
-    for m in rest {
-        message(&mut out, m);
+    for m in sm.messages.into_iter().filter(|m| !m.summary) {
+        message(&mut out, &m);
     }
     out
 }
@@ -56,6 +73,11 @@ fn header(out: &mut String, f: &SessionFacts) {
     let _ = writeln!(out, "- agent: {}", f.agent.name());
     let _ = writeln!(out, "- id: {}", f.id);
     let _ = writeln!(out, "- cwd: {}", f.cwd.as_deref().unwrap_or("(unknown)"));
+    if !f.resumable
+        && let Some(why) = &f.not_resumable_reason
+    {
+        let _ = writeln!(out, "- not resumable: {why}");
+    }
     if let Some(t) = &f.created_at {
         let _ = writeln!(out, "- created: {}", super::local_time(t));
     }
@@ -281,10 +303,56 @@ fn fenced(out: &mut String, info: &str, body: &str) {
 // One rendering per state of a session file
 // ---------------------------------------------------------------------------
 
-/// Renderings kept (at most this many, and at most `CACHE_BYTES` in all; the newest
-/// is always kept).
+/// Renderings kept (at most this many, and at most `CACHE_BYTES` in memory in all;
+/// the newest is always kept).
 const CACHE_ENTRIES: usize = 32;
 const CACHE_BYTES: usize = 64 << 20;
+/// A rendering this large goes to an unnamed file in fen's cache folder rather than
+/// memory (when there is one): the daemon does not hold a huge session's document.
+pub const SPILL_BYTES: usize = 8 << 20;
+
+/// One rendering: in memory, or in an unnamed file (never changed once written).
+#[derive(Clone)]
+pub enum Rendered {
+    Memory(Arc<Vec<u8>>),
+    File(Arc<std::fs::File>, u64),
+}
+
+impl Rendered {
+    pub fn len(&self) -> u64 {
+        match self {
+            Rendered::Memory(b) => b.len() as u64,
+            Rendered::File(_, n) => *n,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A snapshot of it for one open handle.
+    pub fn snapshot(&self) -> crate::error::Result<super::Snapshot> {
+        Ok(match self {
+            Rendered::Memory(b) => super::Snapshot::Bytes(b.clone()),
+            Rendered::File(f, n) => {
+                let file = f
+                    .try_clone()
+                    .map_err(|e| crate::error::Error::io("conversation.md", &e))?;
+                let layout = super::pieces::PieceLayout::new(vec![super::pieces::Piece::Range {
+                    start: 0,
+                    len: *n,
+                }]);
+                super::Snapshot::Pieces(super::pieces::PieceSnapshot::new(file, Arc::new(layout)))
+            }
+        })
+    }
+
+    /// Its bytes (tests, one-shot tools).
+    pub fn bytes(&self) -> crate::error::Result<Vec<u8>> {
+        let s = self.snapshot()?;
+        s.read_at(0, s.size() as usize)
+    }
+}
 
 /// `conversation.md` of recently read sessions, each for one state of its file
 /// (stamp) and facts: `stat` and every `open` of an unchanged session share one
@@ -292,6 +360,8 @@ const CACHE_BYTES: usize = 64 << 20;
 #[derive(Default)]
 pub struct MarkdownCache {
     inner: Mutex<CacheInner>,
+    /// fen's store, whose cache folder takes large renderings.
+    spill_root: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -304,11 +374,43 @@ struct CacheInner {
 struct Cached {
     stamp: FileStamp,
     facts: SessionFacts,
-    text: Arc<Vec<u8>>,
+    text: Rendered,
     used: u64,
 }
 
+impl Cached {
+    /// Bytes it holds in memory.
+    fn memory(&self) -> usize {
+        match &self.text {
+            Rendered::Memory(b) => b.len(),
+            Rendered::File(..) => 0,
+        }
+    }
+}
+
+/// `bytes` in an unnamed file of `root`'s cache folder, read back through its own
+/// read-only descriptor; `None` when that cannot be done.
+fn spill(root: &Path, bytes: &[u8]) -> Option<std::fs::File> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = crate::store::open::Dir::open_root(root)
+        .and_then(|r| r.create_dir(crate::store::layout::CACHE_DIR))
+        .ok()?;
+    let mut w = dir.tmpfile().ok()?;
+    w.write_all(bytes).ok()?;
+    let r = std::fs::File::open(format!("/proc/self/fd/{}", w.as_raw_fd())).ok()?;
+    (r.metadata().ok()?.len() == bytes.len() as u64).then_some(r)
+}
+
 impl MarkdownCache {
+    /// A cache that puts large renderings in fen's cache folder under `fen_root`.
+    pub fn spilling_to(fen_root: Option<&Path>) -> Self {
+        MarkdownCache {
+            spill_root: fen_root.map(Path::to_path_buf),
+            ..Default::default()
+        }
+    }
+
     /// The rendering of `path` as of `stamp` and `facts`, made by `make` (which gives
     /// the session's messages) when there is none.
     pub fn get_or_render(
@@ -317,7 +419,7 @@ impl MarkdownCache {
         stamp: FileStamp,
         facts: &SessionFacts,
         make: impl FnOnce() -> crate::error::Result<SessionMessages>,
-    ) -> crate::error::Result<Arc<Vec<u8>>> {
+    ) -> crate::error::Result<Rendered> {
         {
             let mut c = self.inner.lock().unwrap();
             c.tick += 1;
@@ -333,22 +435,27 @@ impl MarkdownCache {
         let mut sm = make()?;
         // The facts the key was checked against: they describe the state `stamp`.
         sm.facts = facts.clone();
-        let text = Arc::new(render(&sm).into_bytes());
+        let bytes = render_owned(sm).into_bytes();
+        let text = match &self.spill_root {
+            Some(root) if bytes.len() >= SPILL_BYTES => match spill(root, &bytes) {
+                Some(f) => Rendered::File(Arc::new(f), bytes.len() as u64),
+                None => Rendered::Memory(Arc::new(bytes)),
+            },
+            _ => Rendered::Memory(Arc::new(bytes)),
+        };
         let mut c = self.inner.lock().unwrap();
         c.tick += 1;
         let used = c.tick;
-        if let Some(old) = c.map.insert(
-            path.to_path_buf(),
-            Cached {
-                stamp,
-                facts: facts.clone(),
-                text: text.clone(),
-                used,
-            },
-        ) {
-            c.bytes -= old.text.len();
+        let entry = Cached {
+            stamp,
+            facts: facts.clone(),
+            text: text.clone(),
+            used,
+        };
+        c.bytes += entry.memory();
+        if let Some(old) = c.map.insert(path.to_path_buf(), entry) {
+            c.bytes -= old.memory();
         }
-        c.bytes += text.len();
         while c.map.len() > 1 && (c.map.len() > CACHE_ENTRIES || c.bytes > CACHE_BYTES) {
             let Some(oldest) = c
                 .map
@@ -359,7 +466,7 @@ impl MarkdownCache {
                 break;
             };
             if let Some(e) = c.map.remove(&oldest) {
-                c.bytes -= e.text.len();
+                c.bytes -= e.memory();
             }
         }
         Ok(text)
@@ -424,6 +531,15 @@ mod tests {
             messages: vec![],
         });
         assert!(d.starts_with("# a multiline preview\n"));
+        assert!(!d.contains("resumable"));
+        let mut f = facts();
+        f.resumable = false;
+        f.not_resumable_reason = Some("the file is not valid UTF-8".into());
+        let d = render(&SessionMessages {
+            facts: f,
+            messages: vec![],
+        });
+        assert!(d.contains("- cwd: /p\n- not resumable: the file is not valid UTF-8\n"));
     }
 
     #[test]
@@ -630,16 +746,63 @@ mod tests {
                 })
                 .unwrap()
         };
-        let a = get(stamp, &facts());
-        let b = get(stamp, &facts());
+        let mem = |r: Rendered| match r {
+            Rendered::Memory(b) => b,
+            Rendered::File(..) => panic!("a small rendering stays in memory"),
+        };
+        let a = mem(get(stamp, &facts()));
+        let b = mem(get(stamp, &facts()));
         assert!(Arc::ptr_eq(&a, &b));
         let grown = FileStamp { size: 11, ..stamp };
-        let c = get(grown, &facts());
+        let c = mem(get(grown, &facts()));
         assert!(!Arc::ptr_eq(&a, &c));
         let mut renamed = facts();
         renamed.title = Some("New".into());
-        let d = get(grown, &renamed);
+        let d = mem(get(grown, &renamed));
         assert!(String::from_utf8_lossy(&d).starts_with("# New\n"));
         assert_eq!(calls.get(), 3);
+    }
+}
+
+#[cfg(test)]
+mod spill_tests {
+    use super::*;
+
+    /// A rendering over `SPILL_BYTES` lives in an unnamed file of fen's cache folder,
+    /// read back whole through any number of snapshots; nothing is left named there.
+    #[test]
+    fn large_renderings_go_to_an_unnamed_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MarkdownCache::spilling_to(Some(dir.path()));
+        let text = "x".repeat(SPILL_BYTES);
+        let facts = SessionFacts::default();
+        let r = cache
+            .get_or_render(Path::new("/s"), FileStamp::default(), &facts, || {
+                Ok(SessionMessages {
+                    facts: facts.clone(),
+                    messages: vec![Message::new(
+                        Role::User,
+                        vec![Part::Text { text: text.clone() }],
+                    )],
+                })
+            })
+            .unwrap();
+        assert!(matches!(r, Rendered::File(..)));
+        let want = render(&SessionMessages {
+            facts: facts.clone(),
+            messages: vec![Message::new(Role::User, vec![Part::Text { text }])],
+        });
+        assert_eq!(r.len(), want.len() as u64);
+        assert_eq!(r.bytes().unwrap(), want.as_bytes());
+        let again = cache
+            .get_or_render(Path::new("/s"), FileStamp::default(), &facts, || {
+                panic!("rendered once")
+            })
+            .unwrap();
+        assert_eq!(again.bytes().unwrap(), want.as_bytes());
+        let names: Vec<_> = std::fs::read_dir(dir.path().join(crate::store::layout::CACHE_DIR))
+            .unwrap()
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
     }
 }

@@ -13,7 +13,7 @@ use crate::store::index::{
 use crate::store::line::Body;
 use crate::store::projection::Projection;
 use crate::store::session::Session;
-use std::sync::Arc;
+use crate::views::markdown::Rendered;
 
 impl FenSource {
     pub(super) fn neutral_messages(
@@ -26,7 +26,7 @@ impl FenSource {
     }
 
     /// `conversation.md`, rendered once per state of the session's file.
-    pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Arc<Vec<u8>>> {
+    pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Rendered> {
         let session = self.store.session(ns, dir)?;
         let (stamp, facts) = {
             let idx = session.current()?;

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::projection::Projection;
 use crate::views::listing::Listing;
+use crate::views::markdown::MarkdownCache;
 use crate::views::{self, Snapshot, ViewKind};
 use catalog::Catalog;
 use std::path::Path;
@@ -23,7 +24,7 @@ pub struct FenSource {
     store: Arc<Store>,
     catalog: Catalog,
     /// `conversation.md` of recently read sessions, one rendering per file state.
-    markdown: crate::views::markdown::MarkdownCache,
+    markdown: MarkdownCache,
 }
 
 fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
@@ -34,18 +35,18 @@ impl FenSource {
     /// A source for a long-lived process (the daemon): namespaces are watched.
     pub fn watching(store: Arc<Store>) -> Self {
         FenSource {
+            markdown: MarkdownCache::spilling_to(Some(&store.root)),
             store,
             catalog: Catalog::watching(),
-            markdown: Default::default(),
         }
     }
 
     /// A source for a one-shot command.
     pub fn new(store: Arc<Store>) -> Self {
         FenSource {
+            markdown: MarkdownCache::spilling_to(Some(&store.root)),
             store,
             catalog: Catalog::default(),
-            markdown: Default::default(),
         }
     }
 
@@ -146,14 +147,14 @@ impl SessionSource for FenSource {
                 let table = idx.messages.read().unwrap();
                 Ok(Projection::of(&idx).size(&table))
             }
-            ViewKind::Markdown => Ok(self.markdown(ns, dir)?.len() as u64),
+            ViewKind::Markdown => Ok(self.markdown(ns, dir)?.len()),
             _ => self.snapshot(ns, dir, kind, writers).map(|s| s.size()),
         }
     }
 
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<Snapshot> {
         if kind == ViewKind::Markdown {
-            return Ok(Snapshot::Bytes(self.markdown(ns, dir)?));
+            return self.markdown(ns, dir)?.snapshot();
         }
         let session = self.store.session(ns, dir)?;
         views::snapshot(&session, kind, writers)

@@ -7,8 +7,8 @@ use crate::error::Result;
 use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
 use crate::sources::agents;
 use crate::sources::foreign::MessageRef;
+use crate::views::markdown::Rendered;
 use std::path::Path;
-use std::sync::Arc;
 
 impl ForeignSource {
     pub(super) fn neutral_messages(
@@ -53,7 +53,7 @@ impl ForeignSource {
     }
 
     /// `conversation.md`, rendered once per state of the session's file (and title).
-    pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Arc<Vec<u8>>> {
+    pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Rendered> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
         self.markdown.get_or_render(&path, e.stamp, &facts, || {
