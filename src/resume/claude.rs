@@ -224,5 +224,11 @@ mod tests {
             project_folder(&long),
             format!("{}-tj0tcq", &sanitized[..200])
         );
+        let long = format!("/tmp/rv1/{}/{}", "a".repeat(120), "b".repeat(100));
+        let sanitized = format!("-tmp-rv1-{}-{}", "a".repeat(120), "b".repeat(100));
+        assert_eq!(
+            project_folder(&long),
+            format!("{}-xa8see", &sanitized[..200])
+        );
     }
 }
