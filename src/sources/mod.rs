@@ -11,6 +11,7 @@ pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
 pub mod pi;
+pub mod sqlite_ro;
 pub mod watch;
 
 use crate::agent::Agent;
