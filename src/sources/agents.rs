@@ -17,7 +17,7 @@ pub struct AgentRoot {
 }
 
 /// The foreign agents, in the order their sources are listed.
-pub const FOREIGN: [Agent; 3] = [Agent::Pi, Agent::Claude, Agent::Codex];
+pub const FOREIGN: [Agent; 4] = [Agent::Pi, Agent::Claude, Agent::Codex, Agent::Opencode];
 
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -62,12 +62,18 @@ pub fn roots(detect: bool, explicit: &[AgentRoot]) -> Vec<AgentRoot> {
             out.push(given.clone());
         } else if detect
             && let Some(root) = default_root(agent)
-            && std::fs::symlink_metadata(sessions_folder(agent, &root)).is_ok_and(|m| m.is_dir())
+            && present(agent, &root)
         {
             out.push(AgentRoot { agent, root });
         }
     }
     out
+}
+
+/// Whether `root` holds `agent`'s sessions: its sessions folder (OpenCode: its data
+/// folder, which holds the databases and `storage/`).
+fn present(agent: Agent, root: &Path) -> bool {
+    std::fs::symlink_metadata(sessions_folder(agent, root)).is_ok_and(|m| m.is_dir())
 }
 
 /// Parses `KIND=DIR` (`--source`).
@@ -90,6 +96,8 @@ pub fn parse_source(spec: &str) -> Result<AgentRoot, String> {
 pub fn sessions_folder(agent: Agent, root: &Path) -> PathBuf {
     match agent {
         Agent::Claude => root.join("projects"),
+        // Its sessions are units (database rows, storage files), not walked files.
+        Agent::Opencode => root.to_path_buf(),
         _ => root.join("sessions"),
     }
 }
@@ -99,6 +107,7 @@ pub fn sessions_folder(agent: Agent, root: &Path) -> PathBuf {
 pub fn file_depth(agent: Agent) -> usize {
     match agent {
         Agent::Codex => 4,
+        Agent::Opencode => 0,
         _ => 2,
     }
 }
@@ -118,6 +127,9 @@ pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
     match agent {
         Agent::Claude => Box::new(ClaudeReader::new(file_name)),
         Agent::Codex => Box::new(CodexReader::new()),
+        Agent::Opencode => Box::new(super::opencode::OpencodeReader::new(
+            super::opencode::generation_of(file_name),
+        )),
         _ => Box::new(PiReader::new()),
     }
 }
@@ -131,6 +143,18 @@ pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::ne
         Agent::Pi => super::pi::to_neutral(message),
         Agent::Claude => super::claude::to_neutral(message),
         Agent::Codex => super::codex::to_neutral(message),
+        Agent::Opencode => super::opencode::to_neutral(message),
+        _ => None,
+    }
+}
+
+/// The sessions of `agent` that are not files but units of a database-backed store
+/// (`sources/units.rs`), if it keeps any.
+pub fn units_for(agent: Agent, root: &Path) -> Option<super::units::Units> {
+    match agent {
+        Agent::Opencode => Some(super::units::Units::new(Box::new(
+            super::opencode::OpencodeUnits::new(root),
+        ))),
         _ => None,
     }
 }

@@ -265,6 +265,7 @@ impl ForeignReader for ClaudeReader {
             messages,
             roles,
             compactions: list.compactions,
+            ..ForeignSummary::default()
         }
     }
 

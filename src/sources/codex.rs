@@ -634,6 +634,7 @@ impl ForeignReader for CodexReader {
             messages,
             roles,
             compactions: r.compactions,
+            ..ForeignSummary::default()
         }
     }
 

@@ -46,6 +46,17 @@ pub struct ForeignSummary {
     pub roles: BTreeMap<String, u64>,
     /// Compactions on the resumed path (or in the history), for meta.json.
     pub compactions: u64,
+    /// The agent archived the session (OpenCode `time_archived`; the agents that
+    /// keep archived sessions apart mark them too): hidden from its default list.
+    #[serde(default)]
+    pub archived: bool,
+    /// The session this one was spawned from (OpenCode's child sessions), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// How sure the rebuild is, when it is not the agent's own rule followed to the
+    /// letter (`"best effort"`: closed or unverified formats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_rules: Option<String>,
 }
 
 /// A reader of one agent's session file, fed the file from its start in order, whole

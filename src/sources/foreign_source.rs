@@ -13,6 +13,8 @@
 //! (device, inode, size, mtime) is unchanged. The first index is built by a
 //! background thread, so `mount` returns at once; a listing waits for it.
 
+mod units;
+
 use super::agents::{self, AgentRoot};
 use super::foreign::{ForeignReader, ForeignSummary};
 use super::{NamespaceIndex, SessionSource, SessionStat};
@@ -154,6 +156,10 @@ pub struct ForeignSource {
     conversations: Mutex<(u64, HashMap<PathBuf, Conversation>)>,
     /// fen's store, for persisted conversation layouts of large files.
     fen_root: Option<PathBuf>,
+    /// Sessions that are not files (a database's rows), beside or instead of files.
+    units: Option<super::units::Units>,
+    /// The units of the last walk, with the cwd their listing names.
+    unit_hints: Mutex<HashMap<PathBuf, Option<String>>>,
 }
 
 /// A file's `conversation.json` as of one stamp.
@@ -195,6 +201,8 @@ impl ForeignSource {
             ready: Condvar::new(),
             readers: Mutex::new((0, HashMap::new())),
             watch: None,
+            units: agents::units_for(root.agent, &root.root),
+            unit_hints: Mutex::new(HashMap::new()),
         }
     }
 
@@ -213,12 +221,13 @@ impl ForeignSource {
         let persisted = self.load_persisted();
         let found = self.walk();
         let total = found.len();
+        self.seed_units(&persisted);
         // Unchanged files come from the persisted index at once.
         let mut todo = Vec::new();
         {
             let mut idx = self.index.lock().unwrap();
             for path in found {
-                match (persisted.get(&path), file_stamp(&path)) {
+                match (persisted.get(&path), self.stamp_of(&path)) {
                     (Some(old), Some(stamp)) if old.stamp == stamp => {
                         self.insert(&mut idx, path, old.clone())
                     }
@@ -236,10 +245,10 @@ impl ForeignSource {
                 let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
                 folder_hints
                     .entry(folder)
-                    .or_insert_with(|| agents::head_cwd(&path).map(|c| naming::slug(&c)))
+                    .or_insert_with(|| self.hint_of(&path).map(|c| naming::slug(&c)))
                     .clone()
             } else {
-                agents::head_cwd(&path).map(|c| naming::slug(&c))
+                self.hint_of(&path).map(|c| naming::slug(&c))
             };
             // A file that names no cwd near its start most likely has none at all.
             let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
@@ -394,7 +403,7 @@ impl ForeignSource {
         );
         self.index.lock().unwrap().folders = next;
         out.sort();
-        out
+        self.with_units(out)
     }
 
     fn insert(&self, idx: &mut Index, path: PathBuf, e: FileEntry) {
@@ -453,7 +462,12 @@ impl ForeignSource {
             }
             let renames_changed = self.agent == Agent::Codex
                 && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
-            if !changed && !renames_changed && ns.is_none_or(|n| !idx.dirty.contains(n)) {
+            // Units see their own changes (a stat of the database files per access).
+            if !changed
+                && !renames_changed
+                && self.units.is_none()
+                && ns.is_none_or(|n| !idx.dirty.contains(n))
+            {
                 return;
             }
         }
@@ -479,13 +493,17 @@ impl ForeignSource {
             && let Some(dirs) = idx.by_ns.get(ns)
         {
             for path in dirs.values() {
-                if file_stamp(path) != idx.files.get(path).map(|e| e.stamp) {
+                if self.stamp_of(path) != idx.files.get(path).map(|e| e.stamp) {
                     stale.push(path.clone());
                 }
             }
         }
         self.refresh_renames(&mut idx);
+        let units = self.changed_units(&idx);
         drop(idx);
+        stale.extend(self.stale_units(units));
+        stale.sort();
+        stale.dedup();
         for path in stale {
             self.refresh_file(&path);
         }
@@ -526,8 +544,7 @@ impl ForeignSource {
         path: &Path,
         f: impl FnOnce(&dyn ForeignReader, &[u8]) -> T,
     ) -> Result<(File, FileStamp, T)> {
-        let (mut file, meta) = crate::store::open::open_regular(path)?;
-        let stamp = FileStamp::of(&meta);
+        let (mut file, stamp) = self.open_bytes(path)?;
         let cached = {
             let mut readers = self.readers.lock().unwrap();
             readers.1.remove(path)
@@ -590,7 +607,7 @@ impl ForeignSource {
                 .ok_or_else(missing)?
         };
         let known = self.index.lock().unwrap().files.get(&path).map(|e| e.stamp);
-        if file_stamp(&path) != known {
+        if self.stamp_of(&path) != known {
             self.refresh_file(&path);
         }
         let idx = self.index.lock().unwrap();
@@ -652,8 +669,7 @@ impl ForeignSource {
     /// are read through and the context's token estimate: from the cache when the file
     /// is unchanged, else from the persisted layout of a large file, else computed.
     fn conversation(&self, path: &Path) -> Result<(File, Arc<PieceLayout>, u64)> {
-        let (file, meta) = crate::store::open::open_regular(path)?;
-        let stamp = FileStamp::of(&meta);
+        let (file, stamp) = self.open_bytes(path)?;
         {
             let mut convs = self.conversations.lock().unwrap();
             convs.0 += 1;
@@ -806,10 +822,13 @@ impl ForeignSource {
             size_bytes: e.stamp.size,
             writers: 0,
             agent: self.agent,
-            source_path: path,
+            source_path: &self.source_path_of(path),
             resumable: s.resumable,
             not_resumable_reason: s.not_resumable_reason.as_deref(),
+            resume_rules: s.resume_rules.as_deref(),
             listed_by_agent: s.listed,
+            archived: s.archived,
+            parent_id: s.parent_id.as_deref(),
         };
         let mut out = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         out.push(b'\n');
@@ -835,7 +854,7 @@ impl ForeignSource {
         field("agent", self.agent.name());
         field("id", &s.id);
         field("cwd", s.cwd.as_deref().unwrap_or("(unknown)"));
-        field("file", &path.to_string_lossy());
+        field("file", &self.source_path_of(path).to_string_lossy());
         if let Some(l) = &listing {
             field(
                 "created",
@@ -896,8 +915,16 @@ struct ForeignMeta<'a> {
     source_path: &'a Path,
     resumable: bool,
     not_resumable_reason: Option<&'a str>,
+    /// `"best effort"` where the rebuild follows an unverified or closed format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resume_rules: Option<&'a str>,
     /// Whether the agent's own session picker lists it.
     listed_by_agent: bool,
+    /// The agent archived it (hidden from its default list).
+    archived: bool,
+    /// The session it was spawned from (a subagent's), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_id: Option<&'a str>,
 }
 
 /// Files at least this large keep their conversation layout across mounts: reading
@@ -1084,9 +1111,9 @@ impl SessionSource for ForeignSource {
     }
 
     fn session_stat(&self, ns: &str, dir: &str) -> Result<SessionStat> {
-        let (_, e) = self.session(ns, dir)?;
+        let (path, e) = self.session(ns, dir)?;
         Ok(SessionStat {
-            size: e.stamp.size,
+            size: self.transcript_size(&path, &e),
             mtime: e.mtime(),
         })
     }
@@ -1110,9 +1137,7 @@ impl SessionSource for ForeignSource {
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, _writers: u64) -> Result<Snapshot> {
         let (path, e) = self.session(ns, dir)?;
         Ok(match kind {
-            ViewKind::Transcript => {
-                Snapshot::Transcript(crate::store::open::open_regular(&path)?.0)
-            }
+            ViewKind::Transcript => Snapshot::Transcript(self.open_transcript(&path)?),
             ViewKind::Conversation => {
                 let (file, layout, _) = self.conversation(&path)?;
                 Snapshot::Pieces(PieceSnapshot::new(file, layout))

@@ -10,8 +10,10 @@ pub mod convert;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
+pub mod opencode;
 pub mod pi;
 pub mod sqlite_ro;
+pub mod units;
 pub mod watch;
 
 use crate::agent::Agent;
