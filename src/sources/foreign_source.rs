@@ -1088,7 +1088,15 @@ impl SessionSource for ForeignSource {
     }
 
     fn has_namespace(&self, ns: &str) -> bool {
-        self.wait_for(Some(ns)).by_ns.contains_key(ns)
+        if self.wait_for(Some(ns)).by_ns.contains_key(ns) {
+            return true;
+        }
+        // Units are re-listed cheaply (a stat of the databases): a session that
+        // appeared in a new namespace is found by its path, not only after an `ls`.
+        self.units.is_some() && {
+            self.sync(Some(ns));
+            self.index.lock().unwrap().by_ns.contains_key(ns)
+        }
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
