@@ -265,7 +265,7 @@ impl UnitSource for OpencodeUnits {
             return storage::signature(&self.root, &s);
         }
         let (path, id, v2) = Self::split_key(key)?;
-        if !st.databases.contains_key(&path) {
+        if !st.databases.contains_key(&path) && !databases(&self.root).contains(&path) {
             return None;
         }
         self.refresh(&mut st, &path);

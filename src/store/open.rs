@@ -333,5 +333,6 @@ pub fn anonymous_file(bytes: &[u8]) -> Result<File> {
     let mut file = unsafe { File::from_raw_fd(fd) };
     file.write_all(bytes)
         .map_err(|e| Error::io("write to an anonymous file", &e))?;
+    std::io::Seek::rewind(&mut file).map_err(|e| Error::io("rewind an anonymous file", &e))?;
     Ok(file)
 }
