@@ -26,7 +26,7 @@ pub use neutral::to_neutral;
 pub use reader::OpencodeReader;
 
 use super::sqlite_ro::{self, ReadError};
-use super::units::{Signature, UnitInfo, UnitSource};
+use super::units::{Dump, Signature, UnitInfo, UnitSource};
 use crate::store::index::FileStamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -282,33 +282,62 @@ impl UnitSource for OpencodeUnits {
             .map(|e| e.signature)
     }
 
-    fn dump(&self, key: &Path) -> Option<(Vec<u8>, Signature)> {
+    fn dump(&self, key: &Path) -> Option<Dump> {
         let storage_session = self.state.lock().unwrap().storage.get(key).cloned();
         if let Some(s) = storage_session {
             return storage::dump(&self.root, &s);
         }
         let (path, id, v2) = Self::split_key(key)?;
+        let error = |why: &str, signature: Signature, transient: bool| Dump {
+            bytes: unreadable_line(why, &path),
+            signature,
+            transient,
+        };
         if id == UNREADABLE {
             let st = self.state.lock().unwrap();
             let d = st.databases.get(&path)?;
             let why = d.error.clone()?;
-            return Some((
-                unreadable_line(&why, &path),
-                Self::unreadable_signature(d, &path),
-            ));
+            return Some(error(&why, Self::unreadable_signature(d, &path), false));
         }
         match sqlite_ro::read(&path, |c| db::dump(c, &id, v2)) {
-            Ok(Ok(found)) => found,
-            Ok(Err(why)) => Some((unreadable_line(&why, &path), self.signature(key)?)),
+            Ok(Ok(found)) => found.map(|(bytes, signature)| Dump {
+                bytes,
+                signature,
+                transient: false,
+            }),
+            Ok(Err(why)) => Some(error(&why, self.signature(key)?, false)),
             Err(e) => {
                 log::warn!("opencode: {}: session {id}: {e}", path.display());
-                // Shown as not resumable for now; the listing's signature differs from
-                // this made-up one, so the next access dumps it again.
-                let sig = Signature {
-                    hash: crate::store::atomic::checksum(&[e.to_string().as_bytes()]),
-                    updated_ms: 0,
+                // Said with the session's identity (so its folder stays where it is);
+                // a made-up signature differs from the listing's, so the next access
+                // reads it again.
+                let entry = {
+                    let st = self.state.lock().unwrap();
+                    st.databases.get(&path)?.entries.get(&id)?.clone()
                 };
-                Some((unreadable_line(&e.to_string(), &path), sig))
+                let mut w = json_text::ObjectWriter::default();
+                w.string("id", &entry.id);
+                if let Some(d) = &entry.directory {
+                    w.string("directory", d);
+                }
+                let mut time = json_text::ObjectWriter::default();
+                if let Some(c) = entry.created_ms {
+                    time.raw("created", &c.to_string());
+                }
+                time.raw("updated", &entry.signature.updated_ms.to_string());
+                w.raw("time", &time.finish());
+                let mut bytes = w.finish().into_bytes();
+                bytes.push(b'\n');
+                bytes.extend_from_slice(&unreadable_line(&e.to_string(), &path));
+                let signature = Signature {
+                    hash: !entry.signature.hash,
+                    updated_ms: entry.signature.updated_ms,
+                };
+                Some(Dump {
+                    bytes,
+                    signature,
+                    transient: true,
+                })
             }
         }
     }

@@ -53,7 +53,7 @@ impl std::fmt::Display for ReadError {
 }
 
 /// How many times a read is tried while the database changes under it.
-const ATTEMPTS: u32 = 6;
+const ATTEMPTS: u32 = 10;
 
 /// The files whose state decides whether a read saw one consistent database.
 #[derive(Debug, Clone, PartialEq)]

@@ -36,6 +36,16 @@ pub struct UnitInfo {
     pub cwd: Option<String>,
 }
 
+/// A unit's bytes as just made.
+pub struct Dump {
+    pub bytes: Vec<u8>,
+    /// The signature of exactly what was read.
+    pub signature: Signature,
+    /// The rows could not be read this time (a database busy past the retries): the
+    /// bytes say so, and the last good dump, if one is kept, is served instead.
+    pub transient: bool,
+}
+
 /// An agent's store of units.
 pub trait UnitSource: Send + Sync {
     /// Every unit now. Cheap when nothing changed on disk (a `stat` of the database
@@ -45,8 +55,8 @@ pub trait UnitSource: Send + Sync {
     /// The signature of `key`'s rows now (`None`: the unit is gone).
     fn signature(&self, key: &Path) -> Option<Signature>;
 
-    /// `key`'s rows as JSON Lines, with the signature of exactly what was read.
-    fn dump(&self, key: &Path) -> Option<(Vec<u8>, Signature)>;
+    /// `key`'s rows as JSON Lines (`None`: the unit is gone).
+    fn dump(&self, key: &Path) -> Option<Dump>;
 
     /// What `meta.json` names as where the session lives (the database, the folder).
     fn source_path(&self, key: &Path) -> PathBuf;
@@ -174,10 +184,23 @@ impl Units {
     }
 
     fn materialize(&self, key: &Path) -> Result<(File, FileStamp)> {
-        let (bytes, signature) = self
+        let dump = self
             .source
             .dump(key)
             .ok_or_else(|| Error::not_found(format!("{} is gone", key.display())))?;
+        if dump.transient {
+            // Keep showing the last whole state rather than "cannot read" for a moment.
+            let mut st = self.state.lock().unwrap();
+            if let Some(k) = st.known.get_mut(key)
+                && let Some(f) = &k.file
+            {
+                let dup = f
+                    .try_clone()
+                    .map_err(|e| Error::io("duplicate a session dump", &e))?;
+                return Ok((dup, stamp_of(key, k.signature, k.size)));
+            }
+        }
+        let (bytes, signature) = (dump.bytes, dump.signature);
         let file = crate::store::open::anonymous_file(&bytes)?;
         let dup = file
             .try_clone()

@@ -26,6 +26,7 @@ use std::collections::HashMap;
 pub struct Entry {
     pub id: String,
     pub directory: Option<String>,
+    pub created_ms: Option<i64>,
     /// Dumped from OpenCode 2's `session_message` rows.
     pub v2: bool,
     pub signature: Signature,
@@ -298,6 +299,7 @@ fn entries(
             let entry = Entry {
                 id: id.clone(),
                 directory: get_str(r, "directory"),
+                created_ms: get_i64(r, "time_created"),
                 v2: c.v2_rows > 0 || table == "session_v2",
                 signature: signature(bytes, &c, get_i64(r, "time_updated").unwrap_or(0)),
             };

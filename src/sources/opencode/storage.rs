@@ -7,7 +7,7 @@
 //! completes, so the next access reads it again).
 
 use super::json_text::minify;
-use crate::sources::units::Signature;
+use crate::sources::units::{Dump, Signature};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -144,7 +144,7 @@ const PAUSE: std::time::Duration = std::time::Duration::from_millis(15);
 /// The session's files as JSON Lines (each file minified to one line), with the
 /// signature of what was read; a dump that keeps meeting a half-written file holds one
 /// `fen_unreadable` line saying which. `None`: the session file is gone.
-pub fn dump(root: &Path, s: &StorageSession) -> Option<(Vec<u8>, Signature)> {
+pub fn dump(root: &Path, s: &StorageSession) -> Option<Dump> {
     let mut last = String::new();
     for attempt in 0..TRIES {
         if attempt > 0 {
@@ -152,18 +152,38 @@ pub fn dump(root: &Path, s: &StorageSession) -> Option<(Vec<u8>, Signature)> {
         }
         let before = signature(root, s)?;
         match read_all(root, s) {
-            Ok(bytes) if signature(root, s) == Some(before) => return Some((bytes, before)),
+            Ok(bytes) if signature(root, s) == Some(before) => {
+                return Some(Dump {
+                    bytes,
+                    signature: before,
+                    transient: false,
+                });
+            }
             Ok(_) => last = "its files changed while being read".into(),
             Err(why) => last = why,
         }
     }
     let signature = signature(root, s)?;
     log::warn!("opencode: {}: {last}", s.file.display());
+    // The session's own file when it is whole (its id and directory place it), then
+    // why the rest is not shown.
+    let mut bytes = read_json(&s.file)
+        .map(|l| l.into_bytes())
+        .unwrap_or_default();
+    if !bytes.is_empty() {
+        bytes.push(b'\n');
+    }
     let mut w = super::json_text::ObjectWriter::default();
     w.string("fen_unreadable", &last);
-    let mut bytes = w.finish().into_bytes();
+    bytes.extend_from_slice(w.finish().as_bytes());
     bytes.push(b'\n');
-    Some((bytes, signature))
+    // Not transient: a half file is shown as such until it is whole (its stamp then
+    // changes and it is read again), never as an older state of the session.
+    Some(Dump {
+        bytes,
+        signature,
+        transient: false,
+    })
 }
 
 fn read_all(root: &Path, s: &StorageSession) -> Result<Vec<u8>, String> {
