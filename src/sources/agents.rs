@@ -17,7 +17,13 @@ pub struct AgentRoot {
 }
 
 /// The foreign agents, in the order their sources are listed.
-pub const FOREIGN: [Agent; 4] = [Agent::Pi, Agent::Claude, Agent::Codex, Agent::Opencode];
+pub const FOREIGN: [Agent; 5] = [
+    Agent::Pi,
+    Agent::Claude,
+    Agent::Codex,
+    Agent::Opencode,
+    Agent::Cursor,
+];
 
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -71,9 +77,11 @@ pub fn roots(detect: bool, explicit: &[AgentRoot]) -> Vec<AgentRoot> {
 }
 
 /// Whether `root` holds `agent`'s sessions: its sessions folder (OpenCode: its data
-/// folder, which holds the databases and `storage/`).
+/// folder, which holds the databases and `storage/`), or for Cursor its `chats/`
+/// folder of `store.db` files.
 fn present(agent: Agent, root: &Path) -> bool {
-    std::fs::symlink_metadata(sessions_folder(agent, root)).is_ok_and(|m| m.is_dir())
+    let dir = |p: PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    dir(sessions_folder(agent, root)) || (agent == Agent::Cursor && dir(root.join("chats")))
 }
 
 /// Parses `KIND=DIR` (`--source`).
@@ -130,6 +138,10 @@ pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
         Agent::Opencode => Box::new(super::opencode::OpencodeReader::new(
             super::opencode::generation_of(file_name),
         )),
+        // A `store.db` unit; Cursor's transcript files are read by their own reader.
+        Agent::Cursor if file_name == super::cursor_store::STORE_FILE => {
+            Box::new(super::cursor_store::CursorStoreReader::new())
+        }
         _ => Box::new(PiReader::new()),
     }
 }
@@ -144,6 +156,8 @@ pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::ne
         Agent::Claude => super::claude::to_neutral(message),
         Agent::Codex => super::codex::to_neutral(message),
         Agent::Opencode => super::opencode::to_neutral(message),
+        // A `store.db` message blob (`{role, content}`).
+        Agent::Cursor => super::cursor_store::to_neutral(message),
         _ => None,
     }
 }
@@ -154,6 +168,9 @@ pub fn units_for(agent: Agent, root: &Path) -> Option<super::units::Units> {
     match agent {
         Agent::Opencode => Some(super::units::Units::new(Box::new(
             super::opencode::OpencodeUnits::new(root),
+        ))),
+        Agent::Cursor => Some(super::units::Units::new(Box::new(
+            super::cursor_store::CursorStoreUnits::new(root),
         ))),
         _ => None,
     }

@@ -424,6 +424,10 @@ impl ForeignSource {
             .or_default()
             .insert(dir.clone(), path.clone());
         idx.dir_of.insert(path.clone(), (ns, dir));
+        if let Some(cwd) = &e.summary.cwd {
+            // A candidate for placing Cursor stores, which name their cwd by MD5 only.
+            super::cursor_store::note_cwd(cwd);
+        }
         idx.files.insert(path, e);
         idx.generation += 1;
     }

@@ -17,7 +17,6 @@
 //! last read from it.
 
 mod db;
-mod json_text;
 mod neutral;
 mod reader;
 mod storage;
@@ -203,7 +202,7 @@ impl OpencodeUnits {
 }
 
 fn unreadable_line(why: &str, database: &Path) -> Vec<u8> {
-    let mut w = json_text::ObjectWriter::default();
+    let mut w = crate::sources::json_text::ObjectWriter::default();
     w.string("fen_unreadable", why)
         .string("database", &database.to_string_lossy());
     let mut b = w.finish().into_bytes();
@@ -315,12 +314,12 @@ impl UnitSource for OpencodeUnits {
                     let st = self.state.lock().unwrap();
                     st.databases.get(&path)?.entries.get(&id)?.clone()
                 };
-                let mut w = json_text::ObjectWriter::default();
+                let mut w = crate::sources::json_text::ObjectWriter::default();
                 w.string("id", &entry.id);
                 if let Some(d) = &entry.directory {
                     w.string("directory", d);
                 }
-                let mut time = json_text::ObjectWriter::default();
+                let mut time = crate::sources::json_text::ObjectWriter::default();
                 if let Some(c) = entry.created_ms {
                     time.raw("created", &c.to_string());
                 }

@@ -15,7 +15,7 @@
 //! the message and part counts (index-only counts); without the log, the counts, the
 //! newest `time_updated` and the rows' byte sizes (`octet_length` reads no content).
 
-use super::json_text::{ObjectWriter, minify, spread};
+use crate::sources::json_text::{ObjectWriter, minify, spread};
 use crate::sources::units::Signature;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};

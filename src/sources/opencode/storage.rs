@@ -6,7 +6,7 @@
 //! tries shown as unreadable for now, never half (its stamp changes once the write
 //! completes, so the next access reads it again).
 
-use super::json_text::minify;
+use crate::sources::json_text::minify;
 use crate::sources::units::{Dump, Signature};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -173,7 +173,7 @@ pub fn dump(root: &Path, s: &StorageSession) -> Option<Dump> {
     if !bytes.is_empty() {
         bytes.push(b'\n');
     }
-    let mut w = super::json_text::ObjectWriter::default();
+    let mut w = crate::sources::json_text::ObjectWriter::default();
     w.string("fen_unreadable", &last);
     bytes.extend_from_slice(w.finish().as_bytes());
     bytes.push(b'\n');

@@ -1,8 +1,8 @@
-//! JSON text as OpenCode's own code would produce it from stored rows, without
-//! re-encoding what was stored: `{...data, id, sessionID}` (JavaScript's object spread)
-//! over a row's `data` text, and whitespace dropped from pretty-printed files so each
-//! object fits on one line of a JSON Lines dump. Strings, numbers and key order are
-//! kept byte for byte.
+//! JSON text for dumps of database rows and pretty-printed files (OpenCode, Cursor's
+//! `store.db`), made without re-encoding what was stored: `{...data, id, sessionID}`
+//! (JavaScript's object spread) over a row's `data` text, and whitespace dropped so
+//! each object fits on one line of a JSON Lines dump. Strings, numbers and key order
+//! are kept byte for byte.
 
 use crate::json::RawObject;
 
