@@ -2,6 +2,7 @@
 //! parses its options here and calls the library; the work is done there.
 
 pub mod list;
+pub mod resume;
 pub mod status;
 pub mod trash;
 
@@ -68,7 +69,9 @@ fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
 }
 
 fn parse_view(s: &str) -> Result<ViewKind, String> {
-    ViewKind::from_name(s).ok_or_else(|| "one of conversation, meta, summary, transcript".into())
+    ViewKind::from_name(s).ok_or_else(|| {
+        "one of conversation, md (conversation.md), meta, summary, transcript".into()
+    })
 }
 
 /// Which other agents' stores to show (`mount`, `list`, `show`).
@@ -258,9 +261,31 @@ enum Command {
     /// Print one view of a session (by id, unique id prefix, or file path).
     Show {
         session: String,
-        /// conversation, meta, summary or transcript.
+        /// conversation, md (conversation.md), meta, summary or transcript.
         #[arg(long, value_parser = parse_view, default_value = "summary")]
         view: ViewKind,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Continue a session: print the command that resumes it in its own agent, or
+    /// (--in AGENT) write it as a new session of fen, pi, Claude Code or Codex and
+    /// print that agent's command. Nothing existing is changed.
+    Resume {
+        /// A session of any source: id, unique prefix of one, folder name, or file path.
+        session: String,
+        /// Continue it in this agent: fen, pi, claude or codex (a new session there).
+        #[arg(long = "in", value_name = "AGENT", value_parser = resume::parse_target)]
+        target: Option<crate::agent::Agent>,
+        /// Continue it as if it had been started in DIR (a moved or renamed project):
+        /// the new session's place and cwd follow DIR; without --in, a new copy in its
+        /// own agent.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Run the printed command (in the session's working directory).
+        #[arg(long)]
+        exec: bool,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -430,6 +455,11 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 store.existing()?
             };
             let snap = match store.resolve(&session) {
+                Ok(session) if view == ViewKind::Markdown => {
+                    let messages = crate::sources::fen::session_messages(&session, false)?;
+                    let text = views::markdown::render_owned(messages).into_bytes();
+                    views::Snapshot::Bytes(std::sync::Arc::new(text))
+                }
                 Ok(session) => views::snapshot(&session, view, 0)?,
                 Err(fen_err) => {
                     let foreign = list::foreign_sources(&sources.options(), &store);
@@ -454,6 +484,23 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Resume {
+            session,
+            target,
+            cwd,
+            exec,
+            store,
+            sources,
+        } => resume::run(resume::Args {
+            session,
+            target,
+            cwd,
+            exec,
+            store_named: store.store.is_some()
+                || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty()),
+            store_root: store.root(),
+            foreign: sources.options(),
+        }),
         Command::Rm { sessions, store } => {
             let store = store.existing()?;
             Ok(each(&sessions, |spec| {

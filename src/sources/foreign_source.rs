@@ -13,6 +13,7 @@
 //! (device, inode, size, mtime) is unchanged. The first index is built by a
 //! background thread, so `mount` returns at once; a listing waits for it.
 
+mod messages;
 mod units;
 
 use super::agents::{self, AgentRoot};
@@ -156,6 +157,8 @@ pub struct ForeignSource {
     conversations: Mutex<(u64, HashMap<PathBuf, Conversation>)>,
     /// fen's store, for persisted conversation layouts of large files.
     fen_root: Option<PathBuf>,
+    /// `conversation.md` of recently read sessions, one rendering per file state.
+    markdown: crate::views::markdown::MarkdownCache,
     /// Sessions that are not files (a database's rows), beside or instead of files.
     units: Option<super::units::Units>,
     /// The units of the last walk, with the cwd their listing names.
@@ -201,6 +204,7 @@ impl ForeignSource {
             ready: Condvar::new(),
             readers: Mutex::new((0, HashMap::new())),
             watch: None,
+            markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
             units: agents::units_for(root.agent, &root.root),
             unit_hints: Mutex::new(HashMap::new()),
         }
@@ -839,6 +843,18 @@ impl ForeignSource {
         Ok(out)
     }
 
+    /// The session (namespace, folder) whose file is `path`, compared by device and
+    /// inode so that any path to the file names it (`fen-fs resume PATH`).
+    pub fn session_of_file(&self, path: &Path) -> Option<(String, String)> {
+        let meta = std::fs::metadata(path).ok()?;
+        self.sync(None);
+        let idx = self.wait_for(None);
+        idx.files
+            .iter()
+            .find(|(_, e)| e.stamp.dev == meta.dev() && e.stamp.ino == meta.ino())
+            .and_then(|(p, _)| idx.dir_of.get(p).cloned())
+    }
+
     fn summary_text(&self, path: &Path, e: &FileEntry) -> Vec<u8> {
         let s = &e.summary;
         let listing = {
@@ -1139,6 +1155,9 @@ impl SessionSource for ForeignSource {
     }
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {
+        if kind == ViewKind::Markdown {
+            return Ok(self.markdown(ns, dir)?.len());
+        }
         if kind == ViewKind::Conversation {
             let (path, _) = self.session(ns, dir)?;
             return Ok(self.conversation(&path)?.1.size());
@@ -1156,7 +1175,17 @@ impl SessionSource for ForeignSource {
             }
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
             ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
+            ViewKind::Markdown => self.markdown(ns, dir)?.snapshot()?,
         })
+    }
+
+    fn messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<crate::neutral::SessionMessages> {
+        self.neutral_messages(ns, dir, history)
     }
 
     fn persist(&self) {

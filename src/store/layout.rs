@@ -129,6 +129,22 @@ pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> Cach
     cache_file(root, &["foreign", "conversations"], name)
 }
 
+/// What `fen-fs resume --in AGENT` made from which source (in `.fen-cache`): one JSON
+/// object per line, appended.
+pub const RESUME_LEDGER: &str = "resume-ledger.jsonl";
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/fen-fs`: fen-fs's caches when there is no store.
+pub fn xdg_cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
+            PathBuf::from(home).join(".cache")
+        })
+        .join("fen-fs")
+}
+
 /// The lock that makes "is this session-id free? then create it" atomic across
 /// processes (in `.fen-cache`).
 pub const SESSION_IDS_LOCK: &str = "session-ids.lock";

@@ -291,7 +291,26 @@ impl Store {
         first: &NewEntry,
         check: Check<'_>,
     ) -> Result<(Arc<Session>, String)> {
-        check(&SessionIndex::new(), first)?;
+        let (session, mut ids) =
+            self.create_session_with(cwd, session_id, std::slice::from_ref(first), check)?;
+        Ok((session, ids.remove(0)))
+    }
+
+    /// `create_session` with several first entries (`fen-fs resume --in fen`: a
+    /// compaction, its provenance and its title), all in the new file at once.
+    pub fn create_session_with(
+        &self,
+        cwd: &str,
+        session_id: Option<&str>,
+        entries: &[NewEntry],
+        check: Check<'_>,
+    ) -> Result<(Arc<Session>, Vec<String>)> {
+        if entries.is_empty() {
+            return Err(Error::invalid("a new session needs a first entry"));
+        }
+        for e in entries {
+            check(&SessionIndex::new(), e)?;
+        }
         // A chosen session-id is checked and published under one claim (a mutex here,
         // an flock for other processes), so two creators cannot both take it.
         let mut _claim = None;
@@ -328,8 +347,8 @@ impl Store {
             crate::json::quote(&naming::timestamp(now)),
             crate::json::quote(cwd)
         );
-        let batch = session::render_batch(&SessionIndex::new(), std::slice::from_ref(first), 0)?;
-        let entry_id = batch.ids.into_iter().next().expect("one entry, one id");
+        let batch = session::render_batch(&SessionIndex::new(), entries, 0)?;
+        let entry_ids = batch.ids;
         let bytes = format!("{header}{}", batch.text);
         let durable = self.append.fsync != FsyncMode::No;
         match publish_new_file(&ns_dir()?, &name, bytes.as_bytes(), durable) {
@@ -341,7 +360,7 @@ impl Store {
         }
         let session = self.session(&ns, &dir)?;
         session.refresh()?;
-        Ok((session, entry_id))
+        Ok((session, entry_ids))
     }
 
     /// Exclusive right to check-and-create named sessions, until the value drops.

@@ -170,18 +170,36 @@ impl Dir {
 
     /// An unnamed regular file in this folder (O_TMPFILE), to be linked in by `link_as`.
     pub fn tmpfile(&self) -> std::io::Result<File> {
+        self.tmpfile_with(libc::O_WRONLY)
+    }
+
+    /// `tmpfile`, open for reading too (to read back what was written before it gets
+    /// a name).
+    pub fn tmpfile_rw(&self) -> std::io::Result<File> {
+        self.tmpfile_with(libc::O_RDWR)
+    }
+
+    fn tmpfile_with(&self, access: i32) -> std::io::Result<File> {
         let dot = c".";
         // SAFETY: valid fd and C string.
         let fd = check(unsafe {
             libc::openat(
                 self.fd.as_raw_fd(),
                 dot.as_ptr(),
-                libc::O_TMPFILE | libc::O_WRONLY | libc::O_CLOEXEC,
+                libc::O_TMPFILE | access | libc::O_CLOEXEC,
                 0o600 as libc::c_uint,
             )
         })?;
         // SAFETY: a descriptor we just opened.
         Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Removes the empty sub-folder `name`.
+    pub fn rmdir(&self, name: impl AsRef<OsStr>) -> std::io::Result<()> {
+        let c = component(name.as_ref())?;
+        // SAFETY: valid fd and C string.
+        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+            .map(|_| ())
     }
 
     /// Gives the unnamed `file` the name `name` here; EEXIST if taken.

@@ -703,6 +703,12 @@ impl Tree {
             Node::IndexJson(_) => {
                 Some(self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::UNIX_EPOCH))
             }
+            // Likewise `conversation.md`: its size is known once it is rendered (a
+            // pass over the session), which a plain `ls` should not cost.
+            Node::View(ns, dir, ViewKind::Markdown) => {
+                let (_, stat) = self.session_source(&ns, &dir).ok()?;
+                Some(self.attr(entry.ino, entry.kind, 0o444, 0, stat.mtime))
+            }
             _ => self.node_attr(entry.ino, &node, None, None).ok(),
         }
     }

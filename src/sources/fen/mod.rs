@@ -3,6 +3,8 @@
 //! namespaces).
 
 pub mod catalog;
+mod messages;
+pub use messages::session_messages;
 pub mod neutral;
 
 use super::foreign::Agent;
@@ -11,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::projection::Projection;
 use crate::views::listing::Listing;
+use crate::views::markdown::MarkdownCache;
 use crate::views::{self, Snapshot, ViewKind};
 use catalog::Catalog;
 use std::path::Path;
@@ -20,6 +23,8 @@ use std::time::SystemTime;
 pub struct FenSource {
     store: Arc<Store>,
     catalog: Catalog,
+    /// `conversation.md` of recently read sessions, one rendering per file state.
+    markdown: MarkdownCache,
 }
 
 fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
@@ -30,6 +35,7 @@ impl FenSource {
     /// A source for a long-lived process (the daemon): namespaces are watched.
     pub fn watching(store: Arc<Store>) -> Self {
         FenSource {
+            markdown: MarkdownCache::spilling_to(Some(&store.root)),
             store,
             catalog: Catalog::watching(),
         }
@@ -38,6 +44,7 @@ impl FenSource {
     /// A source for a one-shot command.
     pub fn new(store: Arc<Store>) -> Self {
         FenSource {
+            markdown: MarkdownCache::spilling_to(Some(&store.root)),
             store,
             catalog: Catalog::default(),
         }
@@ -140,11 +147,15 @@ impl SessionSource for FenSource {
                 let table = idx.messages.read().unwrap();
                 Ok(Projection::of(&idx).size(&table))
             }
+            ViewKind::Markdown => Ok(self.markdown(ns, dir)?.len()),
             _ => self.snapshot(ns, dir, kind, writers).map(|s| s.size()),
         }
     }
 
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<Snapshot> {
+        if kind == ViewKind::Markdown {
+            return self.markdown(ns, dir)?.snapshot();
+        }
         let session = self.store.session(ns, dir)?;
         views::snapshot(&session, kind, writers)
     }
@@ -155,6 +166,15 @@ impl SessionSource for FenSource {
 
     fn trash(&self, ns: &str, dir: &str) -> Result<()> {
         self.store.trash_session(ns, dir).map(|_| ())
+    }
+
+    fn messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<crate::neutral::SessionMessages> {
+        self.neutral_messages(ns, dir, history)
     }
 
     /// Large sessions' indexes, so the next mount need not re-parse them.

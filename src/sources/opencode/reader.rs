@@ -595,6 +595,8 @@ impl ForeignReader for OpencodeReader {
             entry: Some(m.id.clone()),
             timestamp: time(m),
             in_conversation,
+            summary: m.summary,
+            ..MessageRef::default()
         };
         if !history {
             let _ = tail;

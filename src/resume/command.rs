@@ -1,0 +1,76 @@
+//! The command that resumes a session in its agent, printed for the user (and run
+//! by `--exec`): `claude --resume ID`, `codex resume ID`, `pi --session ID`, from the
+//! session's working directory. Claude Code finds a session only from the cwd it
+//! belongs to; pi asks to fork a session of another cwd; Codex's picker filters by
+//! cwd: so every command starts with `cd CWD &&`.
+
+use crate::agent::Agent;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Where to run it.
+    pub cwd: Option<String>,
+}
+
+impl ResumeCommand {
+    /// `agent`'s own resume command for session `id`, or `None` for an agent fen-fs
+    /// knows no such command of (and for fen, whose sessions go on through `ctl`).
+    pub fn of(agent: Agent, id: &str, cwd: Option<&str>) -> Option<ResumeCommand> {
+        let (program, args): (&str, Vec<&str>) = match agent {
+            Agent::Claude => ("claude", vec!["--resume", id]),
+            Agent::Codex => ("codex", vec!["resume", id]),
+            Agent::Pi => ("pi", vec!["--session", id]),
+            _ => return None,
+        };
+        Some(ResumeCommand {
+            program: program.into(),
+            args: args.into_iter().map(String::from).collect(),
+            cwd: cwd.map(String::from),
+        })
+    }
+
+    /// As a shell command line.
+    pub fn shell(&self) -> String {
+        let mut words = vec![quote(&self.program)];
+        words.extend(self.args.iter().map(|a| quote(a)));
+        let cmd = words.join(" ");
+        match &self.cwd {
+            Some(cwd) => format!("cd {} && {cmd}", quote(cwd)),
+            None => cmd,
+        }
+    }
+}
+
+/// `s` as one shell word: as it is when it holds only safe characters, else in
+/// single quotes.
+pub fn quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '%' | '+' | '=' | ',')
+        });
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_the_agents_own_and_quoted_for_the_shell() {
+        let c = ResumeCommand::of(Agent::Claude, "3f0c", Some("/home/u/my proj")).unwrap();
+        assert_eq!(c.shell(), "cd '/home/u/my proj' && claude --resume 3f0c");
+        let c = ResumeCommand::of(Agent::Codex, "019c", Some("/p")).unwrap();
+        assert_eq!(c.shell(), "cd /p && codex resume 019c");
+        let c = ResumeCommand::of(Agent::Pi, "019d", None).unwrap();
+        assert_eq!(c.shell(), "pi --session 019d");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert!(ResumeCommand::of(Agent::Fen, "x", None).is_none());
+    }
+}
