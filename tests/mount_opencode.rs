@@ -140,6 +140,9 @@ fn a_live_database_is_read_without_creating_or_changing_anything() {
         support::meta(&old)["source_path"],
         Value::from(data.join("storage").to_str())
     );
+    let md = std::fs::read_to_string(dir.join("conversation.md")).unwrap();
+    assert!(md.contains("hello") && md.contains("hi there"), "{md}");
+    assert!(!md.contains("Summary of the conversation"), "{md}");
     read_everything(&m.mp);
     let out = support::sh_in(
         &m.mp,

@@ -595,7 +595,8 @@ impl ForeignReader for OpencodeReader {
             entry: Some(m.id.clone()),
             timestamp: time(m),
             in_conversation,
-            summary: m.summary,
+            // A compaction's summary (a user message's `summary` is its diff digest).
+            summary: m.summary && m.role == "assistant",
             ..MessageRef::default()
         };
         if !history {
