@@ -92,6 +92,7 @@ fn read_everything(mp: &Path) {
                 for v in [
                     "transcript.jsonl",
                     "conversation.json",
+                    "conversation.md",
                     "meta.json",
                     "summary.txt",
                 ] {
