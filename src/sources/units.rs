@@ -231,3 +231,69 @@ impl Units {
         Ok((dup, stamp_of(key, signature, size)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// One unit whose rows are `rows`, counting its dumps.
+    struct Counting {
+        rows: Mutex<String>,
+        dumps: AtomicU64,
+    }
+
+    impl UnitSource for std::sync::Arc<Counting> {
+        fn list(&self) -> Vec<UnitInfo> {
+            vec![UnitInfo {
+                key: PathBuf::from("/db/s1"),
+                cwd: None,
+            }]
+        }
+        fn signature(&self, _: &Path) -> Option<Signature> {
+            let rows = self.rows.lock().unwrap();
+            Some(Signature {
+                hash: crate::store::atomic::checksum(&[rows.as_bytes()]),
+                updated_ms: 7,
+            })
+        }
+        fn dump(&self, key: &Path) -> Option<Dump> {
+            self.dumps.fetch_add(1, Ordering::SeqCst);
+            let rows = self.rows.lock().unwrap().clone();
+            Some(Dump {
+                signature: self.signature(key)?,
+                bytes: rows.into_bytes(),
+                transient: false,
+            })
+        }
+        fn source_path(&self, _: &Path) -> PathBuf {
+            PathBuf::from("/db")
+        }
+    }
+
+    #[test]
+    fn a_unit_is_dumped_only_when_its_rows_change() {
+        let c = std::sync::Arc::new(Counting {
+            rows: Mutex::new("{\"a\":1}\n".into()),
+            dumps: AtomicU64::new(0),
+        });
+        let key = Path::new("/db/s1");
+        let u = Units::new(Box::new(c.clone()));
+        let s1 = u.stamp(key).unwrap();
+        assert_eq!((s1.size, c.dumps.load(Ordering::SeqCst)), (8, 1));
+        u.open(key).unwrap();
+        u.stamp(key).unwrap();
+        assert_eq!(c.dumps.load(Ordering::SeqCst), 1, "unchanged: no new dump");
+        *c.rows.lock().unwrap() = "{\"a\":1}\n{\"b\":2}\n".into();
+        let s2 = u.stamp(key).unwrap();
+        assert_eq!(c.dumps.load(Ordering::SeqCst), 2);
+        assert!(s2.size > s1.size && s2.ino != s1.ino);
+
+        // A later mount seeded with the persisted stamp: no dump while the rows match.
+        let fresh = Units::new(Box::new(c.clone()));
+        fresh.seed(key, s1);
+        fresh.seed(key, s2);
+        assert_eq!(fresh.stamp(key), Some(s2));
+        assert_eq!(c.dumps.load(Ordering::SeqCst), 2, "seeded: not dumped");
+    }
+}
