@@ -473,7 +473,7 @@ impl ForeignSource {
             // Units see their own changes (a stat of the database files per access).
             if !changed
                 && !renames_changed
-                && self.units.is_none()
+                && self.units.as_ref().is_none_or(|u| !u.source().changed())
                 && ns.is_none_or(|n| !idx.dirty.contains(n))
             {
                 return;

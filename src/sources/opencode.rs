@@ -109,6 +109,15 @@ struct Database {
 struct State {
     databases: BTreeMap<PathBuf, Database>,
     storage: HashMap<PathBuf, storage::StorageSession>,
+    /// The data folder's stamp at the last listing (a new database changes it).
+    root_at: Option<FileStamp>,
+}
+
+fn dir_stamp(path: &Path) -> Option<FileStamp> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| FileStamp::of(&m))
 }
 
 /// OpenCode's data folder as units.
@@ -211,9 +220,27 @@ fn unreadable_line(why: &str, database: &Path) -> Vec<u8> {
 }
 
 impl UnitSource for OpencodeUnits {
+    fn changed(&self) -> bool {
+        let st = self.state.lock().unwrap();
+        // The JSON files change in place, folder stamps unmoved: always look again.
+        st.root_at.is_none()
+            || st.root_at != dir_stamp(&self.root)
+            || !st.storage.is_empty()
+            || dir_stamp(&storage::storage_dir(&self.root).join("session")).is_some()
+            || st.databases.iter().any(|(p, d)| {
+                d.at != (stamp(p), stamp(&with_suffix(p, "-wal"))) || d.error.is_some()
+            })
+            || std::env::var_os("OPENCODE_DB").is_some_and(|v| {
+                let p = self.root.join(v);
+                stamp(&p).is_some() && !st.databases.contains_key(&p)
+            })
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
+        let root_at = dir_stamp(&self.root);
         let dbs = databases(&self.root);
         let mut st = self.state.lock().unwrap();
+        st.root_at = root_at;
         st.databases.retain(|p, _| dbs.contains(p));
         let mut out = Vec::new();
         let mut in_db: HashSet<String> = HashSet::new();
@@ -268,6 +295,26 @@ impl UnitSource for OpencodeUnits {
             return None;
         }
         self.refresh(&mut st, &path);
+        let d = st.databases.get(&path)?;
+        if id == UNREADABLE {
+            return d
+                .error
+                .is_some()
+                .then(|| Self::unreadable_signature(d, &path));
+        }
+        d.entries
+            .get(&id)
+            .filter(|e| e.v2 == v2)
+            .map(|e| e.signature)
+    }
+
+    fn listed_signature(&self, key: &Path) -> Option<Signature> {
+        let st = self.state.lock().unwrap();
+        if st.storage.contains_key(key) {
+            drop(st);
+            return self.signature(key);
+        }
+        let (path, id, v2) = Self::split_key(key)?;
         let d = st.databases.get(&path)?;
         if id == UNREADABLE {
             return d

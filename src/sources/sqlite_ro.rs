@@ -116,8 +116,23 @@ pub fn read<T>(
             last = "a rollback journal is present".into();
             continue;
         }
-        let result = open(db).and_then(|conn| f(&conn));
+        let files = (before.db, stamp(&sibling(db, "-wal")));
+        let conn = match take_cached(db, files) {
+            Some(c) => Ok(c),
+            None => open(db),
+        };
+        let result = conn.and_then(|conn| {
+            let v = f(&conn);
+            if v.is_ok() {
+                put_cached(db, files, conn);
+            }
+            v
+        });
         let after = guard(db);
+        if after != before {
+            // The snapshot may be torn: never reuse that connection.
+            drop_cached(db);
+        }
         match result {
             Ok(v) if after == before => return Ok(v),
             Ok(_) => last = "it changed while being read".into(),
@@ -127,6 +142,57 @@ pub fn read<T>(
         }
     }
     Err(ReadError::Busy(last))
+}
+
+/// Connections kept open while their database and `-wal` are exactly as when they
+/// were opened: such a connection's snapshot is the database as it is now, and reusing
+/// it spares opening, parsing the schema and WAL recovery (many sessions of one
+/// database are read in a row). Any change to either file retires it.
+struct Cached {
+    files: (Option<FileStamp>, Option<FileStamp>),
+    conn: rusqlite::Connection,
+    used: u64,
+}
+
+const CACHED: usize = 8;
+
+fn cache() -> &'static std::sync::Mutex<(u64, std::collections::HashMap<PathBuf, Cached>)> {
+    static C: std::sync::OnceLock<
+        std::sync::Mutex<(u64, std::collections::HashMap<PathBuf, Cached>)>,
+    > = std::sync::OnceLock::new();
+    C.get_or_init(Default::default)
+}
+
+fn take_cached(
+    db: &Path,
+    files: (Option<FileStamp>, Option<FileStamp>),
+) -> Option<rusqlite::Connection> {
+    let mut c = cache().lock().unwrap();
+    let cached = c.1.remove(db)?;
+    (cached.files == files).then_some(cached.conn)
+}
+
+fn put_cached(
+    db: &Path,
+    files: (Option<FileStamp>, Option<FileStamp>),
+    conn: rusqlite::Connection,
+) {
+    let mut c = cache().lock().unwrap();
+    c.0 += 1;
+    let used = c.0;
+    c.1.insert(db.to_path_buf(), Cached { files, conn, used });
+    if c.1.len() > CACHED
+        && let Some(oldest) =
+            c.1.iter()
+                .min_by_key(|(_, v)| v.used)
+                .map(|(k, _)| k.clone())
+    {
+        c.1.remove(&oldest);
+    }
+}
+
+fn drop_cached(db: &Path) {
+    cache().lock().unwrap().1.remove(db);
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {

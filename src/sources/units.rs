@@ -52,8 +52,20 @@ pub trait UnitSource: Send + Sync {
     /// files); re-reads the store otherwise.
     fn list(&self) -> Vec<UnitInfo>;
 
+    /// Whether anything may have changed since the last `list` (cheap: a `stat` of
+    /// the databases; `true` when the store cannot tell).
+    fn changed(&self) -> bool {
+        true
+    }
+
     /// The signature of `key`'s rows now (`None`: the unit is gone).
     fn signature(&self, key: &Path) -> Option<Signature>;
+
+    /// The same as the last `list` read it, without looking at the disk again (for
+    /// checking every unit right after a listing).
+    fn listed_signature(&self, key: &Path) -> Option<Signature> {
+        self.signature(key)
+    }
 
     /// `key`'s rows as JSON Lines (`None`: the unit is gone).
     fn dump(&self, key: &Path) -> Option<Dump>;
@@ -132,6 +144,16 @@ impl Units {
     /// `key`'s stamp now (dumping it only if its rows changed since its last dump).
     pub fn stamp(&self, key: &Path) -> Option<FileStamp> {
         let signature = self.source.signature(key)?;
+        self.stamp_for(key, signature)
+    }
+
+    /// `key`'s stamp as of the last `list` (right after one: no disk access per unit).
+    pub fn listed_stamp(&self, key: &Path) -> Option<FileStamp> {
+        let signature = self.source.listed_signature(key)?;
+        self.stamp_for(key, signature)
+    }
+
+    fn stamp_for(&self, key: &Path, signature: Signature) -> Option<FileStamp> {
         {
             let st = self.state.lock().unwrap();
             if let Some(k) = st.known.get(key)

@@ -118,11 +118,15 @@ impl ForeignSource {
             .collect()
     }
 
-    /// Of `known` (unit, indexed stamp), those whose stamp is not the indexed one.
+    /// Of `known` (unit, indexed stamp), those whose stamp is not the indexed one, as
+    /// the listing just read them (no disk access per unit).
     pub(super) fn stale_units(&self, known: Vec<(PathBuf, Option<FileStamp>)>) -> Vec<PathBuf> {
+        let Some(units) = &self.units else {
+            return Vec::new();
+        };
         known
             .into_iter()
-            .filter(|(p, s)| self.stamp_of(p) != *s)
+            .filter(|(p, s)| units.listed_stamp(p) != *s)
             .map(|(p, _)| p)
             .collect()
     }

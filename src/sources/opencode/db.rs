@@ -15,7 +15,7 @@
 //! the message and part counts (index-only counts); without the log, the counts, the
 //! newest `time_updated` and the rows' byte sizes (`octet_length` reads no content).
 
-use crate::sources::json_text::{ObjectWriter, minify, spread};
+use crate::sources::json_text::{ObjectWriter, minify, spread_into};
 use crate::sources::units::Signature;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
@@ -344,50 +344,41 @@ pub fn dump(
         Ok(())
     })?;
     if v2 && schema.v2_rows {
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT id, type, data FROM session_message WHERE session_id = ?1 ORDER BY seq",
         )?;
         let mut rows = stmt.query([id])?;
         while let Some(r) = rows.next()? {
-            let (mid, kind) = (text(r, 0), text(r, 1));
-            let extra = [("id", q(&mid)), ("type", q(&kind))];
-            push_line(&mut out, &text(r, 2), &extra);
+            let (mid, kind) = (q(&text(r, 0)), q(&text(r, 1)));
+            push_line(&mut out, bytes(r, 2), &[("id", &mid), ("type", &kind)]);
         }
     } else if schema.v1_rows {
-        let mut parts: HashMap<String, Vec<(String, String, String)>> = HashMap::new();
-        {
-            let mut stmt = conn.prepare(
-                "SELECT p.id, p.message_id, p.session_id, p.data FROM part p
-                 WHERE p.message_id IN (SELECT id FROM message WHERE session_id = ?1)
-                 ORDER BY p.message_id, p.id",
-            )?;
-            let mut rows = stmt.query([id])?;
-            while let Some(r) = rows.next()? {
-                parts
-                    .entry(text(r, 1))
-                    .or_default()
-                    .push((text(r, 0), text(r, 2), text(r, 3)));
-            }
-        }
-        let mut stmt = conn.prepare(
+        // Each message, then its parts (by the `(message_id, id)` index).
+        let mut parts = conn.prepare_cached(
+            "SELECT id, session_id, data FROM part WHERE message_id = ?1 ORDER BY id",
+        )?;
+        let mut stmt = conn.prepare_cached(
             "SELECT id, session_id, data FROM message WHERE session_id = ?1
              ORDER BY time_created, id",
         )?;
         let mut rows = stmt.query([id])?;
         while let Some(r) = rows.next()? {
-            let (mid, sid) = (text(r, 0), text(r, 1));
+            let mid = text(r, 0);
+            let (qmid, qsid) = (q(&mid), q(&text(r, 1)));
             push_line(
                 &mut out,
-                &text(r, 2),
-                &[("id", q(&mid)), ("sessionID", q(&sid))],
+                bytes(r, 2),
+                &[("id", &qmid), ("sessionID", &qsid)],
             );
-            for (pid, psid, data) in parts.remove(&mid).unwrap_or_default() {
+            let mut prows = parts.query([&mid])?;
+            while let Some(p) = prows.next()? {
+                let (pid, psid) = (q(&text(p, 0)), q(&text(p, 1)));
                 let extra = [
-                    ("id", q(&pid)),
-                    ("sessionID", q(&psid)),
-                    ("messageID", q(&mid)),
+                    ("id", pid.as_str()),
+                    ("sessionID", &psid),
+                    ("messageID", &qmid),
                 ];
-                push_line(&mut out, &data, &extra);
+                push_line(&mut out, bytes(p, 2), &extra);
             }
         }
     }
@@ -416,18 +407,25 @@ fn q(s: &str) -> String {
     crate::json::quote(s)
 }
 
+/// A column's bytes (text or blob; anything else as nothing).
+fn bytes<'a>(r: &'a Row, i: usize) -> &'a [u8] {
+    match r.get_ref(i) {
+        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => t,
+        _ => &[],
+    }
+}
+
 /// One row as a dump line: `{...data, extra}`; a `data` that is not a JSON object is
 /// kept as a string under `fen_unparsed_data` (the reader counts the line malformed).
-fn push_line(out: &mut Vec<u8>, data: &str, extra: &[(&str, String)]) {
-    let line = spread(data, extra).unwrap_or_else(|| {
+fn push_line(out: &mut Vec<u8>, data: &[u8], extra: &[(&str, &str)]) {
+    if !spread_into(out, data, extra) {
         let mut w = ObjectWriter::default();
         for (k, v) in extra {
             w.raw(k, v);
         }
-        w.string("fen_unparsed_data", data);
-        w.finish()
-    });
-    out.extend_from_slice(line.as_bytes());
+        w.string("fen_unparsed_data", &String::from_utf8_lossy(data));
+        out.extend_from_slice(w.finish().as_bytes());
+    }
     out.push(b'\n');
 }
 

@@ -9,12 +9,14 @@ use super::Generation;
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
-/// The fields of a dump line the rules need; everything else is skipped unread.
+/// The fields of a dump line the rules need; everything else is skipped unread, and
+/// the fields that can be large (texts, contents, errors) are looked at in place.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Fields {
+struct Fields<'a> {
     id: Option<Value>,
     #[serde(rename = "messageID")]
     message_id: Option<Value>,
@@ -23,23 +25,29 @@ struct Fields {
     kind: Option<String>,
     #[serde(rename = "parentID")]
     parent_id: Option<Value>,
-    summary: Option<Value>,
-    finish: Option<Value>,
-    error: Option<Value>,
+    #[serde(borrow)]
+    summary: Option<&'a RawValue>,
+    #[serde(borrow)]
+    finish: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
     #[serde(deserialize_with = "present")]
     tail_start_id: Option<Value>,
-    text: Option<Value>,
-    synthetic: Option<Value>,
-    ignored: Option<Value>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    synthetic: Option<&'a RawValue>,
+    #[serde(borrow)]
+    ignored: Option<&'a RawValue>,
     time: Option<Value>,
     directory: Option<Value>,
     title: Option<Value>,
     revert: Option<Value>,
-    version: Option<Value>,
     status: Option<Value>,
-    #[serde(rename = "providerContext")]
-    provider_context: Option<Value>,
-    content: Option<Value>,
+    #[serde(rename = "providerContext", borrow)]
+    provider_context: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
     /// A line fen-fs writes instead of rows it could not read (why, for people).
     fen_unreadable: Option<Value>,
 }
@@ -58,6 +66,21 @@ fn truthy(v: Option<&Value>) -> bool {
         Some(Value::String(s)) => !s.is_empty(),
         Some(_) => true,
     }
+}
+
+/// The same of a raw value, without parsing what it holds.
+fn truthy_raw(v: Option<&RawValue>) -> bool {
+    match v.map(|r| r.get().trim()) {
+        None | Some("null" | "false" | "\"\"") => false,
+        Some(t) if t.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) => {
+            t.parse::<f64>().is_ok_and(|f| f != 0.0)
+        }
+        Some(_) => true,
+    }
+}
+
+fn raw_string(v: Option<&RawValue>) -> Option<String> {
+    v.and_then(crate::json::as_string)
 }
 
 fn string(v: &Option<Value>) -> Option<String> {
@@ -173,7 +196,7 @@ impl OpencodeReader {
             let kind = f.kind.clone().unwrap_or_default();
             let v2_compaction = (kind == "compaction"
                 && f.status.as_ref().and_then(Value::as_str) == Some("completed"))
-            .then(|| f.provider_context.is_some());
+            .then(|| f.provider_context.is_some_and(|p| p.get().trim() != "null"));
             self.messages.push(Msg {
                 id,
                 start,
@@ -218,9 +241,9 @@ impl OpencodeReader {
             });
             let user_text = (m.role == "user"
                 && kind == "text"
-                && !truthy(f.synthetic.as_ref())
-                && !truthy(f.ignored.as_ref()))
-            .then(|| string(&f.text))
+                && !truthy_raw(f.synthetic)
+                && !truthy_raw(f.ignored))
+            .then(|| raw_string(f.text))
             .flatten();
             m.parts.push(PartRec {
                 id,
@@ -235,15 +258,15 @@ impl OpencodeReader {
             self.malformed += 1;
             return;
         };
-        let summary = truthy(f.summary.as_ref());
-        let finish = truthy(f.finish.as_ref());
+        let summary = truthy_raw(f.summary);
+        let finish = truthy_raw(f.finish);
         self.messages.push(Msg {
             id,
             start,
             len,
             role,
             parent_id: string(&f.parent_id),
-            summary_done: summary && finish && !truthy(f.error.as_ref()),
+            summary_done: summary && finish && !truthy_raw(f.error),
             summary_finished: summary && finish,
             summary,
             created_ms: time_field(&f.time, "created"),
@@ -364,10 +387,11 @@ fn v2_user_text(f: &Fields) -> Option<String> {
     if f.kind.as_deref() != Some("user") {
         return None;
     }
-    if let Some(t) = string(&f.text) {
+    if let Some(t) = raw_string(f.text) {
         return Some(t);
     }
-    f.content.as_ref()?.as_array()?.iter().find_map(|c| {
+    let content: Value = serde_json::from_str(f.content?.get()).ok()?;
+    content.as_array()?.iter().find_map(|c| {
         (c.get("type")?.as_str()? == "text")
             .then(|| c.get("text")?.as_str().map(str::to_string))
             .flatten()
