@@ -345,3 +345,52 @@ fn damaged_input_shows_why_and_the_rest_of_the_mount_works() {
     st.message("ses_half", "msg_2", "user", "whole");
     assert_eq!(texts(&conversation(&half)), ["whole"]);
 }
+
+#[test]
+fn opencode_is_found_where_it_keeps_its_data_and_its_opencode_db() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let xdg = tmp.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("opencode")).unwrap();
+    let mut db = Db::create(&xdg.join("opencode/opencode.db"));
+    db.session("ses_here", "/w", "In the data folder");
+    db.user("ses_here", "msg_1", "one");
+    // A database named by $OPENCODE_DB, outside the data folder.
+    let mut other = Db::create(&tmp.path().join("elsewhere.db"));
+    other.session("ses_there", "/w", "Named by OPENCODE_DB");
+    other.user("ses_there", "msg_2", "two");
+    let list = |xdg_data: &Path, opencode_db: &Path| {
+        let out = support::fen_fs()
+            .args(["list", "--all", "--store"])
+            .arg(&store)
+            .env("XDG_DATA_HOME", xdg_data)
+            .env("OPENCODE_DB", opencode_db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", support::out_text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = list(&xdg, &tmp.path().join("elsewhere.db"));
+    assert!(
+        text.contains("ses_here") && text.contains("ses_there"),
+        "{text}"
+    );
+    assert!(text.lines().filter(|l| l.starts_with("opencode")).count() == 2);
+    // No data folder at all: $OPENCODE_DB alone is enough.
+    let text = list(
+        &tmp.path().join("nothing"),
+        &tmp.path().join("elsewhere.db"),
+    );
+    assert!(
+        text.contains("ses_there") && !text.contains("ses_here"),
+        "{text}"
+    );
+    // The harness's defaults see none of it.
+    let out = support::fen_fs()
+        .args(["list", "--all", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("opencode"));
+}

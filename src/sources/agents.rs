@@ -77,11 +77,13 @@ pub fn roots(detect: bool, explicit: &[AgentRoot]) -> Vec<AgentRoot> {
 }
 
 /// Whether `root` holds `agent`'s sessions: its sessions folder (OpenCode: its data
-/// folder, which holds the databases and `storage/`), or for Cursor its `chats/`
-/// folder of `store.db` files.
+/// folder, which holds the databases and `storage/`, or a `$OPENCODE_DB` elsewhere),
+/// or for Cursor its `chats/` folder of `store.db` files.
 fn present(agent: Agent, root: &Path) -> bool {
     let dir = |p: PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
-    dir(sessions_folder(agent, root)) || (agent == Agent::Cursor && dir(root.join("chats")))
+    dir(sessions_folder(agent, root))
+        || (agent == Agent::Cursor && dir(root.join("chats")))
+        || (agent == Agent::Opencode && !super::opencode::databases(root).is_empty())
 }
 
 /// Parses `KIND=DIR` (`--source`).

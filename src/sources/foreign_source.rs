@@ -901,6 +901,15 @@ impl ForeignSource {
             (false, Some(why)) => field("resumable", &format!("no: {why}")),
             (false, None) => field("resumable", "no"),
         }
+        if let Some(rules) = &s.resume_rules {
+            field("rebuilt", rules);
+        }
+        if let Some(parent) = &s.parent_id {
+            field("parent", parent);
+        }
+        if s.archived {
+            field("archived", "yes");
+        }
         if let Some(p) = &s.preview {
             out.push_str(&format!(
                 "\nfirst request:\n  {}\n",
