@@ -181,6 +181,45 @@ fn a_session_written_for_pi_is_resumed_by_pi_whole() {
     assert!(after.starts_with(&before), "pi rewrote the file");
 }
 
+#[test]
+fn claude_code_continues_a_session_whose_project_folder_has_spaces_dots_accents_an_emoji_and_a_link()
+ {
+    let Some(bin) = agent_bin("resume_agents::claude_odd_cwd", "claude") else {
+        return;
+    };
+    // Claude Code names its project folder after the real path, one `-` per UTF-16
+    // unit that is not ASCII alphanumeric (an emoji is two); `--continue` looks there
+    // only (`--resume ID` would find the file in any project folder).
+    let mut sb = Sandbox::new("claude");
+    let real = sb
+        .tmp
+        .path()
+        .join("my proj.v2")
+        .join("e\u{301}t\u{e9} \u{1F600}");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = sb.tmp.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    sb.project = link;
+    let session = sample(Agent::Pi, &source_file(&sb), &sb.cwd(), false);
+    let target = Target::Agent {
+        agent: Agent::Claude,
+        root: sb.root.clone(),
+    };
+    make(&session, &target, &sb.cwd(), &ledger(&sb)).unwrap();
+    let mock = MockModel::any_api("Resumed.");
+    let out = claude_with(&bin, &sb, &mock, &["-p", "--continue", PROMPT]);
+    assert!(out.status.success(), "{}", text_of(&out));
+    let bodies = conversations(&mock);
+    let body = bodies
+        .last()
+        .unwrap_or_else(|| panic!("no request: {}", text_of(&out)));
+    in_order(
+        &anthropic_steps(body),
+        &[Step::user("Please list the files."), Step::user(PROMPT)],
+    )
+    .unwrap();
+}
+
 // ---------------------------------------------------------------------------
 // Through the command line, from other agents' real sessions (the public fixtures,
 // read in place) and a pi session file.

@@ -124,14 +124,26 @@ fn a_missing_target_root_is_named_and_not_created() {
 fn usage_errors_exit_2() {
     let t = tempfile::tempdir().unwrap();
     let (store, ids) = store_with_two_sessions(t.path());
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
     for args in [
         vec![ids[0].as_str(), "--in", "gemini"],
         vec![ids[0].as_str(), "--in", "fen", "--exec"],
+        vec![ids[0].as_str(), "--exec"],
+        // A fen session copied elsewhere stays a fen session: nothing to run either.
+        vec![
+            ids[0].as_str(),
+            "--cwd",
+            elsewhere.to_str().unwrap(),
+            "--exec",
+        ],
         vec![],
     ] {
         let o = resume(&store, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", out_text(&o));
     }
+    // Refused before anything was written.
+    assert_eq!(support::session_files(&store).len(), 2);
     assert!(fixtures().is_dir());
 }
 
@@ -229,6 +241,28 @@ fn a_session_its_agent_cannot_resume_is_refused_with_the_reason() {
             stderr(&o).contains("No conversation found"),
             "{}",
             stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn a_refused_session_without_an_id_is_named_by_its_file() {
+    // A rollout with no session_meta has no id to name it by.
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    let file = fixtures().join(
+        "codex/sessions/2026/05/13/rollout-2026-05-13T09-00-00-9e01c008-d9c9-5cae-9765-4d60c07e28e2.jsonl",
+    );
+    for args in [vec![], vec!["--in", "fen"]] {
+        let mut all = vec![file.to_str().unwrap()];
+        all.extend(args);
+        let o = resume_fixture(&store, &all);
+        assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("does not start with session metadata")
+                && e.contains(file.to_str().unwrap()),
+            "{e}"
         );
     }
 }

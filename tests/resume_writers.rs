@@ -128,9 +128,11 @@ fn claude_code_gets_one_chain_with_provenance_normalised_ids_and_a_title() {
     assert_eq!(chain[0]["subtype"], "compact_boundary");
     assert_eq!(chain[0]["parentUuid"], Value::Null);
     assert_eq!(chain[1]["isCompactSummary"], true);
-    assert_eq!(
-        chain[1]["message"]["content"],
-        "Earlier we set up the project skeleton."
+    assert!(
+        chain[1]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("summarized below:\nEarlier we set up the project skeleton.")
     );
     for w in chain.windows(2) {
         assert_eq!(w[1]["parentUuid"], w[0]["uuid"]);
@@ -181,6 +183,30 @@ fn claude_code_gets_one_chain_with_provenance_normalised_ids_and_a_title() {
     assert!(!all.contains("/elsewhere"));
     assert_eq!(made.report.dropped_context, 1);
     assert_eq!(made.report.synthesized_results, 1);
+}
+
+#[test]
+fn a_summary_for_claude_code_is_introduced_as_claude_code_introduces_its_own() {
+    // Claude Code sends its compact summary as the first user message: without its
+    // lead the model reads the summary as the user's own first request.
+    let s = setup();
+    let made = s.make(&s.sample(Agent::Codex, true), Agent::Claude);
+    let line = &lines(&made.path)[1];
+    assert_eq!(line["isCompactSummary"], true);
+    let content = line["message"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with(
+            "This session is being continued from a previous conversation that ran out of context."
+        ),
+        "{content}"
+    );
+    // fen-fs reads it back as the bare summary, so it is carried on as one.
+    let m = fen_fs::sources::claude::to_neutral(&line["message"]).unwrap();
+    assert!(m.summary);
+    assert_eq!(
+        m.parts,
+        vec![text("Earlier we set up the project skeleton.")]
+    );
 }
 
 #[test]
@@ -418,7 +444,7 @@ fn fen_gets_a_session_starting_with_a_compaction_of_the_conversation() {
     let messages = ls[1]["messages"].as_array().unwrap();
     assert_eq!(
         messages[0],
-        serde_json::json!({"role": "user", "content": "Earlier we set up the project skeleton."})
+        serde_json::json!({"role": "user", "content": "The conversation before this point was compacted. Summary:\n\nEarlier we set up the project skeleton."})
     );
     assert_eq!(
         messages[1],
@@ -443,6 +469,28 @@ fn fen_gets_a_session_starting_with_a_compaction_of_the_conversation() {
     let conv: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(&conv, messages);
     assert!(ns.starts_with("--"));
+}
+
+#[test]
+fn a_summary_carried_into_fen_stays_a_summary_when_carried_on() {
+    // fen's compaction holds the summary as §3's synthetic message, which the model
+    // reads as a summary and fen-fs reads back as one: carried on to Claude Code it
+    // becomes its compact summary again, not a plain first request.
+    use fen_fs::sources::SessionSource;
+    let s = setup();
+    let made = s.make(&s.sample(Agent::Codex, true), Agent::Fen);
+    let (ns, dir) = made.fen_dir.clone().unwrap();
+    let store = Arc::new(fen_fs::store::Store::open_existing(&s.store));
+    let fen = fen_fs::sources::fen::FenSource::new(store);
+    let again = fen.messages(&ns, &dir, false).unwrap();
+    assert!(again.messages[0].summary, "{:?}", again.messages[0]);
+    assert_eq!(
+        again.messages[0].parts,
+        vec![text("Earlier we set up the project skeleton.")]
+    );
+    let claude = s.make(&again, Agent::Claude);
+    let first = &lines(&claude.path)[0];
+    assert_eq!(first["subtype"], "compact_boundary", "{first}");
 }
 
 #[test]
@@ -475,6 +523,29 @@ fn the_same_unchanged_source_gives_the_session_already_made() {
 }
 
 #[test]
+fn resumes_of_the_same_source_at_once_make_one_session() {
+    // Two `fen-fs resume ID --in pi` started together (a script, a double click):
+    // the second waits for the first and prints the session it made.
+    let s = setup();
+    let session = s.sample(Agent::Claude, false);
+    let start = std::sync::Barrier::new(4);
+    let made: Vec<Made> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    s.make(&session, Agent::Pi)
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(files_under(&s.root.join("sessions")).len(), 1);
+    assert_eq!(made.iter().filter(|m| m.earlier.is_none()).count(), 1);
+    assert!(made.iter().all(|m| m.id == made[0].id));
+}
+
+#[test]
 fn another_cwd_moves_the_new_session_and_its_cwd_fields() {
     let s = setup();
     let moved = s.tmp.path().join("renamed-project");
@@ -502,6 +573,30 @@ fn another_cwd_moves_the_new_session_and_its_cwd_fields() {
     let gone = format!("{}/no-longer-here", s.cwd);
     let made = make(&session, &s.target(Agent::Pi), &gone, &s.ledger()).unwrap();
     assert_eq!(lines(&made.path)[0]["cwd"], gone.as_str());
+}
+
+#[test]
+fn a_cwd_reached_through_a_link_gets_the_folder_of_its_real_path_in_pi_too() {
+    // pi (like Claude Code) names the folder after process.cwd(), which is the real
+    // path: run from the link, `pi --session ID` would otherwise find the session
+    // only in "a different project" and offer to fork it.
+    let s = setup();
+    let link = s.tmp.path().join("link-to-project");
+    std::os::unix::fs::symlink(&s.cwd, &link).unwrap();
+    let link = link.to_string_lossy().into_owned();
+    let session = s.sample(Agent::Claude, false);
+    let made = make(&session, &s.target(Agent::Pi), &link, &s.ledger()).unwrap();
+    let real = std::fs::canonicalize(&s.cwd).unwrap();
+    let folder = format!(
+        "--{}--",
+        real.to_string_lossy()
+            .trim_start_matches('/')
+            .replace('/', "-")
+    );
+    assert_eq!(
+        made.path.parent().unwrap(),
+        s.root.join("sessions").join(folder)
+    );
 }
 
 #[test]

@@ -77,12 +77,13 @@ fn parse_view(s: &str) -> Result<ViewKind, String> {
 /// Which other agents' stores to show (`mount`, `list`, `show`).
 #[derive(clap::Args, Debug, Clone, Default)]
 struct SourceArgs {
-    /// Show KIND's sessions from DIR (KIND: pi, claude or codex); repeatable; replaces
-    /// the detected root of that agent.
+    /// Show KIND's sessions from DIR (KIND: pi, claude, codex, gemini, copilot, cursor,
+    /// openclaw); repeatable; replaces the detected root of that agent.
     #[arg(long = "source", value_name = "KIND=DIR", value_parser = agents::parse_source)]
     sources: Vec<AgentRoot>,
     /// Do not look for other agents' stores ($PI_CODING_AGENT_DIR or ~/.pi/agent,
-    /// $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex).
+    /// $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex, ~/.gemini, ~/.copilot,
+    /// ~/.cursor, ~/.openclaw...).
     #[arg(long)]
     no_detect: bool,
 }

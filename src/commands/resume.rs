@@ -274,6 +274,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     // `--cwd` without `--in`: a copy in its own agent.
     let agent = args.target.unwrap_or(source_agent);
+    if args.exec && agent == Agent::Fen {
+        eprintln!(
+            "fen-fs: --exec has nothing to run for a fen session: it goes on through its ctl file"
+        );
+        return Ok(ExitCode::from(2));
+    }
     if !TARGETS.contains(&agent.name()) {
         return Err(Error::invalid(format!(
             "fen-fs cannot write {} sessions; continue it in another agent with --in {}",
@@ -290,9 +296,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .map(|c| naming::normalize_cwd(&c))
             .ok_or_else(|| {
                 Error::invalid(format!(
-                    "{} session {} records no working directory: say where to continue it with --cwd DIR",
-                    source_agent.name(),
-                    facts.id
+                    "{} records no working directory: say where to continue it with --cwd DIR",
+                    crate::resume::session_name(facts)
                 ))
             })?,
     };

@@ -10,15 +10,20 @@ use super::convert::{Conversation, Item};
 use super::draft::{Clock, Context, Draft, Obj, VERSION, iso, uuid_v4, value};
 use std::path::Path;
 
+/// How Claude Code introduces its compact summary to the model (fen-fs's Claude
+/// reader takes it off again).
+const SUMMARY_LEAD: &str = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n";
+
 /// Claude Code cuts longer project folder names (SDK `MAX_SANITIZED_LENGTH`).
 const MAX_SANITIZED_LENGTH: usize = 200;
 
 /// The JS `simpleHash` the SDK ports (`sessions.py` `_simple_hash`): a 32-bit
-/// `h = h*31 + c` over the characters, its absolute value in base 36.
+/// `h = h*31 + c` over the string's UTF-16 units (`charCodeAt`, as the CLI runs it),
+/// its absolute value in base 36.
 fn simple_hash(s: &str) -> String {
     let mut h: i32 = 0;
-    for c in s.chars() {
-        h = h.wrapping_shl(5).wrapping_sub(h).wrapping_add(c as i32);
+    for c in s.encode_utf16() {
+        h = h.wrapping_shl(5).wrapping_sub(h).wrapping_add(i32::from(c));
     }
     let mut n = (h as i64).unsigned_abs();
     if n == 0 {
@@ -34,29 +39,36 @@ fn simple_hash(s: &str) -> String {
     String::from_utf8(out).expect("ASCII digits")
 }
 
-/// The project folder name of `dir` (already resolved): every character that is not
-/// `[A-Za-z0-9]` as `-`; past 200 characters, the first 200, `-` and a hash.
+/// The project folder name of `dir` (already resolved): every UTF-16 unit that is not
+/// `[A-Za-z0-9]` as `-` (Claude Code's regex runs over a JS string, so a character
+/// outside the BMP, an emoji, gives two); past 200 of them, the first 200, `-` and a
+/// hash.
 pub fn project_folder(dir: &str) -> String {
-    let sanitized: String = dir
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    if sanitized.chars().count() <= MAX_SANITIZED_LENGTH {
+    let mut sanitized = String::with_capacity(dir.len());
+    for c in dir.chars() {
+        if c.is_ascii_alphanumeric() {
+            sanitized.push(c);
+        } else {
+            sanitized.extend(std::iter::repeat_n('-', c.len_utf16()));
+        }
+    }
+    // ASCII only from here: bytes are characters and UTF-16 units.
+    if sanitized.len() <= MAX_SANITIZED_LENGTH {
         return sanitized;
     }
-    let head: String = sanitized.chars().take(MAX_SANITIZED_LENGTH).collect();
-    format!("{head}-{}", simple_hash(dir))
+    format!(
+        "{}-{}",
+        &sanitized[..MAX_SANITIZED_LENGTH],
+        simple_hash(dir)
+    )
 }
 
 /// The project folder Claude Code uses for `cwd`: named after its real path (links
 /// resolved; the path as given when it does not exist). For a name cut with a hash,
-/// a folder the CLI already made with the same first 200 characters wins: the CLI
-/// running under Bun hashes differently from the SDK (as the SDK's own lookup allows).
+/// a folder the CLI already made with the same first 200 characters wins: Claude
+/// Code, like the SDK, also looks a session up among the folders with that prefix.
 pub fn project_folder_for(projects: &Path, cwd: &str) -> String {
-    let real = std::fs::canonicalize(cwd)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| cwd.to_string());
-    let name = project_folder(&real);
+    let name = project_folder(&super::draft::real_path(cwd));
     if name.chars().count() > MAX_SANITIZED_LENGTH {
         let head: String = name.chars().take(MAX_SANITIZED_LENGTH + 1).collect();
         if let Ok(rd) = std::fs::read_dir(projects) {
@@ -125,7 +137,7 @@ pub fn write(conv: &Conversation, ctx: &Context, folder: String) -> Draft {
         let uuid = uuid_v4();
         let message = Obj::new()
             .put("role", "user")
-            .put("content", summary)
+            .put("content", format!("{SUMMARY_LEAD}{summary}"))
             .text();
         out.push_str(
             &head(&Some(boundary))
@@ -196,5 +208,27 @@ mod tests {
         assert_eq!(simple_hash(""), "0");
         // Java's "hello".hashCode() = 99162322 = "1n1e4y" in base 36.
         assert_eq!(simple_hash("hello"), "1n1e4y");
+    }
+
+    #[test]
+    fn characters_outside_the_bmp_count_twice_as_in_claude_codes_utf16_strings() {
+        // Folder names Claude Code 2.1.330 itself made when run in these folders: its
+        // regex replaces each UTF-16 unit (an emoji is two), the hash sums the units.
+        assert_eq!(
+            project_folder("/tmp/rv1/pr oj.x/e\u{301}t\u{e9}-\u{1F600}"),
+            "-tmp-rv1-pr-oj-x-e-t----"
+        );
+        let long = format!("/tmp/rv1/{}/{}", "a".repeat(120), "\u{1F600}b".repeat(50));
+        let sanitized = format!("-tmp-rv1-{}-{}", "a".repeat(120), "--b".repeat(50));
+        assert_eq!(
+            project_folder(&long),
+            format!("{}-tj0tcq", &sanitized[..200])
+        );
+        let long = format!("/tmp/rv1/{}/{}", "a".repeat(120), "b".repeat(100));
+        let sanitized = format!("-tmp-rv1-{}-{}", "a".repeat(120), "b".repeat(100));
+        assert_eq!(
+            project_folder(&long),
+            format!("{}-xa8see", &sanitized[..200])
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! The command that resumes a session in its agent, printed for the user (and run
 //! by `--exec`): `claude --resume ID`, `codex resume ID`, `pi --session ID`, from the
-//! session's working directory. Claude Code finds a session only from the cwd it
-//! belongs to; pi asks to fork a session of another cwd; Codex's picker filters by
-//! cwd: so every command starts with `cd CWD &&`.
+//! session's working directory. An agent works in the folder it starts in, Claude
+//! Code's picker and `--continue` list only that folder's sessions, pi asks to fork a
+//! session of another cwd, Codex's picker filters by cwd: so every command starts
+//! with `cd CWD &&`.
 
 use crate::agent::Agent;
 

@@ -297,10 +297,11 @@ pub fn convert(messages: &[Message], rules: Rules) -> Conversation {
                             is_error,
                             ..
                         } => {
-                            let slot = calls
-                                .iter()
-                                .position(|(src, _)| src == call_id)
-                                .filter(|k| !answered.contains_key(k));
+                            // The first call of this id not answered yet (ids
+                            // may repeat within a turn).
+                            let slot = calls.iter().enumerate().position(|(k, (src, _))| {
+                                src == call_id && !answered.contains_key(&k)
+                            });
                             match slot {
                                 Some(k) => {
                                     let call = &calls[k].1;
@@ -797,6 +798,34 @@ mod tests {
         assert!(rest[0].contains("stray"), "{rest:?}");
         assert!(rest[1].contains("twice"), "{rest:?}");
         assert_eq!(rest[2], "next");
+    }
+
+    #[test]
+    fn results_answer_calls_sharing_an_id_in_the_calls_order() {
+        // Some servers give every call of a turn the same id (or none): each result
+        // answers the first call of its id not yet answered.
+        let m = vec![
+            msg(Role::User, vec![text("go")]),
+            msg(Role::Assistant, vec![call("", "A"), call("", "B")]),
+            msg(Role::Tool, vec![result("", "one")]),
+            msg(Role::Tool, vec![result("", "two")]),
+        ];
+        let c = convert(&m, Rules::new(Agent::Fen, Agent::Pi));
+        let Item::Results { results, .. } = &c.items[2] else {
+            panic!("{:?}", c.items)
+        };
+        let got: Vec<(&str, &str, Vec<Part>)> = results
+            .iter()
+            .map(|r| (r.call_id.as_str(), r.name.as_str(), r.content.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("call_fen_1", "A", vec![text("one")]),
+                ("call_fen_2", "B", vec![text("two")])
+            ]
+        );
+        assert_eq!(c.report, Report::default());
     }
 
     #[test]

@@ -179,6 +179,14 @@ impl Clock {
     }
 }
 
+/// `cwd` with its links resolved, as the agents name their folders (they take
+/// `getcwd()`, the real path); as given when it does not exist.
+pub fn real_path(cwd: &str) -> String {
+    std::fs::canonicalize(cwd)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| cwd.to_string())
+}
+
 /// RFC 3339 UTC with milliseconds and `Z` (what all three agents write).
 pub fn iso(t: DateTime<Utc>) -> String {
     crate::store::naming::timestamp(t)

@@ -1,7 +1,8 @@
 //! The fen writer: a new fen session whose first entry is a compaction holding the
 //! conversation as its `messages` (§3: they replace the history), so that any
 //! session goes on through `ctl`. The messages take Anthropic's Messages API shapes
-//! (content blocks, `tool_use`, `tool_result`); a summary is the first user message.
+//! (content blocks, `tool_use`, `tool_result`); a summary is the first user message,
+//! as §3's synthetic summary message.
 //! Then a `metadata` entry saying where it came from, and its title.
 
 use super::anthropic;
@@ -13,12 +14,9 @@ use serde_json::Value;
 pub fn entries(conv: &Conversation, ctx: &Context) -> (Vec<String>, Vec<Value>) {
     let mut messages: Vec<String> = Vec::new();
     if let Some(summary) = &conv.summary {
-        messages.push(
-            Obj::new()
-                .put("role", "user")
-                .put("content", summary)
-                .text(),
-        );
+        // The message §3 puts in place of compacted history: the model reads it as a
+        // summary, and fen-fs reads it back as one when the session is carried on.
+        messages.push(crate::store::index::synthetic_summary_message(summary));
     }
     // fen's own sessions keep no reasoning (no vendor takes it back through ctl).
     messages.extend(

@@ -140,6 +140,23 @@ impl Ledger {
         })
     }
 
+    /// The ledger taken for one run (find, write, add): an exclusive lock on its
+    /// file, so that a second resume of the same source started meanwhile waits and
+    /// then finds the session the first made. Released when the value drops.
+    pub fn hold(&self) -> Result<crate::store::lock::HeldFile> {
+        let dir = self
+            .folder(true)
+            .map_err(|e| Error::io(self.path().display(), &e))?;
+        let (f, _) = dir
+            .open_file_with(
+                layout::RESUME_LEDGER,
+                libc::O_RDWR | libc::O_APPEND | libc::O_CREAT,
+                0o600,
+            )
+            .map_err(|e| Error::io(self.path().display(), &e))?;
+        crate::store::lock::HeldFile::exclusive(f)
+    }
+
     /// Adds `record` (one line, appended with one write).
     pub fn add(&self, record: &Record) -> Result<()> {
         let mut line = serde_json::to_string(record).expect("a record serializes");

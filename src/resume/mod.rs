@@ -91,15 +91,28 @@ fn title_of(session: &SessionMessages) -> String {
     format!("{base} (from {})", f.agent.name())
 }
 
+/// How messages name a session: its agent and id, or its file when it has no id
+/// (a file its agent cannot read).
+pub fn session_name(f: &crate::neutral::SessionFacts) -> String {
+    if f.id.is_empty() {
+        format!(
+            "{} session file {}",
+            f.agent.name(),
+            f.source_path.display()
+        )
+    } else {
+        format!("{} session {}", f.agent.name(), f.id)
+    }
+}
+
 /// Why a session cannot be continued, if it cannot: its agent would refuse it, or
 /// its conversation is empty.
 pub fn unresumable(session: &SessionMessages) -> Option<String> {
     let f = &session.facts;
     if !f.resumable {
         return Some(format!(
-            "{} session {} cannot be resumed: {}",
-            f.agent.name(),
-            f.id,
+            "{} cannot be resumed: {}",
+            session_name(f),
             f.not_resumable_reason
                 .as_deref()
                 .unwrap_or("its agent would refuse it")
@@ -114,9 +127,8 @@ pub fn unresumable(session: &SessionMessages) -> Option<String> {
     };
     if !session.messages.iter().any(speaks) {
         return Some(format!(
-            "{} session {} has an empty conversation: nothing to continue",
-            f.agent.name(),
-            f.id
+            "{} has an empty conversation: nothing to continue",
+            session_name(f)
         ));
     }
     None
@@ -138,6 +150,14 @@ pub fn make(
     let stamp = (!facts.source_path.as_os_str().is_empty())
         .then(|| ledger::stamp(&facts.source_path).ok())
         .flatten();
+    // Held until the new session is recorded: the same resume started meanwhile
+    // waits, then finds it.
+    let _held = stamp.as_ref().and_then(|_| {
+        ledger
+            .hold()
+            .map_err(|e| log::warn!("the resume ledger cannot be locked: {}", e.reason))
+            .ok()
+    });
     if let Some(s) = &stamp
         && let Some(r) = ledger.find(s, agent, cwd)
     {
@@ -155,9 +175,8 @@ pub fn make(
     let conv = convert::convert(&session.messages, Rules::new(facts.agent, agent));
     if conv.is_empty() {
         return Err(Error::invalid(format!(
-            "{} session {}: nothing is left to continue once its injected context is left out",
-            facts.agent.name(),
-            facts.id
+            "{}: nothing is left to continue once its injected context is left out",
+            session_name(facts)
         )));
     }
     let ctx = Context {
@@ -222,7 +241,7 @@ fn make_file(
             claude::write(conv, ctx, folder)
         }
         Agent::Codex => codex::write(conv, ctx),
-        Agent::Pi => pi::write(conv, ctx),
+        Agent::Pi => pi::write(conv, ctx, pi::session_folder(&draft::real_path(&ctx.cwd))),
         other => {
             return Err(Error::invalid(format!(
                 "fen-fs cannot write {} sessions (targets: fen, pi, claude, codex)",

@@ -16,7 +16,8 @@ use std::collections::HashSet;
 const HEADER_MAX: usize = 512;
 
 /// pi's folder for `cwd`: without its leading `/`, every `/`, `\` and `:` as `-`,
-/// wrapped in `--` (`getDefaultSessionDir`; no cut for long names).
+/// wrapped in `--` (`getDefaultSessionDir`; no cut for long names). pi passes it
+/// `process.cwd()`, the real path: give it one.
 pub fn session_folder(cwd: &str) -> String {
     let trimmed = cwd
         .strip_prefix('/')
@@ -140,8 +141,8 @@ impl Chain {
     }
 }
 
-/// The new session.
-pub fn write(conv: &Conversation, ctx: &Context) -> Draft {
+/// The new session: `folder` is the folder of its cwd's real path (`session_folder`).
+pub fn write(conv: &Conversation, ctx: &Context, folder: String) -> Draft {
     let id = uuid_v7();
     let now = iso(ctx.now);
     let header = |with_parent: bool| {
@@ -268,7 +269,7 @@ pub fn write(conv: &Conversation, ctx: &Context) -> Draft {
     Draft {
         file_name: format!("{stamp}_{id}.jsonl"),
         id,
-        folders: vec!["sessions".into(), session_folder(&ctx.cwd)],
+        folders: vec!["sessions".into(), folder],
         bytes: chain.out.into_bytes(),
         expected,
     }

@@ -44,7 +44,21 @@ pub fn publish(
                 chain.push(d);
             }
             Err(e) => {
-                let err = Error::io(here.path().join(f).display(), &e);
+                let path = here.path().join(f);
+                let is_link = here
+                    .stat(f)
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+                let err = if is_link {
+                    Error::new(
+                        libc::ELOOP,
+                        format!(
+                            "{} is a symbolic link: fen-fs does not follow links inside an agent's folder",
+                            path.display()
+                        ),
+                    )
+                } else {
+                    Error::io(path.display(), &e)
+                };
                 undo(&chain, &made);
                 return Err(err);
             }
@@ -217,6 +231,26 @@ mod tests {
         assert_eq!(err.errno, libc::EEXIST);
         assert_eq!(std::fs::read(t.path().join("s.jsonl")).unwrap(), b"mine\n");
         assert_eq!(names(t.path()), ["s.jsonl"]);
+    }
+
+    #[test]
+    fn a_link_where_a_folder_goes_is_refused_by_name_and_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let root = t.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("a")).unwrap();
+        let err = publish(&root, &["a".into(), "b".into()], "s.jsonl", b"{}\n", |_| {
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(
+            err.reason.contains("is a symbolic link") && err.reason.contains("root/a"),
+            "{}",
+            err.reason
+        );
+        assert!(names(&elsewhere).is_empty());
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod md5;
 mod protobuf;
 mod reader;
 
-pub use reader::{CursorStoreReader, to_neutral};
+pub use reader::{CursorStoreReader, is_blob_shape, to_neutral};
 
 use super::sqlite_ro;
 use super::units::{Dump, Signature, UnitInfo, UnitSource};

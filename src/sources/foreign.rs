@@ -46,16 +46,17 @@ pub struct ForeignSummary {
     pub roles: BTreeMap<String, u64>,
     /// Compactions on the resumed path (or in the history), for meta.json.
     pub compactions: u64,
-    /// The agent archived the session (OpenCode `time_archived`; the agents that
-    /// keep archived sessions apart mark them too): hidden from its default list.
+    /// The agent keeps the session archived (Codex `archived_sessions/`, OpenCode
+    /// `time_archived`...): shown all the same, marked in meta.json.
     #[serde(default)]
     pub archived: bool,
     /// The session this one was spawned from (OpenCode's child sessions), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
-    /// How sure the rebuild is, when it is not the agent's own rule followed to the
-    /// letter (`"best effort"`: closed or unverified formats).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How far `conversation.json` is the agent's own rebuild: `None` when it follows
+    /// the agent's code or observed behaviour, else a short note (`"best effort"`)
+    /// for an agent whose resume rules are not public.
+    #[serde(default)]
     pub resume_rules: Option<String>,
 }
 
@@ -75,6 +76,13 @@ pub trait ForeignReader: Send {
 
     /// The messages the agent would resume with (empty when it cannot resume).
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces>;
+
+    /// Whether the agent only ever appends to the file, so that a file that grew can
+    /// be read on from where the reader stopped. False for a file the agent rewrites
+    /// in place (Gemini's legacy `.json`): any change means a fresh read.
+    fn follows_appends(&self) -> bool {
+        true
+    }
 
     /// The messages with what the file says of each (entry id, time). `history`
     /// false: exactly `conversation`'s messages, in order. `history` true: every

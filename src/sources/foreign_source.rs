@@ -42,7 +42,8 @@ pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 const READER_CACHE: usize = 32;
 /// How much of a file one `read` takes while feeding a reader.
 const CHUNK: usize = 8 << 20;
-const INDEX_VERSION: u32 = 1;
+/// 2: summaries carry `archived` and `resume_rules`.
+const INDEX_VERSION: u32 = 2;
 
 /// What the index keeps per session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,6 +113,10 @@ struct Index {
     /// namespace → session dir → file.
     by_ns: BTreeMap<String, BTreeMap<String, PathBuf>>,
     dir_of: HashMap<PathBuf, (String, String)>,
+    /// For agents showing one session per id (`agents::one_session_per_id`): id →
+    /// the files carrying it; only the one `agents::prefer` ranks first is placed in
+    /// `by_ns`, the others wait in `files` in case it goes.
+    by_id: HashMap<String, Vec<PathBuf>>,
     folders: HashMap<PathBuf, FolderScan>,
     /// Codex renames (`session_index.jsonl`): id → name, with the file's stamp.
     renames: HashMap<String, String>,
@@ -143,7 +148,8 @@ struct Following {
 pub struct ForeignSource {
     agent: Agent,
     root: PathBuf,
-    sessions: PathBuf,
+    /// The folders holding its session files (most agents have one).
+    folders: Vec<agents::SessionsFolder>,
     /// Where the index is persisted (in fen's store, never in the agent's folder).
     cache_file: Option<crate::store::layout::CacheFile>,
     index: Mutex<Index>,
@@ -198,7 +204,7 @@ impl ForeignSource {
             fen_root: fen_root.map(Path::to_path_buf),
             agent: root.agent,
             root: root.root.clone(),
-            sessions: agents::sessions_folder(root.agent, &root.root),
+            folders: agents::sessions_folders(root.agent, &root.root),
             cache_file,
             index: Mutex::new(Index::default()),
             ready: Condvar::new(),
@@ -245,14 +251,15 @@ impl ForeignSource {
         let mut groups: BTreeMap<Option<String>, Vec<PathBuf>> = BTreeMap::new();
         let mut folder_hints: HashMap<PathBuf, Option<String>> = HashMap::new();
         for path in todo {
+            let hint_of = |path: &Path| self.hint_of(path).map(|c| naming::slug(&c));
             let hint = if agents::folders_are_projects(self.agent) {
                 let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
                 folder_hints
                     .entry(folder)
-                    .or_insert_with(|| self.hint_of(&path).map(|c| naming::slug(&c)))
+                    .or_insert_with(|| hint_of(&path))
                     .clone()
             } else {
-                self.hint_of(&path).map(|c| naming::slug(&c))
+                hint_of(&path)
             };
             // A file that names no cwd near its start most likely has none at all.
             let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
@@ -397,23 +404,43 @@ impl ForeignSource {
         let mut scans = std::mem::take(&mut self.index.lock().unwrap().folders);
         let mut out = Vec::new();
         let mut next = HashMap::new();
-        walk_folder(
-            self.agent,
-            &self.sessions,
-            agents::file_depth(self.agent),
-            &mut scans,
-            &mut next,
-            &mut out,
-        );
+        for top in &self.folders {
+            let mut walk = Walk {
+                agent: self.agent,
+                top,
+                old: &mut scans,
+                new: &mut next,
+                out: &mut out,
+            };
+            walk.folder(&top.path, 0);
+        }
         self.index.lock().unwrap().folders = next;
         out.sort();
         self.with_units(out)
     }
 
     fn insert(&self, idx: &mut Index, path: PathBuf, e: FileEntry) {
-        remove(idx, &path);
+        self.remove(idx, &path);
+        let id = (agents::one_session_per_id(self.agent) && !e.summary.id.is_empty())
+            .then(|| e.summary.id.clone());
+        idx.files.insert(path.clone(), e);
+        idx.generation += 1;
+        match id {
+            Some(id) => {
+                idx.by_id.entry(id.clone()).or_default().push(path);
+                self.elect(idx, &id);
+            }
+            None => self.place(idx, path),
+        }
+    }
+
+    /// Shows the indexed file `path` as a session folder of its namespace.
+    fn place(&self, idx: &mut Index, path: PathBuf) {
+        let Some(e) = idx.files.get(&path) else {
+            return;
+        };
         let ns = e.namespace();
-        let mut dir = session_dir_name(self.agent, &path, &e);
+        let mut dir = session_dir_name(self.agent, &path, e);
         if idx
             .by_ns
             .get(&ns)
@@ -427,13 +454,53 @@ impl ForeignSource {
             .entry(ns.clone())
             .or_default()
             .insert(dir.clone(), path.clone());
-        idx.dir_of.insert(path.clone(), (ns, dir));
+        idx.dir_of.insert(path, (ns, dir));
         if let Some(cwd) = &e.summary.cwd {
             // A candidate for placing Cursor stores, which name their cwd by MD5 only.
             super::cursor_store::note_cwd(cwd);
         }
-        idx.files.insert(path, e);
         idx.generation += 1;
+    }
+
+    /// Of the files carrying session `id`, places the preferred one and hides the rest.
+    fn elect(&self, idx: &mut Index, id: &str) {
+        let Some(group) = idx.by_id.get(id).cloned() else {
+            return;
+        };
+        let winner = group
+            .iter()
+            .filter_map(|p| idx.files.get(p).map(|e| (p, &e.summary)))
+            .max_by(|a, b| agents::prefer(self.agent, (a.0, a.1), (b.0, b.1)))
+            .map(|(p, _)| p.clone());
+        for p in &group {
+            if Some(p) != winner.as_ref() {
+                unplace(idx, p);
+            }
+        }
+        if let Some(w) = winner
+            && !idx.dir_of.contains_key(&w)
+        {
+            self.place(idx, w);
+        }
+    }
+
+    /// Drops `path` from the index; a file it hid (same session id) shows again.
+    fn remove(&self, idx: &mut Index, path: &Path) {
+        let id = idx.files.get(path).map(|e| e.summary.id.clone());
+        if idx.files.remove(path).is_some() {
+            idx.generation += 1;
+        }
+        unplace(idx, path);
+        if let Some(id) = id
+            && let Some(group) = idx.by_id.get_mut(&id)
+        {
+            group.retain(|p| p != path);
+            if group.is_empty() {
+                idx.by_id.remove(&id);
+            } else {
+                self.elect(idx, &id);
+            }
+        }
     }
 
     /// Brings `idx` up to date with the folders: new files are read, vanished ones
@@ -450,7 +517,13 @@ impl ForeignSource {
             // Folders with events since their last read: their files' namespaces must
             // be re-stat'ed, and the walk must look at them again.
             let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
-            let mut changed = folders.is_empty();
+            // A sessions folder missing at the last walk is not watched: one `lstat`
+            // tells whether it appeared since.
+            // (A source of units alone has no folders to watch: its units tell.)
+            let mut changed = (folders.is_empty() && !self.folders.is_empty())
+                || self.folders.iter().any(|f| {
+                    !idx.folders.contains_key(&f.path) && std::fs::symlink_metadata(&f.path).is_ok()
+                });
             for f in &folders {
                 let key = f.to_string_lossy();
                 if watch.changed(&key, f) {
@@ -489,7 +562,7 @@ impl ForeignSource {
             .cloned()
             .collect();
         for p in gone {
-            remove(&mut idx, &p);
+            self.remove(&mut idx, &p);
         }
         let mut stale: Vec<PathBuf> = found
             .iter()
@@ -501,8 +574,18 @@ impl ForeignSource {
             && let Some(dirs) = idx.by_ns.get(ns)
         {
             for path in dirs.values() {
-                if self.stamp_of(path) != idx.files.get(path).map(|e| e.stamp) {
-                    stale.push(path.clone());
+                // With the files it hides: one of them may now be preferred.
+                let twins = idx
+                    .files
+                    .get(path)
+                    .and_then(|e| idx.by_id.get(&e.summary.id))
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| *p != path);
+                for p in std::iter::once(path).chain(twins) {
+                    if self.stamp_of(p) != idx.files.get(p).map(|e| e.stamp) {
+                        stale.push(p.clone());
+                    }
                 }
             }
         }
@@ -523,7 +606,7 @@ impl ForeignSource {
         let mut idx = self.index.lock().unwrap();
         match read {
             Ok(e) => self.insert(&mut idx, path.to_path_buf(), e),
-            Err(_) => remove(&mut idx, path),
+            Err(_) => self.remove(&mut idx, path),
         }
     }
 
@@ -562,7 +645,8 @@ impl ForeignSource {
                 if c.stamp.dev == stamp.dev
                     && c.stamp.ino == stamp.ino
                     && stamp.size >= c.stamp.size
-                    && (stamp.size > c.stamp.size || stamp == c.stamp) =>
+                    && (stamp.size > c.stamp.size && c.reader.follows_appends()
+                        || stamp == c.stamp) =>
             {
                 c
             }
@@ -570,10 +654,7 @@ impl ForeignSource {
                 stamp,
                 consumed: 0,
                 tail: Vec::new(),
-                reader: agents::reader_for(
-                    self.agent,
-                    &path.file_name().unwrap_or_default().to_string_lossy(),
-                ),
+                reader: agents::reader_for_path(self.agent, path),
                 used: 0,
             },
         };
@@ -599,7 +680,17 @@ impl ForeignSource {
     }
 
     fn read_file(&self, path: &Path) -> Result<FileEntry> {
-        let (_, stamp, summary) = self.with_reader(path, |r, tail| r.summary(tail))?;
+        let (_, stamp, mut summary) = self.with_reader(path, |r, tail| r.summary(tail))?;
+        agents::complete_summary(self.agent, &self.root, path, &mut summary);
+        if !summary.resumable
+            && let Some(why) = &summary.not_resumable_reason
+        {
+            log::warn!(
+                "{} session {}: not resumable: {why}",
+                self.agent.name(),
+                path.display()
+            );
+        }
         Ok(FileEntry { stamp, summary })
     }
 
@@ -897,6 +988,10 @@ impl ForeignSource {
             &format!("{} ({} malformed lines)", s.entries, s.malformed_lines),
         );
         match (&s.resumable, &s.not_resumable_reason) {
+            (true, _) if s.resume_rules.is_some() => field(
+                "resumable",
+                &format!("yes ({})", s.resume_rules.as_deref().unwrap_or_default()),
+            ),
             (true, _) => field("resumable", "yes"),
             (false, Some(why)) => field("resumable", &format!("no: {why}")),
             (false, None) => field("resumable", "no"),
@@ -944,12 +1039,12 @@ struct ForeignMeta<'a> {
     source_path: &'a Path,
     resumable: bool,
     not_resumable_reason: Option<&'a str>,
-    /// `"best effort"` where the rebuild follows an unverified or closed format.
+    /// How far `conversation.json` is a guess at the agent's rebuild (`"best effort"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     resume_rules: Option<&'a str>,
     /// Whether the agent's own session picker lists it.
     listed_by_agent: bool,
-    /// The agent archived it (hidden from its default list).
+    /// Whether the agent keeps it archived.
     archived: bool,
     /// The session it was spawned from (a subagent's), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -982,10 +1077,8 @@ fn piece_len(p: &Piece) -> u64 {
     }
 }
 
-fn remove(idx: &mut Index, path: &Path) {
-    if idx.files.remove(path).is_some() {
-        idx.generation += 1;
-    }
+/// Takes `path`'s session folder out of its namespace (the file stays indexed).
+fn unplace(idx: &mut Index, path: &Path) {
     if let Some((ns, dir)) = idx.dir_of.remove(path)
         && let Some(m) = idx.by_ns.get_mut(&ns)
     {
@@ -993,6 +1086,7 @@ fn remove(idx: &mut Index, path: &Path) {
         if m.is_empty() {
             idx.by_ns.remove(&ns);
         }
+        idx.generation += 1;
     }
 }
 
@@ -1041,54 +1135,71 @@ fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
     Ok(())
 }
 
-fn walk_folder(
+/// One walk of a sessions folder: folders whose stamp is unchanged since the last
+/// walk are not read again.
+struct Walk<'a> {
     agent: Agent,
-    folder: &Path,
-    depth: usize,
-    old: &mut HashMap<PathBuf, FolderScan>,
-    new: &mut HashMap<PathBuf, FolderScan>,
-    out: &mut Vec<PathBuf>,
-) {
-    let Ok(meta) = std::fs::symlink_metadata(folder) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
-    }
-    let stamp = (
-        meta.ino(),
-        meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-    );
-    let scan = match old.remove(folder) {
-        Some(s) if s.stamp == stamp => s,
-        _ => {
-            let mut scan = FolderScan {
-                stamp,
-                folders: Vec::new(),
-                files: Vec::new(),
-            };
-            if let Ok(rd) = std::fs::read_dir(folder) {
-                for entry in rd.flatten() {
-                    let Ok(ft) = entry.file_type() else { continue };
-                    let name = entry.file_name();
-                    if depth > 1 && ft.is_dir() {
-                        scan.folders.push(entry.path());
-                    } else if depth == 1
-                        && ft.is_file()
-                        && agents::is_session_file(agent, &name.to_string_lossy())
-                    {
-                        scan.files.push(entry.path());
+    top: &'a agents::SessionsFolder,
+    old: &'a mut HashMap<PathBuf, FolderScan>,
+    new: &'a mut HashMap<PathBuf, FolderScan>,
+    out: &'a mut Vec<PathBuf>,
+}
+
+impl Walk<'_> {
+    /// Collects the session files under `folder`, which sits `level` levels below
+    /// the sessions folder (0: the sessions folder itself).
+    fn folder(&mut self, folder: &Path, level: usize) {
+        let Ok(meta) = std::fs::symlink_metadata(folder) else {
+            return;
+        };
+        if !meta.is_dir() {
+            return;
+        }
+        let stamp = (
+            meta.ino(),
+            meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+        );
+        let scan = match self.old.remove(folder) {
+            Some(s) if s.stamp == stamp => s,
+            _ => {
+                let mut scan = FolderScan {
+                    stamp,
+                    folders: Vec::new(),
+                    files: Vec::new(),
+                };
+                let parent = folder.file_name().unwrap_or_default().to_string_lossy();
+                if let Ok(rd) = std::fs::read_dir(folder) {
+                    for entry in rd.flatten() {
+                        let Ok(ft) = entry.file_type() else { continue };
+                        let name = entry.file_name();
+                        let name = name.to_string_lossy();
+                        if ft.is_dir()
+                            && level + 1 < self.top.depth
+                            && agents::enters_folder(self.agent, level + 1, &name)
+                        {
+                            scan.folders.push(entry.path());
+                        } else if ft.is_file()
+                            && agents::is_session_entry(
+                                self.agent,
+                                self.top,
+                                level + 1,
+                                &parent,
+                                &name,
+                            )
+                        {
+                            scan.files.push(entry.path());
+                        }
                     }
                 }
+                scan
             }
-            scan
+        };
+        self.out.extend(scan.files.iter().cloned());
+        for sub in &scan.folders {
+            self.folder(sub, level + 1);
         }
-    };
-    out.extend(scan.files.iter().cloned());
-    for sub in &scan.folders {
-        walk_folder(agent, sub, depth - 1, old, new, out);
+        self.new.insert(folder.to_path_buf(), scan);
     }
-    new.insert(folder.to_path_buf(), scan);
 }
 
 impl SessionSource for ForeignSource {

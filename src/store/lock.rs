@@ -41,6 +41,27 @@ impl<'a> FileLock<'a> {
     }
 }
 
+/// An exclusive `flock` on a file this value owns: released when it drops (the file
+/// closes), for a lock held across calls.
+pub struct HeldFile {
+    _file: File,
+}
+
+impl HeldFile {
+    /// Blocks until `file` holds an exclusive lock.
+    pub fn exclusive(file: File) -> Result<Self> {
+        loop {
+            if flock(&file, libc::LOCK_EX) == 0 {
+                return Ok(HeldFile { _file: file });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(Error::io("flock", &e));
+            }
+        }
+    }
+}
+
 fn flock(file: &File, op: i32) -> i32 {
     // SAFETY: a valid descriptor; flock has no memory effects.
     unsafe { libc::flock(file.as_raw_fd(), op) }

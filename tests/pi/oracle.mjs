@@ -2,6 +2,7 @@
 // what it resumes and lists. Usage (PI_DIR = folder where scripts/install-pi put pi):
 //   node oracle.mjs write <sessionDir> <cwd>   writes every scenario, prints {name: file}
 //   node oracle.mjs context <file>             prints buildSessionContext().messages of a COPY
+//   node oracle.mjs contexts <file>...         the same for each file, as {file: result}
 //   node oracle.mjs list <sessionDir>          prints SessionManager.list() facts
 // The caller sets HOME and PI_CODING_AGENT_DIR to temp folders.
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -151,6 +152,22 @@ const scenarios = {
 const print = (v) =>
 	console.log(JSON.stringify(v, (_k, x) => (typeof x === "string" ? x.toWellFormed() : x)));
 
+// open() may rewrite the file (migration, bad header): work on a copy.
+function context(file) {
+	const dir = mkdtempSync(join(tmpdir(), "pi-oracle-"));
+	const copy = join(dir, "copy.jsonl");
+	copyFileSync(file, copy);
+	try {
+		const startedOver = loadEntriesFromFile(copy).length === 0;
+		const sm = SessionManager.open(copy, dir);
+		return { ok: true, startedOver, messages: sm.buildSessionContext().messages };
+	} catch (e) {
+		return { ok: false, error: String(e) };
+	} finally {
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
+
 const [cmd, arg1, arg2] = process.argv.slice(2);
 if (cmd === "write") {
 	const out = {};
@@ -161,19 +178,11 @@ if (cmd === "write") {
 	}
 	print(out);
 } else if (cmd === "context") {
-	// open() may rewrite the file (migration, bad header): work on a copy.
-	const dir = mkdtempSync(join(tmpdir(), "pi-oracle-"));
-	const copy = join(dir, "copy.jsonl");
-	copyFileSync(arg1, copy);
-	try {
-		const startedOver = loadEntriesFromFile(copy).length === 0;
-		const sm = SessionManager.open(copy, dir);
-		print({ ok: true, startedOver, messages: sm.buildSessionContext().messages });
-	} catch (e) {
-		print({ ok: false, error: String(e) });
-	} finally {
-		rmSync(dir, { recursive: true, force: true });
-	}
+	print(context(arg1));
+} else if (cmd === "contexts") {
+	const out = {};
+	for (const file of process.argv.slice(3)) out[file] = context(file);
+	print(out);
 } else if (cmd === "list") {
 	const iso = (d) => (d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : null);
 	const sessions = await SessionManager.list("/unused", arg1);

@@ -354,8 +354,15 @@ fn base(bin: &Path, sb: &Sandbox) -> Command {
 
 /// `claude -p --resume ID PROMPT` against `mock`, in the sandbox's project.
 pub fn claude(bin: &Path, sb: &Sandbox, mock: &MockModel, id: &str, prompt: &str) -> Output {
+    claude_with(bin, sb, mock, &["-p", "--resume", id, prompt])
+}
+
+/// `claude ARGS` against `mock`, in the sandbox's project (`-p --continue PROMPT`
+/// looks only in the project folder of the cwd, as the picker does; `--resume ID`
+/// finds a session in any project folder).
+pub fn claude_with(bin: &Path, sb: &Sandbox, mock: &MockModel, args: &[&str]) -> Output {
     let mut c = base(bin, sb);
-    c.args(["-p", "--resume", id, prompt])
+    c.args(args)
         .env("CLAUDE_CONFIG_DIR", &sb.root)
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .env("ANTHROPIC_API_KEY", "test-key")

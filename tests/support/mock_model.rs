@@ -213,6 +213,12 @@ pub fn respond_any(req: &Request, reply: &str) -> Response {
         openai_response(reply)
     } else if req.path.contains("/chat/completions") {
         openai_chat(reply, stream)
+    } else if req.path.contains(":streamGenerateContent") {
+        gemini_text(reply, true)
+    } else if req.path.contains(":generateContent") {
+        gemini_text(reply, false)
+    } else if req.path.contains(":countTokens") {
+        Response::json(&serde_json::json!({"totalTokens": 10}))
     } else {
         Response::not_found()
     }
@@ -330,4 +336,29 @@ pub fn openai_chat(reply: &str, stream: bool) -> Response {
     ]);
     resp.body.extend_from_slice(b"data: [DONE]\n\n");
     resp
+}
+
+/// Gemini API (`POST /v1beta/models/<model>:generateContent`, or
+/// `:streamGenerateContent?alt=sse`) answering with `text`.
+pub fn gemini_text(text: &str, stream: bool) -> Response {
+    gemini_parts(serde_json::json!([{"text": text}]), stream)
+}
+
+/// Gemini API answering with these `parts` (text, `functionCall`...), in one chunk.
+pub fn gemini_parts(parts: serde_json::Value, stream: bool) -> Response {
+    let body = serde_json::json!({
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "gemini-mock"
+    });
+    if stream {
+        Response::sse(&[("", body)])
+    } else {
+        Response::json(&body)
+    }
+}
+
+/// Whether the streamed request's path is the Gemini API's.
+pub fn is_gemini(req: &Request) -> bool {
+    req.path.contains(":streamGenerateContent") || req.path.contains(":generateContent")
 }

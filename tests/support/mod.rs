@@ -15,7 +15,16 @@ use std::time::{Duration, Instant};
 /// sessions pass `--source KIND=DIR` or set the variables themselves).
 pub fn fen_fs() -> Command {
     let mut cmd = Command::new(bin());
-    for var in ["PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"] {
+    for var in [
+        "PI_CODING_AGENT_DIR",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "COPILOT_HOME",
+        "OPENCLAW_STATE_DIR",
+        // Cursor's root is ~/.cursor, with no variable of its own.
+        "HOME",
+    ] {
         cmd.env(var, "/nonexistent/fen-fs-tests");
     }
     // OpenCode's data folder ($XDG_DATA_HOME/opencode) and its $OPENCODE_DB.

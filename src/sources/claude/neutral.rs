@@ -57,10 +57,14 @@ fn strip_summary_lead(text: &str) -> &str {
     let Some(rest) = t.strip_prefix(SUMMARY_LEAD) else {
         return text;
     };
-    // "... ran out of context. The conversation is summarized below:\n<summary>"
+    // "... ran out of context. The conversation is summarized below:\n<summary>", or
+    // (2.1.330) "... The summary below covers the earlier portion of the
+    // conversation.\n\n<summary>": the rest of the lead's line introduces the summary.
     let rest = rest.trim_start_matches(' ');
     let rest = match rest.split_once('\n') {
-        Some((first, after)) if first.ends_with(':') => after,
+        Some((first, after)) if first.ends_with(':') || first.starts_with("The summary below") => {
+            after
+        }
         _ => rest,
     };
     rest.trim_start_matches('\n')
@@ -332,6 +336,20 @@ mod tests {
             s.parts,
             vec![Part::Text {
                 text: "Analysis: it went well.".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn the_newer_summary_lead_is_stripped_too() {
+        let s = conv(
+            json!({"role":"user","content":"This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n1. Fixed the flag."}),
+        );
+        assert!(s.summary);
+        assert_eq!(
+            s.parts,
+            vec![Part::Text {
+                text: "Summary:\n1. Fixed the flag.".into()
             }]
         );
     }

@@ -226,6 +226,22 @@ impl ForeignReader for CursorStoreReader {
     }
 }
 
+/// Whether a message has the AI SDK's part shapes (`tool-call`, `tool-result`,
+/// `reasoning`, `toolCallId`) that `store.db` blobs are said to use, rather than the
+/// Anthropic-like blocks of Cursor's transcripts (read by `cursor::to_neutral`).
+pub fn is_blob_shape(v: &Value) -> bool {
+    v.get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|items| {
+            items.iter().any(|i| {
+                matches!(
+                    str_field(i, "type"),
+                    Some("tool-call" | "reasoning" | "image")
+                ) || i.get("toolCallId").is_some()
+            })
+        })
+}
+
 /// One message blob of a Cursor store (an AI-SDK-like `{role, content}`) as a neutral
 /// message: text, reasoning, tool calls and tool results, images.
 pub fn to_neutral(v: &Value) -> Option<Message> {

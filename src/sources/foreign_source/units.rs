@@ -90,7 +90,7 @@ impl ForeignSource {
         if self.is_unit(path) {
             return self.unit_hints.lock().unwrap().get(path).cloned().flatten();
         }
-        crate::sources::agents::head_cwd(path)
+        crate::sources::agents::cwd_hint(self.agent, &self.root, path)
     }
 
     /// Lets units whose rows did not change since the persisted index was written
