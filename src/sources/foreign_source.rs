@@ -681,7 +681,10 @@ impl ForeignSource {
 
     fn read_file(&self, path: &Path) -> Result<FileEntry> {
         let (_, stamp, mut summary) = self.with_reader(path, |r, tail| r.summary(tail))?;
-        agents::complete_summary(self.agent, &self.root, path, &mut summary);
+        // A unit's dump already says all its store knows (its key is no file's place).
+        if !self.is_unit(path) {
+            agents::complete_summary(self.agent, &self.root, path, &mut summary);
+        }
         if !summary.resumable
             && let Some(why) = &summary.not_resumable_reason
         {

@@ -22,15 +22,16 @@ impl ForeignSource {
         let Some(units) = &self.units else {
             return files;
         };
-        files.retain(|f| !units.source().claims(f));
+        // Listed first: which files the units claim is known from this listing.
         let keys = self.unit_keys().unwrap_or_default();
+        files.retain(|f| !units.source().claims(f));
         *self.unit_hints.lock().unwrap() = keys.clone();
         files.extend(keys.into_keys());
         files.sort();
         files
     }
 
-    fn is_unit(&self, path: &Path) -> bool {
+    pub(super) fn is_unit(&self, path: &Path) -> bool {
         self.units.is_some() && self.unit_hints.lock().unwrap().contains_key(path)
     }
 
