@@ -6,20 +6,35 @@
 //! of store) and `ctl` (control files) → `views` → `store` (files on disk); `check`
 //! is `fen-fs fsck`.
 
-pub mod agent;
+//!
+//! Without the `full` feature only the bottom layers build (`store`, `ctl`, `json`,
+//! `check`): what the fuzz targets exercise, without tantivy, SQLite, fuser or clap.
+
+pub mod check;
+pub mod ctl;
 pub mod error;
 pub mod json;
-pub mod neutral;
-pub mod resume;
+pub mod store;
 
 pub use error::{Error, Result};
-pub mod check;
+
+#[cfg(feature = "full")]
+pub mod agent;
+#[cfg(feature = "full")]
 pub mod commands;
-pub mod ctl;
+#[cfg(feature = "full")]
 pub mod daemon;
+#[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
 pub mod mount_table;
+#[cfg(feature = "full")]
+pub mod neutral;
+#[cfg(feature = "full")]
+pub mod resume;
+#[cfg(feature = "full")]
 pub mod sources;
-pub mod store;
+#[cfg(feature = "full")]
 pub mod tree;
+#[cfg(feature = "full")]
 pub mod views;
