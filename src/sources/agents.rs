@@ -20,10 +20,11 @@ pub struct AgentRoot {
 }
 
 /// The foreign agents, in the order their sources are listed.
-pub const FOREIGN: [Agent; 7] = [
+pub const FOREIGN: [Agent; 8] = [
     Agent::Pi,
     Agent::Claude,
     Agent::Codex,
+    Agent::Opencode,
     Agent::Gemini,
     Agent::Copilot,
     Agent::Cursor,
@@ -87,14 +88,25 @@ pub fn roots(detect: bool, explicit: &[AgentRoot]) -> Vec<AgentRoot> {
             out.push(given.clone());
         } else if detect
             && let Some(root) = default_root(agent)
-            && sessions_folders(agent, &root)
-                .iter()
-                .any(|f| std::fs::symlink_metadata(&f.path).is_ok_and(|m| m.is_dir()))
+            && present(agent, &root)
         {
             out.push(AgentRoot { agent, root });
         }
     }
     out
+}
+
+/// Whether `root` holds `agent`'s sessions: its sessions folder (OpenCode: its data
+/// folder, which holds the databases and `storage/`, or a `$OPENCODE_DB` elsewhere),
+/// or for Cursor its `chats/` folder of `store.db` files.
+fn present(agent: Agent, root: &Path) -> bool {
+    let dir = |p: PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    sessions_folders(agent, root)
+        .into_iter()
+        .any(|f| dir(f.path))
+        || (agent == Agent::Opencode && dir(root.to_path_buf()))
+        || (agent == Agent::Cursor && dir(root.join("chats")))
+        || (agent == Agent::Opencode && !super::opencode::databases(root).is_empty())
 }
 
 /// Parses `KIND=DIR` (`--source`).
@@ -232,6 +244,13 @@ pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
     match agent {
         Agent::Claude => Box::new(ClaudeReader::new(file_name)),
         Agent::Codex => Box::new(CodexReader::new()),
+        Agent::Opencode => Box::new(super::opencode::OpencodeReader::new(
+            super::opencode::generation_of(file_name),
+        )),
+        // A `store.db` unit (cursor_store.rs); Cursor's transcripts: CursorReader.
+        Agent::Cursor if file_name == super::cursor_store::STORE_FILE => {
+            Box::new(super::cursor_store::CursorStoreReader::new())
+        }
         Agent::Gemini => Box::new(GeminiReader::new(file_name)),
         Agent::Copilot => Box::new(CopilotReader::new(
             file_name.strip_suffix(".jsonl").filter(|s| *s != "events"),
@@ -334,10 +353,28 @@ pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::ne
         Agent::Pi => super::pi::to_neutral(message),
         Agent::Claude => super::claude::to_neutral(message),
         Agent::Codex => super::codex::to_neutral(message),
+        Agent::Opencode => super::opencode::to_neutral(message),
         Agent::Gemini => super::gemini::to_neutral(message),
         Agent::Copilot => super::copilot::to_neutral(message),
+        // A `store.db` message blob in the AI SDK's shape, else a transcript's message.
+        Agent::Cursor if super::cursor_store::is_blob_shape(message) => {
+            super::cursor_store::to_neutral(message)
+        }
         Agent::Cursor => super::cursor::to_neutral(message),
         Agent::Openclaw => super::openclaw::to_neutral(message),
+    }
+}
+
+/// The sessions of `agent` that are not files but units of a database-backed store
+/// (`sources/units.rs`), if it keeps any.
+pub fn units_for(agent: Agent, root: &Path) -> Option<super::units::Units> {
+    match agent {
+        Agent::Opencode => Some(super::units::Units::new(Box::new(
+            super::opencode::OpencodeUnits::new(root),
+        ))),
+        Agent::Cursor => Some(super::units::Units::new(Box::new(
+            super::cursor_store::CursorStoreUnits::new(root),
+        ))),
         _ => None,
     }
 }

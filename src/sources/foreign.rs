@@ -50,6 +50,9 @@ pub struct ForeignSummary {
     /// `time_archived`...): shown all the same, marked in meta.json.
     #[serde(default)]
     pub archived: bool,
+    /// The session this one was spawned from (OpenCode's child sessions), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
     /// How far `conversation.json` is the agent's own rebuild: `None` when it follows
     /// the agent's code or observed behaviour, else a short note (`"best effort"`)
     /// for an agent whose resume rules are not public.

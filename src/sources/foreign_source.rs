@@ -14,6 +14,7 @@
 //! background thread, so `mount` returns at once; a listing waits for it.
 
 mod messages;
+mod units;
 
 use super::agents::{self, AgentRoot};
 use super::foreign::{ForeignReader, ForeignSummary};
@@ -164,6 +165,10 @@ pub struct ForeignSource {
     fen_root: Option<PathBuf>,
     /// `conversation.md` of recently read sessions, one rendering per file state.
     markdown: crate::views::markdown::MarkdownCache,
+    /// Sessions that are not files (a database's rows), beside or instead of files.
+    units: Option<super::units::Units>,
+    /// The units of the last walk, with the cwd their listing names.
+    unit_hints: Mutex<HashMap<PathBuf, Option<String>>>,
 }
 
 /// A file's `conversation.json` as of one stamp.
@@ -206,6 +211,8 @@ impl ForeignSource {
             readers: Mutex::new((0, HashMap::new())),
             watch: None,
             markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
+            units: agents::units_for(root.agent, &root.root),
+            unit_hints: Mutex::new(HashMap::new()),
         }
     }
 
@@ -224,12 +231,13 @@ impl ForeignSource {
         let persisted = self.load_persisted();
         let found = self.walk();
         let total = found.len();
+        self.seed_units(&persisted);
         // Unchanged files come from the persisted index at once.
         let mut todo = Vec::new();
         {
             let mut idx = self.index.lock().unwrap();
             for path in found {
-                match (persisted.get(&path), file_stamp(&path)) {
+                match (persisted.get(&path), self.stamp_of(&path)) {
                     (Some(old), Some(stamp)) if old.stamp == stamp => {
                         self.insert(&mut idx, path, old.clone())
                     }
@@ -243,9 +251,7 @@ impl ForeignSource {
         let mut groups: BTreeMap<Option<String>, Vec<PathBuf>> = BTreeMap::new();
         let mut folder_hints: HashMap<PathBuf, Option<String>> = HashMap::new();
         for path in todo {
-            let hint_of = |path: &Path| {
-                agents::cwd_hint(self.agent, &self.root, path).map(|c| naming::slug(&c))
-            };
+            let hint_of = |path: &Path| self.hint_of(path).map(|c| naming::slug(&c));
             let hint = if agents::folders_are_projects(self.agent) {
                 let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
                 folder_hints
@@ -410,7 +416,7 @@ impl ForeignSource {
         }
         self.index.lock().unwrap().folders = next;
         out.sort();
-        out
+        self.with_units(out)
     }
 
     fn insert(&self, idx: &mut Index, path: PathBuf, e: FileEntry) {
@@ -449,6 +455,10 @@ impl ForeignSource {
             .or_default()
             .insert(dir.clone(), path.clone());
         idx.dir_of.insert(path, (ns, dir));
+        if let Some(cwd) = &e.summary.cwd {
+            // A candidate for placing Cursor stores, which name their cwd by MD5 only.
+            super::cursor_store::note_cwd(cwd);
+        }
         idx.generation += 1;
     }
 
@@ -509,7 +519,8 @@ impl ForeignSource {
             let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
             // A sessions folder missing at the last walk is not watched: one `lstat`
             // tells whether it appeared since.
-            let mut changed = folders.is_empty()
+            // (A source of units alone has no folders to watch: its units tell.)
+            let mut changed = (folders.is_empty() && !self.folders.is_empty())
                 || self.folders.iter().any(|f| {
                     !idx.folders.contains_key(&f.path) && std::fs::symlink_metadata(&f.path).is_ok()
                 });
@@ -532,7 +543,12 @@ impl ForeignSource {
             }
             let renames_changed = self.agent == Agent::Codex
                 && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
-            if !changed && !renames_changed && ns.is_none_or(|n| !idx.dirty.contains(n)) {
+            // Units see their own changes (a stat of the database files per access).
+            if !changed
+                && !renames_changed
+                && self.units.as_ref().is_none_or(|u| !u.source().changed())
+                && ns.is_none_or(|n| !idx.dirty.contains(n))
+            {
                 return;
             }
         }
@@ -567,14 +583,18 @@ impl ForeignSource {
                     .flatten()
                     .filter(|p| *p != path);
                 for p in std::iter::once(path).chain(twins) {
-                    if file_stamp(p) != idx.files.get(p).map(|e| e.stamp) {
+                    if self.stamp_of(p) != idx.files.get(p).map(|e| e.stamp) {
                         stale.push(p.clone());
                     }
                 }
             }
         }
         self.refresh_renames(&mut idx);
+        let units = self.changed_units(&idx);
         drop(idx);
+        stale.extend(self.stale_units(units));
+        stale.sort();
+        stale.dedup();
         for path in stale {
             self.refresh_file(&path);
         }
@@ -615,8 +635,7 @@ impl ForeignSource {
         path: &Path,
         f: impl FnOnce(&dyn ForeignReader, &[u8]) -> T,
     ) -> Result<(File, FileStamp, T)> {
-        let (mut file, meta) = crate::store::open::open_regular(path)?;
-        let stamp = FileStamp::of(&meta);
+        let (mut file, stamp) = self.open_bytes(path)?;
         let cached = {
             let mut readers = self.readers.lock().unwrap();
             readers.1.remove(path)
@@ -662,7 +681,10 @@ impl ForeignSource {
 
     fn read_file(&self, path: &Path) -> Result<FileEntry> {
         let (_, stamp, mut summary) = self.with_reader(path, |r, tail| r.summary(tail))?;
-        agents::complete_summary(self.agent, &self.root, path, &mut summary);
+        // A unit's dump already says all its store knows (its key is no file's place).
+        if !self.is_unit(path) {
+            agents::complete_summary(self.agent, &self.root, path, &mut summary);
+        }
         if !summary.resumable
             && let Some(why) = &summary.not_resumable_reason
         {
@@ -687,7 +709,7 @@ impl ForeignSource {
                 .ok_or_else(missing)?
         };
         let known = self.index.lock().unwrap().files.get(&path).map(|e| e.stamp);
-        if file_stamp(&path) != known {
+        if self.stamp_of(&path) != known {
             self.refresh_file(&path);
         }
         let idx = self.index.lock().unwrap();
@@ -749,8 +771,7 @@ impl ForeignSource {
     /// are read through and the context's token estimate: from the cache when the file
     /// is unchanged, else from the persisted layout of a large file, else computed.
     fn conversation(&self, path: &Path) -> Result<(File, Arc<PieceLayout>, u64)> {
-        let (file, meta) = crate::store::open::open_regular(path)?;
-        let stamp = FileStamp::of(&meta);
+        let (file, stamp) = self.open_bytes(path)?;
         {
             let mut convs = self.conversations.lock().unwrap();
             convs.0 += 1;
@@ -903,12 +924,13 @@ impl ForeignSource {
             size_bytes: e.stamp.size,
             writers: 0,
             agent: self.agent,
-            source_path: path,
+            source_path: &self.source_path_of(path),
             resumable: s.resumable,
             not_resumable_reason: s.not_resumable_reason.as_deref(),
             resume_rules: s.resume_rules.as_deref(),
             listed_by_agent: s.listed,
             archived: s.archived,
+            parent_id: s.parent_id.as_deref(),
         };
         let mut out = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         out.push(b'\n');
@@ -946,7 +968,7 @@ impl ForeignSource {
         field("agent", self.agent.name());
         field("id", &s.id);
         field("cwd", s.cwd.as_deref().unwrap_or("(unknown)"));
-        field("file", &path.to_string_lossy());
+        field("file", &self.source_path_of(path).to_string_lossy());
         if let Some(l) = &listing {
             field(
                 "created",
@@ -976,6 +998,12 @@ impl ForeignSource {
             (true, _) => field("resumable", "yes"),
             (false, Some(why)) => field("resumable", &format!("no: {why}")),
             (false, None) => field("resumable", "no"),
+        }
+        if let Some(rules) = &s.resume_rules {
+            field("rebuilt", rules);
+        }
+        if let Some(parent) = &s.parent_id {
+            field("parent", parent);
         }
         if s.archived {
             field("archived", "yes");
@@ -1021,6 +1049,9 @@ struct ForeignMeta<'a> {
     listed_by_agent: bool,
     /// Whether the agent keeps it archived.
     archived: bool,
+    /// The session it was spawned from (a subagent's), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_id: Option<&'a str>,
 }
 
 /// Files at least this large keep their conversation layout across mounts: reading
@@ -1200,7 +1231,15 @@ impl SessionSource for ForeignSource {
     }
 
     fn has_namespace(&self, ns: &str) -> bool {
-        self.wait_for(Some(ns)).by_ns.contains_key(ns)
+        if self.wait_for(Some(ns)).by_ns.contains_key(ns) {
+            return true;
+        }
+        // Units are re-listed cheaply (a stat of the databases): a session that
+        // appeared in a new namespace is found by its path, not only after an `ls`.
+        self.units.is_some() && {
+            self.sync(Some(ns));
+            self.index.lock().unwrap().by_ns.contains_key(ns)
+        }
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
@@ -1223,9 +1262,9 @@ impl SessionSource for ForeignSource {
     }
 
     fn session_stat(&self, ns: &str, dir: &str) -> Result<SessionStat> {
-        let (_, e) = self.session(ns, dir)?;
+        let (path, e) = self.session(ns, dir)?;
         Ok(SessionStat {
-            size: e.stamp.size,
+            size: self.transcript_size(&path, &e),
             mtime: e.mtime(),
         })
     }
@@ -1252,9 +1291,7 @@ impl SessionSource for ForeignSource {
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, _writers: u64) -> Result<Snapshot> {
         let (path, e) = self.session(ns, dir)?;
         Ok(match kind {
-            ViewKind::Transcript => {
-                Snapshot::Transcript(crate::store::open::open_regular(&path)?.0)
-            }
+            ViewKind::Transcript => Snapshot::Transcript(self.open_transcript(&path)?),
             ViewKind::Conversation => {
                 let (file, layout, _) = self.conversation(&path)?;
                 Snapshot::Pieces(PieceSnapshot::new(file, layout))

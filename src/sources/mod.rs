@@ -9,13 +9,18 @@ pub mod codex;
 pub mod convert;
 pub mod copilot;
 pub mod cursor;
+pub mod cursor_store;
 pub mod digest;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
 pub mod gemini;
+pub mod json_text;
 pub mod openclaw;
+pub mod opencode;
 pub mod pi;
+pub mod sqlite_ro;
+pub mod units;
 pub mod watch;
 
 use crate::agent::Agent;

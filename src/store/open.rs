@@ -337,3 +337,20 @@ fn regular_file(fd: i32) -> std::io::Result<(File, std::fs::Metadata)> {
     }
     Ok((file, meta))
 }
+
+/// A file holding `bytes` that lives only in memory (`memfd_create`): no folder, no
+/// name, gone when the last descriptor closes. Generated session bytes (a database's
+/// rows as JSON Lines) are served from one, so they are read like any session file.
+pub fn anonymous_file(bytes: &[u8]) -> Result<File> {
+    // SAFETY: a valid C string; the fd is owned below.
+    let fd = unsafe { libc::memfd_create(c"fen-fs-unit".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::io("memfd_create", &std::io::Error::last_os_error()));
+    }
+    // SAFETY: a descriptor we just created and own.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes)
+        .map_err(|e| Error::io("write to an anonymous file", &e))?;
+    std::io::Seek::rewind(&mut file).map_err(|e| Error::io("rewind an anonymous file", &e))?;
+    Ok(file)
+}

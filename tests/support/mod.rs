@@ -27,6 +27,9 @@ pub fn fen_fs() -> Command {
     ] {
         cmd.env(var, "/nonexistent/fen-fs-tests");
     }
+    // OpenCode's data folder ($XDG_DATA_HOME/opencode) and its $OPENCODE_DB.
+    cmd.env("XDG_DATA_HOME", "/nonexistent/fen-fs-tests");
+    cmd.env("OPENCODE_DB", "/nonexistent/fen-fs-tests/opencode.db");
     // Nor its state folder: a daemon without --log-file logs there by default.
     let state = std::env::temp_dir().join(format!("fen-fs-tests-state-{}", std::process::id()));
     cmd.env("XDG_STATE_HOME", state);

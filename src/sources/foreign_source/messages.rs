@@ -46,7 +46,7 @@ impl ForeignSource {
             preview: s.preview.clone(),
             created_at: listing.as_ref().and_then(|l| l.created_at.clone()),
             updated_at: listing.as_ref().and_then(|l| l.updated_at.clone()),
-            source_path: path.to_path_buf(),
+            source_path: self.source_path_of(path),
             resumable: s.resumable,
             not_resumable_reason: s.not_resumable_reason.clone(),
         }
