@@ -374,12 +374,27 @@ fn scenario(test: &str, agent: &str, sqlite: bool) {
         .find(|m| m["info"]["role"] == "user")
         .map(|m| m["info"]["id"].as_str().unwrap().to_string())
         .unwrap();
-    http(
-        oc.port,
-        "POST",
-        &format!("/session/{session}/revert"),
-        Some(&json!({"messageID": last_user})),
-    );
+    // A revert is refused while the session is still busy finishing the last
+    // prompt (its answer can come back a moment before the session is idle):
+    // asked again until the session says it is reverted.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        http(
+            oc.port,
+            "POST",
+            &format!("/session/{session}/revert"),
+            Some(&json!({"messageID": last_user})),
+        );
+        let info = http(oc.port, "GET", &format!("/session/{session}"), None);
+        if info["revert"]["messageID"] == json!(last_user) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "OpenCode never reverted {last_user}: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     let ns =
         fen_fs::store::naming::mount_name(&fen_fs::store::naming::slug(&proj.to_string_lossy()));
