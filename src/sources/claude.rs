@@ -30,7 +30,7 @@ fn is_uuid(s: &str) -> bool {
         })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Kind {
     User,
     Assistant,
@@ -42,7 +42,7 @@ enum Kind {
 }
 
 /// How an entry appears in `conversation.json` (byte ranges of the file).
-#[derive(Debug)]
+#[derive(Debug, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Render {
     None,
     /// `{"role": <role>, "content": <content>}`; `role` None means "use the type".
@@ -59,7 +59,7 @@ enum Render {
 
 /// One line of the conversation graph: a `user/assistant/progress/system/attachment`
 /// object with a string `uuid` (SDK `:897-928`).
-#[derive(Debug)]
+#[derive(Debug, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Entry {
     uuid: Box<str>,
     parent: Option<Box<str>>,
@@ -81,7 +81,7 @@ struct Entry {
 
 /// A string field's last (or first) value, with the absolute offset where its value
 /// ends, so the SDK's head/tail windows can be applied once the size is known.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Seen {
     value: String,
     end: u64,
@@ -89,7 +89,7 @@ struct Seen {
 
 /// The listing facts (SDK `_parse_session_info_from_lite`), small and cloneable so a
 /// torn tail can be judged without changing the reader.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Listing {
     first_line_done: bool,
     first_line_sidechain: bool,
@@ -109,6 +109,7 @@ struct Listing {
     non_utf8: bool,
 }
 
+#[derive(borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ClaudeReader {
     id: String,
     session_file: bool,
@@ -269,6 +270,14 @@ impl ForeignReader for ClaudeReader {
         let (list, extra) = self.with_tail(tail);
         self.messages(&list, &extra)
     }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        crate::sources::foreign::restore_borsh(self, state)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -334,7 +343,7 @@ fn read_line(list: &mut Listing, start: u64, raw: &[u8]) -> Option<Entry> {
         return None;
     }
     let start = start + offset_of(raw, line);
-    match std::str::from_utf8(line) {
+    match simdutf8::basic::from_utf8(line) {
         Ok(text) => read_object(list, start, text, true),
         Err(_) => {
             // The listing decodes with replacement (SDK `:353-385`); the resume

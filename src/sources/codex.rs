@@ -124,7 +124,7 @@ const CONTEXTUAL_DEVELOPER_PREFIXES: &[&str] = &[
 ];
 
 /// One history item: its `conversation.json` pieces plus what the history rules need.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Item {
     pieces: MessagePieces,
     role: String,
@@ -138,7 +138,7 @@ struct Item {
     user_text: Option<String>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Meta {
     id: String,
     cwd: String,
@@ -146,7 +146,7 @@ struct Meta {
 }
 
 /// Reader of one rollout file (see `ForeignReader`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct CodexReader {
     /// Non-blank lines seen.
     lines: u64,
@@ -225,7 +225,7 @@ impl CodexReader {
     }
 
     fn line(&mut self, start: u64, raw: &[u8]) {
-        let Ok(text) = std::str::from_utf8(raw) else {
+        let Ok(text) = simdutf8::basic::from_utf8(raw) else {
             // `read_to_string` fails the whole file; the picker's line reader fails
             // too if this is within the head.
             self.invalid_utf8 = true;
@@ -644,6 +644,14 @@ impl ForeignReader for CodexReader {
             .filter(|i| !i.ghost)
             .map(|i| i.pieces.clone())
             .collect()
+    }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        crate::sources::foreign::restore_borsh(self, state)
     }
 }
 

@@ -80,6 +80,38 @@ pub trait ForeignReader: Send {
             })
             .collect()
     }
+
+    /// Everything fed so far, as bytes [`restore_state`](Self::restore_state) takes
+    /// back, so that a file that grew after this reader left memory is read from where
+    /// it stopped. `None` (the default): this reader cannot; such a file is then read
+    /// again from its start.
+    fn save_state(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Takes back, on a fresh reader of the same file, what `save_state` gave; false
+    /// (the default, or for bytes it does not understand) and the file is read from
+    /// its start.
+    fn restore_state(&mut self, _state: &[u8]) -> bool {
+        false
+    }
+}
+
+/// `save_state` for a reader whose state is one borsh value (the built-in readers).
+pub fn save_borsh<T: borsh::BorshSerialize>(state: &T) -> Option<Vec<u8>> {
+    borsh::to_vec(state).ok()
+}
+
+/// `restore_state` for a reader whose state is one borsh value: the whole of `bytes`
+/// must be one value of `T`.
+pub fn restore_borsh<T: borsh::BorshDeserialize>(into: &mut T, bytes: &[u8]) -> bool {
+    match borsh::from_slice::<T>(bytes) {
+        Ok(v) => {
+            *into = v;
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 /// One message a reader found: its JSON object as pieces, and what the file says of
