@@ -4,8 +4,10 @@
 //! did not change is not re-read), each file is read once by the agent's
 //! [`ForeignReader`] into a small summary (cwd, title, counts...), and a session
 //! appears in the namespace of its real cwd, named `<created stamp>_<agent>-<id>`.
-//! A file that grew is read from where the last read stopped while its reader is in
-//! a small cache; anything else about it changing means a fresh read.
+//! A file that grew is read from where the last read stopped: its reader is in memory
+//! (a few recent ones) or its saved state is on disk (files of 256 KiB or more, proved
+//! to belong to the file's bytes), whatever was read since; anything else about it
+//! changing means a fresh read.
 //!
 //! Nothing is ever written, locked or created in the agent's folders: every open is
 //! read-only, `O_NOFOLLOW`, checked to be a regular file. The index of summaries is
@@ -35,8 +37,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The namespace of sessions whose file names no working directory.
 pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 
-/// Readers kept for following appends (each holds per-entry records, not contents).
-const READER_CACHE: usize = 32;
+/// Readers kept in memory (each holds per-entry records, not contents): the files in
+/// use. The others' states are on disk, so this only saves loading them.
+const READERS_IN_MEMORY: usize = 8;
+/// Conversation layouts kept in memory (larger files' are also on disk).
+const LAYOUTS_IN_MEMORY: usize = 32;
+/// Files at least this large keep their reader's state on disk when it leaves memory:
+/// a smaller one is read again faster than a state is loaded and checked.
+const STATE_MIN: u64 = 256 << 10;
+/// Session files read at once while the first index is built (it is mostly parsing).
+const INDEX_WORKERS: usize = 4;
 /// How much of a file one `read` takes while feeding a reader.
 const CHUNK: usize = 8 << 20;
 const INDEX_VERSION: u32 = 1;
@@ -46,6 +56,9 @@ const INDEX_VERSION: u32 = 1;
 struct FileEntry {
     stamp: FileStamp,
     summary: ForeignSummary,
+    /// `meta.json`'s `context_tokens`, from the same read (so it needs no layout).
+    #[serde(default)]
+    context_tokens: Option<u64>,
 }
 
 impl FileEntry {
@@ -99,6 +112,10 @@ fn session_dir_name(agent: Agent, path: &Path, e: &FileEntry) -> String {
 /// A folder as last read: its stamp and what it held.
 struct FolderScan {
     stamp: (u64, i128),
+    /// The folder's mtime was older than the scan by more than the clock's coarse
+    /// granularity: a change after the scan moves it. Otherwise a file created in the
+    /// same tick leaves the stamp as it was, so the next walk reads the folder again.
+    settled: bool,
     folders: Vec<PathBuf>,
     files: Vec<PathBuf>,
 }
@@ -130,11 +147,48 @@ struct Index {
 
 /// A reader that has consumed a file up to `consumed`, for following appends.
 struct Following {
+    /// The file's stamp when it was last fed (default: never fed).
     stamp: FileStamp,
     consumed: u64,
     tail: Vec<u8>,
     reader: Box<dyn ForeignReader>,
     used: u64,
+    /// `content_check` of the consumed bytes, taken when they were fed: what a saved
+    /// state must match to be used.
+    proof: Option<u64>,
+    /// Fed since its state was last saved or loaded.
+    unsaved: bool,
+}
+
+impl Following {
+    fn new(reader: Box<dyn ForeignReader>) -> Self {
+        Following {
+            stamp: FileStamp::default(),
+            consumed: 0,
+            tail: Vec::new(),
+            reader,
+            used: 0,
+            proof: None,
+            unsaved: true,
+        }
+    }
+
+    /// Whether a file now at `stamp` is this one, unchanged or grown.
+    fn follows(&self, stamp: FileStamp) -> bool {
+        self.stamp.dev == stamp.dev
+            && self.stamp.ino == stamp.ino
+            && stamp.size >= self.stamp.size
+            && (stamp.size > self.stamp.size || stamp == self.stamp)
+    }
+}
+
+/// Where a reader goes after a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Into memory (a file in use: its next append is read from there).
+    Memory,
+    /// To disk at once (the first index reads every file once).
+    Disk,
 }
 
 pub struct ForeignSource {
@@ -218,7 +272,7 @@ impl ForeignSource {
         {
             let mut idx = self.index.lock().unwrap();
             for path in found {
-                match (persisted.get(&path), file_stamp(&path)) {
+                match (persisted.get(&path), self.stat_session_file(&path)) {
                     (Some(old), Some(stamp)) if old.stamp == stamp => {
                         self.insert(&mut idx, path, old.clone())
                     }
@@ -236,10 +290,10 @@ impl ForeignSource {
                 let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
                 folder_hints
                     .entry(folder)
-                    .or_insert_with(|| agents::head_cwd(&path).map(|c| naming::slug(&c)))
+                    .or_insert_with(|| self.head_cwd(&path).map(|c| naming::slug(&c)))
                     .clone()
             } else {
-                agents::head_cwd(&path).map(|c| naming::slug(&c))
+                self.head_cwd(&path).map(|c| naming::slug(&c))
             };
             // A file that names no cwd near its start most likely has none at all.
             let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
@@ -255,31 +309,45 @@ impl ForeignSource {
             idx.planned = true;
         }
         self.ready.notify_all();
-        let mut done = 0usize;
-        while let Some((hint, path)) = self.next_to_read(&mut groups) {
-            let entry = self.read_file(&path);
-            let mut idx = self.index.lock().unwrap();
-            if let Ok(e) = entry {
-                self.insert(&mut idx, path, e);
+        // Reading is mostly parsing: a few files at once keep every core busy, and
+        // one file's disk reads overlap another's parse.
+        let groups = Mutex::new(groups);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, INDEX_WORKERS);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let next = self.next_to_read(&mut groups.lock().unwrap());
+                        let Some((hint, path)) = next else { break };
+                        let entry = self.read_file(&path, Keep::Disk);
+                        let mut idx = self.index.lock().unwrap();
+                        if let Ok(e) = entry {
+                            self.insert(&mut idx, path, e);
+                        }
+                        if let Some(h) = hint
+                            && let Some(n) = idx.pending.get_mut(&h)
+                        {
+                            *n -= 1;
+                            if *n == 0 {
+                                idx.pending.remove(&h);
+                                self.ready.notify_all();
+                            }
+                        }
+                        drop(idx);
+                        let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if done.is_multiple_of(1000) {
+                            log::info!(
+                                "{}: read {done} of {reread} session files",
+                                self.agent.name()
+                            );
+                        }
+                    }
+                });
             }
-            if let Some(h) = hint
-                && let Some(n) = idx.pending.get_mut(&h)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    idx.pending.remove(&h);
-                    self.ready.notify_all();
-                }
-            }
-            drop(idx);
-            done += 1;
-            if done.is_multiple_of(1000) {
-                log::info!(
-                    "{}: read {done} of {reread} session files",
-                    self.agent.name()
-                );
-            }
-        }
+        });
         {
             let mut idx = self.index.lock().unwrap();
             self.refresh_renames(&mut idx);
@@ -479,7 +547,7 @@ impl ForeignSource {
             && let Some(dirs) = idx.by_ns.get(ns)
         {
             for path in dirs.values() {
-                if file_stamp(path) != idx.files.get(path).map(|e| e.stamp) {
+                if self.stat_session_file(path) != idx.files.get(path).map(|e| e.stamp) {
                     stale.push(path.clone());
                 }
             }
@@ -493,7 +561,7 @@ impl ForeignSource {
 
     /// Re-reads one file into the index (or drops it if it is gone).
     fn refresh_file(&self, path: &Path) {
-        let read = self.read_file(path);
+        let read = self.read_file(path, Keep::Memory);
         let mut idx = self.index.lock().unwrap();
         match read {
             Ok(e) => self.insert(&mut idx, path.to_path_buf(), e),
@@ -518,64 +586,213 @@ impl ForeignSource {
         idx.generation += 1;
     }
 
-    /// Feeds `path` through its reader, from where a cached reader stopped if the file
-    /// only grew since; returns the open file, its stamp, and the result of `f` on
-    /// the reader and the unterminated tail.
+    /// The bytes of session file `path`, opened read-only: every open of a session's
+    /// bytes goes through here (and every `stat` through `stat_session_file`).
+    fn open_session_file(&self, path: &Path) -> Result<(File, FileStamp)> {
+        let (file, meta) = crate::store::open::open_regular(path)?;
+        Ok((file, FileStamp::of(&meta)))
+    }
+
+    /// The stamp of session file `path` (`None`: gone, or not a regular file).
+    fn stat_session_file(&self, path: &Path) -> Option<FileStamp> {
+        file_stamp(path)
+    }
+
+    /// The first cwd near the start of `path` (a namespace hint, before it is read).
+    fn head_cwd(&self, path: &Path) -> Option<String> {
+        use std::io::Read;
+        let (file, _) = self.open_session_file(path).ok()?;
+        let mut head = Vec::new();
+        file.take(64 * 1024).read_to_end(&mut head).ok()?;
+        agents::head_cwd_in(&head)
+    }
+
+    fn new_reader(&self, path: &Path) -> Box<dyn ForeignReader> {
+        agents::reader_for(
+            self.agent,
+            &path.file_name().unwrap_or_default().to_string_lossy(),
+        )
+    }
+
+    /// Feeds `path` through its reader, from where it last stopped if the file only
+    /// grew since (the reader in memory, else its state saved on disk); returns the
+    /// open file, its stamp, and the result of `f` on the reader and the unterminated
+    /// tail.
     fn with_reader<T>(
         &self,
         path: &Path,
         f: impl FnOnce(&dyn ForeignReader, &[u8]) -> T,
     ) -> Result<(File, FileStamp, T)> {
-        let (mut file, meta) = crate::store::open::open_regular(path)?;
-        let stamp = FileStamp::of(&meta);
-        let cached = {
-            let mut readers = self.readers.lock().unwrap();
-            readers.1.remove(path)
-        };
+        self.with_reader_kept(path, Keep::Memory, f)
+    }
+
+    fn with_reader_kept<T>(
+        &self,
+        path: &Path,
+        keep: Keep,
+        f: impl FnOnce(&dyn ForeignReader, &[u8]) -> T,
+    ) -> Result<(File, FileStamp, T)> {
+        let (mut file, stamp) = self.open_session_file(path)?;
+        let cached = self.readers.lock().unwrap().1.remove(path);
         let mut following = match cached {
-            Some(c)
-                if c.stamp.dev == stamp.dev
-                    && c.stamp.ino == stamp.ino
-                    && stamp.size >= c.stamp.size
-                    && (stamp.size > c.stamp.size || stamp == c.stamp) =>
-            {
-                c
-            }
-            _ => Following {
-                stamp,
-                consumed: 0,
-                tail: Vec::new(),
-                reader: agents::reader_for(
-                    self.agent,
-                    &path.file_name().unwrap_or_default().to_string_lossy(),
-                ),
-                used: 0,
-            },
+            Some(c) if c.follows(stamp) => c,
+            _ => self
+                .load_state(path, &file, stamp)
+                .unwrap_or_else(|| Following::new(self.new_reader(path))),
         };
-        if following.stamp != stamp || following.consumed == 0 {
+        if following.stamp != stamp {
+            let before = following.consumed;
             feed(&mut file, &mut following, stamp.size)?;
             following.stamp = stamp;
+            if following.consumed != before {
+                following.unsaved = true;
+                following.proof = None;
+            }
+            if following.proof.is_none() && stamp.size >= STATE_MIN && following.consumed > 0 {
+                following.proof = content_check(&file, following.consumed).ok();
+            }
         }
         let out = f(following.reader.as_ref(), &following.tail);
-        let mut readers = self.readers.lock().unwrap();
-        readers.0 += 1;
-        following.used = readers.0;
-        readers.1.insert(path.to_path_buf(), following);
-        if readers.1.len() > READER_CACHE
-            && let Some(oldest) = readers
-                .1
-                .iter()
-                .min_by_key(|(_, f)| f.used)
-                .map(|(p, _)| p.clone())
-        {
-            readers.1.remove(&oldest);
+        match keep {
+            Keep::Disk => self.save_state(path, &mut following),
+            Keep::Memory => {
+                let evicted = {
+                    let mut readers = self.readers.lock().unwrap();
+                    readers.0 += 1;
+                    following.used = readers.0;
+                    readers.1.insert(path.to_path_buf(), following);
+                    let oldest = (readers.1.len() > READERS_IN_MEMORY)
+                        .then(|| {
+                            readers
+                                .1
+                                .iter()
+                                .min_by_key(|(_, f)| f.used)
+                                .map(|(p, _)| p.clone())
+                        })
+                        .flatten();
+                    oldest.and_then(|p| readers.1.remove_entry(&p))
+                };
+                // Its state goes to disk, so the next append is still read alone.
+                if let Some((p, mut f)) = evicted {
+                    self.save_state(&p, &mut f);
+                }
+            }
         }
         Ok((file, stamp, out))
     }
 
-    fn read_file(&self, path: &Path) -> Result<FileEntry> {
-        let (_, stamp, summary) = self.with_reader(path, |r, tail| r.summary(tail))?;
-        Ok(FileEntry { stamp, summary })
+    fn state_cache_path(&self, path: &Path) -> Option<crate::store::layout::CacheFile> {
+        let root = self.fen_root.as_ref()?;
+        Some(crate::store::layout::foreign_reader_cache(
+            root,
+            self.agent.name(),
+            path,
+        ))
+    }
+
+    /// The saved state of `path`'s reader, if it proves it belongs to the file's
+    /// bytes: same file (device, inode), the consumed part still there with the same
+    /// head and tail, intact checksum, and the reader takes it back.
+    fn load_state(&self, path: &Path, file: &File, stamp: FileStamp) -> Option<Following> {
+        if stamp.size < STATE_MIN {
+            return None;
+        }
+        let cache = self.state_cache_path(path)?;
+        let bytes = crate::store::atomic::read_file(&cache, MAX_CACHE_BYTES)?;
+        let nl = bytes.iter().position(|&b| b == b'\n')?;
+        let head: StateHead = serde_json::from_slice(&bytes[..nl]).ok()?;
+        let body = &bytes[nl + 1..];
+        let valid = head.version == STATE_VERSION
+            && head.path == path
+            && head.dev == stamp.dev
+            && head.ino == stamp.ino
+            && head.consumed <= stamp.size
+            && head.checksum == crate::store::atomic::checksum(&[body])
+            && head.edges == content_check(file, head.consumed).ok()?;
+        if !valid {
+            return None;
+        }
+        let mut reader = self.new_reader(path);
+        if !reader.restore_state(body) {
+            return None;
+        }
+        Some(Following {
+            consumed: head.consumed,
+            proof: Some(head.edges),
+            unsaved: false,
+            ..Following::new(reader)
+        })
+    }
+
+    /// Saves the state of a large file's reader that was fed since it was last saved
+    /// (best effort: without it, the file is read again from its start).
+    fn save_state(&self, path: &Path, following: &mut Following) {
+        if !following.unsaved || following.stamp.size < STATE_MIN {
+            return;
+        }
+        let (Some(edges), Some(cache)) = (following.proof, self.state_cache_path(path)) else {
+            return;
+        };
+        let Some(body) = following.reader.save_state() else {
+            return;
+        };
+        let head = StateHead {
+            version: STATE_VERSION,
+            path: path.to_path_buf(),
+            dev: following.stamp.dev,
+            ino: following.stamp.ino,
+            consumed: following.consumed,
+            edges,
+            checksum: crate::store::atomic::checksum(&[&body]),
+        };
+        let Ok(mut bytes) = serde_json::to_vec(&head) else {
+            return;
+        };
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
+        crate::store::atomic::replace_file(&cache, &bytes);
+        following.unsaved = false;
+    }
+
+    /// Reads `path` into an index entry. Its conversation is computed in the same
+    /// pass (its token count goes into the entry); a large file's layout is kept for
+    /// the next `conversation.json` (on disk at once when `keep` is `Disk`).
+    fn read_file(&self, path: &Path, keep: Keep) -> Result<FileEntry> {
+        let (file, stamp, (summary, messages)) = self.with_reader_kept(path, keep, |r, tail| {
+            (r.summary(tail), r.conversation(tail))
+        })?;
+        let context_tokens = messages
+            .iter()
+            .map(|m| tokens_of(m.iter().map(piece_len).sum()))
+            .sum();
+        let large = stamp.size >= PERSIST_MIN;
+        if keep == Keep::Memory || large {
+            let proof = large
+                .then(|| {
+                    file.metadata()
+                        .ok()
+                        .filter(|m| FileStamp::of(m) == stamp)
+                        .and_then(|_| content_check(&file, stamp.size).ok())
+                })
+                .flatten();
+            let c = Conversation {
+                stamp,
+                proof,
+                layout: Arc::new(PieceLayout::conversation(messages)),
+                context_tokens,
+                used: 0,
+                saved: false,
+            };
+            match keep {
+                Keep::Memory => self.remember_conversation(path, c),
+                Keep::Disk => self.save_conversation(path, &c),
+            }
+        }
+        Ok(FileEntry {
+            stamp,
+            summary,
+            context_tokens: Some(context_tokens),
+        })
     }
 
     /// The file and index entry of session `ns/dir`, re-read if it changed on disk.
@@ -590,7 +807,7 @@ impl ForeignSource {
                 .ok_or_else(missing)?
         };
         let known = self.index.lock().unwrap().files.get(&path).map(|e| e.stamp);
-        if file_stamp(&path) != known {
+        if self.stat_session_file(&path) != known {
             self.refresh_file(&path);
         }
         let idx = self.index.lock().unwrap();
@@ -652,8 +869,7 @@ impl ForeignSource {
     /// are read through and the context's token estimate: from the cache when the file
     /// is unchanged, else from the persisted layout of a large file, else computed.
     fn conversation(&self, path: &Path) -> Result<(File, Arc<PieceLayout>, u64)> {
-        let (file, meta) = crate::store::open::open_regular(path)?;
-        let stamp = FileStamp::of(&meta);
+        let (file, stamp) = self.open_session_file(path)?;
         {
             let mut convs = self.conversations.lock().unwrap();
             convs.0 += 1;
@@ -684,33 +900,40 @@ impl ForeignSource {
                     (file, stamp, layout, tokens, false, proof)
                 }
             };
-        let mut convs = self.conversations.lock().unwrap();
-        let used = convs.0;
-        convs.1.insert(
-            path.to_path_buf(),
+        self.remember_conversation(
+            path,
             Conversation {
                 stamp,
                 proof,
                 layout: layout.clone(),
                 context_tokens: tokens,
-                used,
+                used: 0,
                 saved,
             },
         );
-        if convs.1.len() > READER_CACHE
-            && let Some(oldest) = convs
-                .1
-                .iter()
-                .min_by_key(|(_, c)| c.used)
-                .map(|(p, _)| p.clone())
-        {
-            // A large file's layout is worth keeping for the next mount.
-            if let Some(c) = convs.1.remove(&oldest) {
-                drop(convs);
-                self.save_conversation(&oldest, &c);
-            }
-        }
         Ok((file, layout, tokens))
+    }
+
+    /// Keeps `c` in memory; the layout that leaves for it is saved if it is worth
+    /// keeping for the next mount.
+    fn remember_conversation(&self, path: &Path, mut c: Conversation) {
+        let mut convs = self.conversations.lock().unwrap();
+        convs.0 += 1;
+        c.used = convs.0;
+        convs.1.insert(path.to_path_buf(), c);
+        let oldest = (convs.1.len() > LAYOUTS_IN_MEMORY)
+            .then(|| {
+                convs
+                    .1
+                    .iter()
+                    .min_by_key(|(_, c)| c.used)
+                    .map(|(p, _)| p.clone())
+            })
+            .flatten();
+        if let Some(c) = oldest.and_then(|p| convs.1.remove_entry(&p)) {
+            drop(convs);
+            self.save_conversation(&c.0, &c.1);
+        }
     }
 
     fn conversation_cache_path(&self, path: &Path) -> Option<crate::store::layout::CacheFile> {
@@ -781,7 +1004,10 @@ impl ForeignSource {
     }
 
     fn meta(&self, ns: &str, dir: &str, path: &Path, e: &FileEntry) -> Result<Vec<u8>> {
-        let (_, _, context_tokens) = self.conversation(path)?;
+        let context_tokens = match e.context_tokens {
+            Some(t) => t,
+            None => self.conversation(path)?.2,
+        };
         let listing = {
             let idx = self.index.lock().unwrap();
             self.listing(&idx, path, e)
@@ -919,6 +1145,22 @@ struct ConversationHead {
     context_tokens: u64,
 }
 
+const STATE_VERSION: u32 = 1;
+
+/// The first line of a saved reader state; the reader's own bytes follow.
+#[derive(Serialize, Deserialize)]
+struct StateHead {
+    version: u32,
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    /// Where the reader stopped: the next feed starts here.
+    consumed: u64,
+    /// `content_check` of the file's first `consumed` bytes.
+    edges: u64,
+    checksum: u64,
+}
+
 fn piece_len(p: &Piece) -> u64 {
     match p {
         Piece::Text(t) => t.len() as u64,
@@ -962,17 +1204,12 @@ fn read_whole(path: &Path) -> Result<Vec<u8>> {
 
 /// Feeds `following.reader` the file's bytes from where it stopped up to `size`.
 fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
-    use std::os::unix::fs::FileExt;
     let mut pos = following.consumed + following.tail.len() as u64;
     let mut buf = std::mem::take(&mut following.tail);
     while pos < size {
         let want = ((size - pos) as usize).min(CHUNK);
-        let at = buf.len();
-        buf.resize(at + want, 0);
-        let n = file
-            .read_at(&mut buf[at..], pos)
+        let n = read_appending(file, &mut buf, want, pos)
             .map_err(|e| Error::io("read session file", &e))?;
-        buf.truncate(at + n);
         if n == 0 {
             break;
         }
@@ -981,8 +1218,37 @@ fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
         following.consumed += used as u64;
         buf.drain(..used.min(buf.len()));
     }
-    following.tail = buf;
+    // The rest is usually empty or one line: the chunk-sized buffer is not kept.
+    following.tail = buf.as_slice().to_vec();
     Ok(())
+}
+
+/// Appends up to `want` bytes of `file` at offset `at` to `buf` without zeroing the
+/// room first (a first index reads gigabytes; zeroing was 3% of it).
+fn read_appending(file: &File, buf: &mut Vec<u8>, want: usize, at: u64) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    buf.reserve(want);
+    let spare = buf.spare_capacity_mut();
+    loop {
+        // SAFETY: `spare` has room for `want` bytes; the kernel writes at most that.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                want,
+                at as libc::off_t,
+            )
+        };
+        if n >= 0 {
+            // SAFETY: the kernel initialized the first `n` bytes of the spare room.
+            unsafe { buf.set_len(buf.len() + n as usize) };
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 fn walk_folder(
@@ -1004,10 +1270,16 @@ fn walk_folder(
         meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
     );
     let scan = match old.remove(folder) {
-        Some(s) if s.stamp == stamp => s,
+        Some(s) if s.stamp == stamp && s.settled => s,
         _ => {
+            let settled = meta
+                .modified()
+                .ok()
+                .and_then(|m| m.checked_add(Duration::from_secs(1)))
+                .is_some_and(|m| m < SystemTime::now());
             let mut scan = FolderScan {
                 stamp,
+                settled,
                 folders: Vec::new(),
                 files: Vec::new(),
             };
@@ -1110,9 +1382,7 @@ impl SessionSource for ForeignSource {
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, _writers: u64) -> Result<Snapshot> {
         let (path, e) = self.session(ns, dir)?;
         Ok(match kind {
-            ViewKind::Transcript => {
-                Snapshot::Transcript(crate::store::open::open_regular(&path)?.0)
-            }
+            ViewKind::Transcript => Snapshot::Transcript(self.open_session_file(&path)?.0),
             ViewKind::Conversation => {
                 let (file, layout, _) = self.conversation(&path)?;
                 Snapshot::Pieces(PieceSnapshot::new(file, layout))
@@ -1130,6 +1400,13 @@ impl SessionSource for ForeignSource {
         };
         for (path, c) in convs {
             self.save_conversation(&path, &c);
+        }
+        let readers: Vec<(PathBuf, Following)> = {
+            let mut r = self.readers.lock().unwrap();
+            r.1.drain().collect()
+        };
+        for (path, mut f) in readers {
+            self.save_state(&path, &mut f);
         }
     }
 }

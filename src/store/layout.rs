@@ -129,6 +129,17 @@ pub fn foreign_conversation_cache(root: &Path, agent: &str, file: &Path) -> Cach
     cache_file(root, &["foreign", "conversations"], name)
 }
 
+/// fen-fs's saved reader state of one large foreign session file (to read on from
+/// where it stopped when the file grows).
+pub fn foreign_reader_cache(root: &Path, agent: &str, file: &Path) -> CacheFile {
+    let h = super::naming::fnv1a64(file.as_os_str().as_encoded_bytes());
+    cache_file(
+        root,
+        &["foreign", "readers"],
+        format!("{agent}-{h:016x}.bin"),
+    )
+}
+
 /// The lock that makes "is this session-id free? then create it" atomic across
 /// processes (in `.fen-cache`).
 pub const SESSION_IDS_LOCK: &str = "session-ids.lock";
