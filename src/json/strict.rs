@@ -533,6 +533,41 @@ impl<'a> ValidFields<'a> {
     }
 }
 
+/// The items of an array [`scan`] already accepted (e.g. a nested value of the top
+/// object), without validating again. Yields nothing if `arr` is not an array.
+pub fn valid_array_items(arr: &str) -> ValidItems<'_> {
+    let mut fields = valid_object_fields("");
+    fields.text = arr;
+    fields.ws();
+    fields.i = if arr.as_bytes().get(fields.i) == Some(&b'[') {
+        fields.i + 1
+    } else {
+        arr.len()
+    };
+    ValidItems(fields)
+}
+
+pub struct ValidItems<'a>(ValidFields<'a>);
+
+impl<'a> Iterator for ValidItems<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let f = &mut self.0;
+        f.ws();
+        if matches!(f.text.as_bytes().get(f.i), None | Some(b']')) {
+            f.i = f.text.len();
+            return None;
+        }
+        let start = f.i;
+        f.skip_value();
+        let value = f.text.get(start..f.i)?;
+        f.ws();
+        f.i += 1; // ',' or ']'
+        Some(value)
+    }
+}
+
 impl<'a> Iterator for ValidFields<'a> {
     type Item = Field<'a>;
 
@@ -593,6 +628,12 @@ mod tests {
         assert_eq!(ours, theirs, "{text:?}");
         let split: Vec<Field<'_>> = valid_object_fields(text).collect();
         assert_eq!(split, fields, "{text:?}");
+        for (_, v) in &fields {
+            if let Ok(items) = serde_json::from_str::<Vec<&serde_json::value::RawValue>>(v) {
+                let items: Vec<&str> = items.iter().map(|i| i.get()).collect();
+                assert_eq!(valid_array_items(v).collect::<Vec<_>>(), items, "{v:?}");
+            }
+        }
         for (_, v) in &fields {
             assert_eq!(
                 string_value(v).map(Cow::into_owned),

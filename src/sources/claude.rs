@@ -6,10 +6,12 @@
 //! `message.role`/`message.content`) plus the listing facts; the chain is rebuilt from
 //! the records on demand, so an append only parses the new lines.
 
+use crate::json::strict::{valid_array_items, valid_object_fields};
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The SDK's listing reads only this much of the file's head and tail (SDK `:33`).
@@ -303,8 +305,8 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 }
 
 /// Python truthiness of a JSON value (`entry.get("isSidechain")` and the like).
-fn truthy(v: Option<&RawValue>) -> bool {
-    match v.map(|v| v.get().trim()) {
+fn truthy(v: Option<&str>) -> bool {
+    match v.map(str::trim) {
         None => false,
         Some(t) => !matches!(t, "null" | "false" | "\"\"" | "[]" | "{}") && !is_zero(t),
     }
@@ -314,17 +316,33 @@ fn is_zero(t: &str) -> bool {
     t.parse::<f64>().is_ok_and(|f| f == 0.0)
 }
 
-fn string(v: Option<&RawValue>) -> Option<String> {
-    v.and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+fn string(v: Option<&str>) -> Option<String> {
+    v.and_then(|v| serde_json::from_str::<String>(v).ok())
+}
+
+/// An object's fields in order, values as raw JSON text.
+type Fields<'a> = Vec<(Cow<'a, str>, &'a str)>;
+
+/// The fields of `value`, an object inside a line that `RawObject::parse` accepted,
+/// read without validating again (`None` if it is not an object): most of a tool
+/// result's bytes are in its message, and a second validating pass over them was a
+/// fifth of a first index.
+fn object_fields(value: &str) -> Option<Fields<'_>> {
+    value
+        .starts_with('{')
+        .then(|| valid_object_fields(value).collect())
+}
+
+/// The items of `value`, an array inside an accepted line (`None`: not an array).
+fn array_items(value: &str) -> Option<Vec<&str>> {
+    value
+        .starts_with('[')
+        .then(|| valid_array_items(value).collect())
 }
 
 /// The last value of `key` (Python's `json.loads` keeps the last duplicate).
-fn last<'a>(o: &RawObject<'a>, key: &str) -> Option<&'a RawValue> {
-    o.fields
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| *v)
+fn last<'a>(o: &Fields<'a>, key: &str) -> Option<&'a str> {
+    o.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
 /// Reads one line (without its `\n`) starting at absolute offset `start`: updates the
@@ -366,8 +384,9 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         list.malformed += 1;
         return None;
     };
+    let obj: Fields = obj.fields.into_iter().map(|(k, v)| (k, v.get())).collect();
     list.entries += 1;
-    let end_of = |v: &RawValue| start + (offset_in(text, v.get()) + v.get().len()) as u64;
+    let end_of = |v: &str| start + (offset_in(text, v) + v.len()) as u64;
     let seen = |key: &str| {
         let v = last(&obj, key)?;
         Some(Seen {
@@ -432,19 +451,14 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     if !exact {
         return None;
     }
-    let range = |v: &RawValue| {
-        (
-            start + offset_in(text, v.get()) as u64,
-            v.get().len() as u64,
-        )
-    };
+    let range = |v: &str| (start + offset_in(text, v) as u64, v.len() as u64);
     let boxed = |s: Option<String>| s.map(String::into_boxed_str);
     let mut e = Entry {
         uuid: uuid.into(),
         parent: boxed(string(last(&obj, "parentUuid")).filter(|p| !p.is_empty())),
         kind,
         sidechain: truthy(last(&obj, "isSidechain")),
-        agent_id: last(&obj, "agentId").map(|v| v.get().into()),
+        agent_id: last(&obj, "agentId").map(Into::into),
         timestamp: boxed(string(last(&obj, "timestamp"))),
         source_tool_assistant: boxed(string(last(&obj, "sourceToolAssistantUUID"))),
         message_id: None,
@@ -456,8 +470,7 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     };
     match kind {
         Kind::User | Kind::Assistant => {
-            let Some(msg) = last(&obj, "message").and_then(|m| RawObject::parse(m.get()).ok())
-            else {
+            let Some(msg) = last(&obj, "message").and_then(object_fields) else {
                 return Some(e);
             };
             if kind == Kind::Assistant {
@@ -486,7 +499,7 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
                 e.render = Render::Message {
                     role: role.map(range),
                     role_name: string(role)
-                        .unwrap_or_else(|| role.map_or(default, |r| r.get()).to_string())
+                        .unwrap_or_else(|| role.unwrap_or(default).to_string())
                         .into(),
                     content: range(content),
                 };
@@ -500,15 +513,13 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         Kind::Attachment => {
             // `rendered` is read at the top level, else inside `attachment`.
             let rendered = last(&obj, "rendered").or_else(|| {
-                let a = RawObject::parse(last(&obj, "attachment")?.get()).ok()?;
+                let a = object_fields(last(&obj, "attachment")?)?;
                 last(&a, "rendered")
             });
-            let items: Vec<&RawValue> = rendered
-                .and_then(|r| serde_json::from_str(r.get()).ok())
-                .unwrap_or_default();
+            let items = rendered.and_then(array_items).unwrap_or_default();
             let texts: Vec<(u64, u64)> = items
                 .into_iter()
-                .filter_map(|it| RawObject::parse(it.get()).ok())
+                .filter_map(object_fields)
                 .filter_map(|o| last(&o, "content").filter(|c| string(Some(c)).is_some()))
                 .map(range)
                 .collect();
@@ -525,11 +536,11 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
 /// `compactMetadata.preservedMessages = {anchorUuid, uuids}` (partial compaction).
 type Preserved = (Box<str>, Vec<Box<str>>);
 
-fn preserved(obj: &RawObject) -> Option<Box<Preserved>> {
-    let meta = RawObject::parse(last(obj, "compactMetadata")?.get()).ok()?;
-    let pm = RawObject::parse(last(&meta, "preservedMessages")?.get()).ok()?;
+fn preserved(obj: &Fields) -> Option<Box<Preserved>> {
+    let meta = object_fields(last(obj, "compactMetadata")?)?;
+    let pm = object_fields(last(&meta, "preservedMessages")?)?;
     let anchor = string(last(&pm, "anchorUuid"))?;
-    let uuids: Vec<&RawValue> = serde_json::from_str(last(&pm, "uuids")?.get()).ok()?;
+    let uuids = array_items(last(&pm, "uuids")?)?;
     let uuids = uuids
         .into_iter()
         .filter_map(|u| string(Some(u)))
@@ -538,8 +549,19 @@ fn preserved(obj: &RawObject) -> Option<Box<Preserved>> {
     Some(Box::new((anchor.into(), uuids)))
 }
 
-#[derive(Deserialize, Default)]
+/// What the rules read of a content block: its type, and raw `id`, `tool_use_id`
+/// and `text` (`null` counts as absent).
+#[derive(Default)]
 struct Block<'a> {
+    ty: Option<String>,
+    id: Option<&'a str>,
+    tool_use_id: Option<&'a str>,
+    text: Option<&'a str>,
+}
+
+/// A block as serde reads it: an object, or an array filling the fields in order.
+#[derive(Deserialize)]
+struct SerdeBlock<'a> {
     #[serde(rename = "type", default)]
     ty: Option<String>,
     #[serde(borrow, default)]
@@ -550,24 +572,64 @@ struct Block<'a> {
     text: Option<&'a RawValue>,
 }
 
-/// A content array's object blocks (anything else is skipped, as the SDK does).
-fn blocks(content: &RawValue) -> Vec<Block<'_>> {
-    let items: Vec<&RawValue> = serde_json::from_str(content.get()).unwrap_or_default();
-    items
+/// A content array's blocks (anything that is not one is skipped, as the SDK does).
+fn blocks(content: &str) -> Vec<Block<'_>> {
+    array_items(content)
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|it| serde_json::from_str::<Block>(it.get()).ok())
+        .filter_map(block)
         .collect()
 }
 
+/// One item as `serde_json::from_str::<Block>` reads it, an object without a second
+/// validating pass: a repeated known field or a `type` that is not a string (or
+/// null) makes it no block.
+fn block(item: &str) -> Option<Block<'_>> {
+    if !item.starts_with('{') {
+        // Arrays fill the fields in order; anything else is no block.
+        let b = serde_json::from_str::<SerdeBlock>(item).ok()?;
+        return Some(Block {
+            ty: b.ty,
+            id: b.id.map(RawValue::get),
+            tool_use_id: b.tool_use_id.map(RawValue::get),
+            text: b.text.map(RawValue::get),
+        });
+    }
+    let mut b = Block::default();
+    let mut seen = [false; 4];
+    for (k, v) in valid_object_fields(item) {
+        let i = match k.as_ref() {
+            "type" => 0,
+            "id" => 1,
+            "tool_use_id" => 2,
+            "text" => 3,
+            _ => continue,
+        };
+        if std::mem::replace(&mut seen[i], true) {
+            return None;
+        }
+        if v == "null" {
+            continue;
+        }
+        match i {
+            0 => b.ty = Some(string(Some(v))?),
+            1 => b.id = Some(v),
+            2 => b.tool_use_id = Some(v),
+            _ => b.text = Some(v),
+        }
+    }
+    Some(b)
+}
+
 /// SDK `_extract_first_prompt_from_head` (`:259-338`) for one user line.
-fn first_prompt(list: &mut Listing, obj: &RawObject, text: &str) {
+fn first_prompt(list: &mut Listing, obj: &Fields, text: &str) {
     if text.contains("\"tool_result\"")
-        || last(obj, "isMeta").is_some_and(|v| v.get() == "true")
-        || last(obj, "isCompactSummary").is_some_and(|v| v.get() == "true")
+        || last(obj, "isMeta") == Some("true")
+        || last(obj, "isCompactSummary") == Some("true")
     {
         return;
     }
-    let Some(msg) = last(obj, "message").and_then(|m| RawObject::parse(m.get()).ok()) else {
+    let Some(msg) = last(obj, "message").and_then(object_fields) else {
         return;
     };
     let Some(content) = last(&msg, "content") else {
