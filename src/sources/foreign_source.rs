@@ -446,6 +446,12 @@ impl ForeignSource {
         }
     }
 
+    /// How many session files the store holds now (found as the index finds them,
+    /// without reading them).
+    pub fn session_files(&self) -> usize {
+        self.walk().len()
+    }
+
     /// Every session file under the sessions folder, re-reading only folders whose
     /// stamp changed since the last walk. Links are never followed.
     fn walk(&self) -> Vec<PathBuf> {

@@ -140,6 +140,11 @@ pub fn foreign_reader_cache(root: &Path, agent: &str, file: &Path) -> CacheFile 
     )
 }
 
+/// What a running daemon says of itself for `fen-fs status` (removed when it exits).
+pub fn mount_status_file(root: &Path, pid: u32) -> CacheFile {
+    cache_file(root, &["mounts"], format!("{pid}.json"))
+}
+
 /// The lock that makes "is this session-id free? then create it" atomic across
 /// processes (in `.fen-cache`).
 pub const SESSION_IDS_LOCK: &str = "session-ids.lock";
