@@ -142,6 +142,10 @@ struct Index {
     /// Namespaces whose files must be re-`stat`ed before the next listing (all of
     /// them when nothing watches the folders).
     dirty: BTreeSet<String>,
+    /// Without a watch: namespaces whose files the first index has just `stat`ed,
+    /// not listed since; their first listing takes those stamps (a one-shot command
+    /// such as `fen-fs list` would `stat` every file twice otherwise).
+    fresh: BTreeSet<String>,
     rendered: HashMap<String, (u64, Arc<Vec<Listing>>, NamespaceIndex)>,
 }
 
@@ -352,6 +356,9 @@ impl ForeignSource {
             let mut idx = self.index.lock().unwrap();
             self.refresh_renames(&mut idx);
             idx.ready = true;
+            if self.watch.is_none() {
+                idx.fresh = idx.by_ns.keys().cloned().collect();
+            }
         }
         self.ready.notify_all();
         log::info!(
@@ -467,7 +474,9 @@ impl ForeignSource {
             &mut out,
         );
         self.index.lock().unwrap().folders = next;
-        out.sort();
+        // By bytes: `Path`'s order compares component by component, which was a tenth
+        // of a cold `fen-fs list` of 10,000 files.
+        out.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
         out
     }
 
@@ -549,7 +558,7 @@ impl ForeignSource {
             .cloned()
             .collect();
         if let Some(ns) = ns
-            && (self.watch.is_none() || idx.dirty.remove(ns))
+            && (idx.dirty.remove(ns) || (self.watch.is_none() && !idx.fresh.remove(ns)))
             && let Some(dirs) = idx.by_ns.get(ns)
         {
             for path in dirs.values() {
