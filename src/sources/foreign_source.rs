@@ -61,6 +61,12 @@ struct FileEntry {
     context_tokens: Option<u64>,
 }
 
+impl Index {
+    fn namespace_of(&self, path: &Path) -> Option<String> {
+        self.dir_of.get(path).map(|(n, _)| n.clone())
+    }
+}
+
 impl FileEntry {
     fn mtime(&self) -> SystemTime {
         let ns = self.stamp.mtime_ns.max(0) as u128;
@@ -511,15 +517,17 @@ impl ForeignSource {
             // is the indexer's until it is done.
             return;
         }
+        let mut walk = true;
         if let Some(watch) = &self.watch {
             let mut idx = self.wait_for(ns);
             // Folders with events since their last read: their files' namespaces must
             // be re-stat'ed, and the walk must look at them again.
+            watch.drain();
             let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
             let mut changed = folders.is_empty();
             for f in &folders {
                 let key = f.to_string_lossy();
-                if watch.changed(&key, f) {
+                if watch.changed_as_drained(&key, f) {
                     watch.mark_clean(&key);
                     changed = true;
                     let files = idx
@@ -527,36 +535,41 @@ impl ForeignSource {
                         .get(f)
                         .map(|s| s.files.clone())
                         .unwrap_or_default();
-                    let namespaces: Vec<String> = files
-                        .iter()
-                        .filter_map(|p| idx.dir_of.get(p).map(|(n, _)| n.clone()))
-                        .collect();
+                    let namespaces: Vec<String> =
+                        files.iter().filter_map(|p| idx.namespace_of(p)).collect();
                     idx.dirty.extend(namespaces);
                 }
             }
             let renames_changed = self.agent == Agent::Codex
                 && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
-            if !changed && !renames_changed && ns.is_none_or(|n| !idx.dirty.contains(n)) {
-                return;
+            if !changed && !renames_changed {
+                if ns.is_none_or(|n| !idx.dirty.contains(n)) {
+                    return;
+                }
+                // No folder changed: no file came or went, only `ns`'s need a stat.
+                walk = false;
             }
         }
-        let found = self.walk();
-        let mut idx = self.wait_for(ns);
-        let present: BTreeSet<&PathBuf> = found.iter().collect();
-        let gone: Vec<PathBuf> = idx
-            .files
-            .keys()
-            .filter(|p| !present.contains(p))
-            .cloned()
-            .collect();
-        for p in gone {
-            remove(&mut idx, &p);
-        }
-        let mut stale: Vec<PathBuf> = found
-            .iter()
-            .filter(|p| !idx.files.contains_key(*p))
-            .cloned()
-            .collect();
+        let mut stale = Vec::new();
+        let mut idx = if walk {
+            let found = self.walk();
+            let mut idx = self.wait_for(ns);
+            let present: std::collections::HashSet<&std::ffi::OsStr> =
+                found.iter().map(|p| p.as_os_str()).collect();
+            let gone: Vec<PathBuf> = idx
+                .files
+                .keys()
+                .filter(|p| !present.contains(p.as_os_str()))
+                .cloned()
+                .collect();
+            for p in gone {
+                remove(&mut idx, &p);
+            }
+            stale.extend(found.into_iter().filter(|p| !idx.files.contains_key(p)));
+            idx
+        } else {
+            self.index.lock().unwrap()
+        };
         if let Some(ns) = ns
             && (idx.dirty.remove(ns) || (self.watch.is_none() && !idx.fresh.remove(ns)))
             && let Some(dirs) = idx.by_ns.get(ns)
