@@ -206,18 +206,60 @@ impl ForeignReader for ClaudeReader {
 
     fn summary(&self, tail: &[u8]) -> ForeignSummary {
         let (list, extra) = self.with_tail(tail);
-        let size = self.end + tail.len() as u64;
-        let reason = self.not_resumable(&list, &extra);
         let all = self.all(&extra);
+        let on_chain = match self.not_resumable(&list, &extra) {
+            None => chain(&all),
+            Some(_) => Vec::new(),
+        };
+        self.summary_of(&list, &extra, &all, &on_chain, tail)
+    }
+
+    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
+        let (list, extra) = self.with_tail(tail);
+        self.messages(&list, &extra)
+    }
+
+    /// Both from one walk of the chain (the walk is most of either).
+    fn summary_and_conversation(&self, tail: &[u8]) -> (ForeignSummary, Vec<MessagePieces>) {
+        let (list, extra) = self.with_tail(tail);
+        let all = self.all(&extra);
+        let on_chain = match self.not_resumable(&list, &extra) {
+            None => chain(&all),
+            Some(_) => Vec::new(),
+        };
+        let summary = self.summary_of(&list, &extra, &all, &on_chain, tail);
+        let messages = on_chain.iter().filter_map(|&i| render(all[i])).collect();
+        (summary, messages)
+    }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        crate::sources::foreign::restore_borsh(self, state)
+    }
+}
+
+impl ClaudeReader {
+    /// The summary, given the resumed chain (empty when it cannot be resumed).
+    fn summary_of(
+        &self,
+        list: &Listing,
+        extra: &Option<Entry>,
+        all: &[&Entry],
+        on_chain: &[usize],
+        tail: &[u8],
+    ) -> ForeignSummary {
+        let size = self.end + tail.len() as u64;
+        let reason = self.not_resumable(list, extra);
         // Counted without rendering: the same entries `conversation` renders.
         let mut messages = 0u64;
         let mut roles = BTreeMap::new();
-        if reason.is_none() {
-            for i in chain(&all) {
-                if let Some(role) = role_of(all[i]) {
-                    messages += 1;
-                    *roles.entry(role.to_string()).or_insert(0u64) += 1;
-                }
+        for &i in on_chain {
+            if let Some(role) = role_of(all[i]) {
+                messages += 1;
+                *roles.entry(role.to_string()).or_insert(0u64) += 1;
             }
         }
         let in_tail = |s: &Option<Seen>| {
@@ -266,19 +308,6 @@ impl ForeignReader for ClaudeReader {
             roles,
             compactions: list.compactions,
         }
-    }
-
-    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
-        let (list, extra) = self.with_tail(tail);
-        self.messages(&list, &extra)
-    }
-
-    fn save_state(&self) -> Option<Vec<u8>> {
-        crate::sources::foreign::save_borsh(self)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> bool {
-        crate::sources::foreign::restore_borsh(self, state)
     }
 }
 
@@ -699,12 +728,19 @@ fn skipped_prompt(s: &str) -> bool {
 // The resumed chain
 // ---------------------------------------------------------------------------
 
+/// Maps over a file's uuids and ids, built on every read of the chain: foldhash (seeded
+/// per process) rather than SipHash, which was a third of rebuilding a 25,000-entry
+/// chain after an append.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Set<K> = HashSet<K, foldhash::fast::RandomState>;
+
 /// Indices into `all` of the entries on the resumed chain, in order.
 fn chain(all: &[&Entry]) -> Vec<usize> {
     // A repeated uuid: the later line wins (SDK `:950-952`); `order` keeps each
     // uuid's first position, as the SDK's dict does.
-    let mut by_uuid: HashMap<&str, usize> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
+    let mut by_uuid: Map<&str, usize> =
+        Map::with_capacity_and_hasher(all.len(), Default::default());
+    let mut order: Vec<&str> = Vec::with_capacity(all.len());
     for (i, e) in all.iter().enumerate() {
         if by_uuid.insert(&e.uuid, i).is_none() {
             order.push(&e.uuid);
@@ -716,8 +752,8 @@ fn chain(all: &[&Entry]) -> Vec<usize> {
 
     // Partial compaction (BB-C, `dd8453a6`): the kept uuids hang in order under the
     // anchor, and what was written as the anchor's child continues from the last one.
-    let mut kept_parent: HashMap<&str, &str> = HashMap::new();
-    let mut redirect: HashMap<&str, &str> = HashMap::new();
+    let mut kept_parent: Map<&str, &str> = Map::default();
+    let mut redirect: Map<&str, &str> = Map::default();
     for &i in &by_file {
         let Some(p) = all[i].preserved.as_deref() else {
             continue;
@@ -747,14 +783,15 @@ fn chain(all: &[&Entry]) -> Vec<usize> {
     // Leaves (SDK `:959-1006`): from each terminal back to the nearest user or
     // assistant entry; the CLI also stops at a local command and does not pass
     // over isMeta/teamName leaves (BB-C). The newest non-sidechain one in file order.
-    let parents: HashSet<&str> = live.iter().filter_map(|&i| parent(i)).collect();
+    let mut parents: Set<&str> = Set::with_capacity_and_hasher(live.len(), Default::default());
+    parents.extend(live.iter().filter_map(|&i| parent(i)));
     let mut leaf: Option<usize> = None;
     for &t in &live {
         if parents.contains(&*all[t].uuid) {
             continue;
         }
         let mut cur = Some(t);
-        let mut seen = HashSet::new();
+        let mut seen = Set::default();
         while let Some(i) = cur {
             if !seen.insert(i) {
                 break;
@@ -775,7 +812,7 @@ fn chain(all: &[&Entry]) -> Vec<usize> {
 
     // parentUuid to the root, never logicalParentUuid: a compact boundary ends it.
     let mut chain = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: Set<&str> = Set::with_capacity_and_hasher(live.len(), Default::default());
     let mut cur = Some(leaf);
     while let Some(i) = cur {
         if !seen.insert(&all[i].uuid) {
@@ -793,14 +830,14 @@ fn chain(all: &[&Entry]) -> Vec<usize> {
 /// after the response's last entry on the chain.
 fn recover_parallel<'a>(
     all: &[&'a Entry],
-    by_uuid: &HashMap<&'a str, usize>,
+    by_uuid: &Map<&'a str, usize>,
     order: &[&'a str],
     chain: Vec<usize>,
-    mut seen: HashSet<&'a str>,
+    mut seen: Set<&'a str>,
     parent: &dyn Fn(usize) -> Option<&'a str>,
 ) -> Vec<usize> {
     let mid = |i: usize| all[i].message_id.as_deref();
-    let mut anchor: HashMap<&str, usize> = HashMap::new();
+    let mut anchor: Map<&str, usize> = Map::default();
     for &i in &chain {
         if let Some(m) = mid(i) {
             anchor.insert(m, i);
@@ -813,8 +850,8 @@ fn recover_parallel<'a>(
         all[a].sidechain == all[b].sidechain && all[a].agent_id == all[b].agent_id
     };
 
-    let mut siblings: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut call_owner: HashMap<&str, Option<usize>> = HashMap::new();
+    let mut siblings: Map<&str, Vec<usize>> = Map::default();
+    let mut call_owner: Map<&str, Option<usize>> = Map::default();
     let mut results: Vec<usize> = Vec::new();
     for u in order {
         let i = by_uuid[u];
@@ -831,7 +868,7 @@ fn recover_parallel<'a>(
             results.push(i);
         }
     }
-    let mut by_assistant: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_assistant: Map<&str, Vec<usize>> = Map::default();
     for &r in &results {
         if let Some(p) = parent(r) {
             by_assistant.entry(p).or_default().push(r);
@@ -851,22 +888,26 @@ fn recover_parallel<'a>(
         }
     }
 
-    let answered_on_chain: HashSet<&str> = chain
+    let answered_on_chain: Set<&str> = chain
         .iter()
         .flat_map(|&i| all[i].tool_result_ids.iter().map(|s| &**s))
         .collect();
-    let position: HashMap<&str, usize> = order.iter().enumerate().map(|(p, u)| (*u, p)).collect();
+    // Only strays are ordered by it (rare): built when the first one is.
+    let position: std::cell::OnceCell<Map<&str, usize>> = std::cell::OnceCell::new();
+    let position = |u: &str| {
+        position.get_or_init(|| order.iter().enumerate().map(|(p, u)| (*u, p)).collect())[u]
+    };
     let ts = |i: usize| all[i].timestamp.as_deref().unwrap_or("");
 
-    let mut processed: HashSet<&str> = HashSet::new();
-    let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut processed: Set<&str> = Set::default();
+    let mut inserts: Map<usize, Vec<usize>> = Map::default();
     for &a in &chain {
         let Some(m) = mid(a) else { continue };
         if !processed.insert(m) {
             continue;
         }
         let group = siblings.get(m).cloned().unwrap_or_else(|| vec![a]);
-        let members: HashSet<&str> = group.iter().map(|&g| &*all[g].uuid).collect();
+        let members: Set<&str> = group.iter().map(|&g| &*all[g].uuid).collect();
         let mut orphan_siblings: Vec<usize> = group
             .iter()
             .copied()
@@ -874,7 +915,7 @@ fn recover_parallel<'a>(
             .collect();
         let mut orphan_results = Vec::new();
         let mut strays = Vec::new();
-        let mut collected: HashSet<usize> = HashSet::new();
+        let mut collected: Set<usize> = Set::default();
         for &g in &group {
             for &r in by_assistant.get(&*all[g].uuid).into_iter().flatten() {
                 if seen.contains(&*all[r].uuid) || !collected.insert(r) {
@@ -892,7 +933,7 @@ fn recover_parallel<'a>(
             for &r in &orphan_results {
                 answered.extend(all[r].tool_result_ids.iter().map(|s| &**s));
             }
-            strays.sort_by_key(|&r| position[&*all[r].uuid]);
+            strays.sort_by_key(|&r| position(&all[r].uuid));
             for r in strays {
                 let ids = &all[r].tool_result_ids;
                 let open = ids.iter().any(|c| {

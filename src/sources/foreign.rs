@@ -65,6 +65,12 @@ pub trait ForeignReader: Send {
     /// The messages the agent would resume with (empty when it cannot resume).
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces>;
 
+    /// `summary` and `conversation` together (a reader whose two share most of their
+    /// work computes it once).
+    fn summary_and_conversation(&self, tail: &[u8]) -> (ForeignSummary, Vec<MessagePieces>) {
+        (self.summary(tail), self.conversation(tail))
+    }
+
     /// The messages with what the file says of each (entry id, time). `history`
     /// false: exactly `conversation`'s messages, in order. `history` true: every
     /// message the file holds, those outside the conversation marked so (search

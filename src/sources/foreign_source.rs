@@ -786,9 +786,8 @@ impl ForeignSource {
     /// pass (its token count goes into the entry); a large file's layout is kept for
     /// the next `conversation.json` (on disk at once when `keep` is `Disk`).
     fn read_file(&self, path: &Path, keep: Keep) -> Result<FileEntry> {
-        let (file, stamp, (summary, messages)) = self.with_reader_kept(path, keep, |r, tail| {
-            (r.summary(tail), r.conversation(tail))
-        })?;
+        let (file, stamp, (summary, messages)) =
+            self.with_reader_kept(path, keep, |r, tail| r.summary_and_conversation(tail))?;
         let context_tokens = messages
             .iter()
             .map(|m| tokens_of(m.iter().map(piece_len).sum()))
