@@ -65,6 +65,11 @@ enum Render {
 struct Entry {
     uuid: Box<str>,
     parent: Option<Box<str>>,
+    /// `uuid`, `parent` and `source_tool_assistant` interned (`Ids`): the chain is
+    /// rebuilt after every append, with arrays instead of hashing 36-byte strings.
+    uid: u32,
+    pid: Option<u32>,
+    stid: Option<u32>,
     kind: Kind,
     sidechain: bool,
     /// Raw JSON of `agentId` (only compared, SDK `_same_writer`).
@@ -119,6 +124,50 @@ pub struct ClaudeReader {
     end: u64,
     list: Listing,
     records: Vec<Entry>,
+    /// Rebuilt from `records` when a saved state is restored.
+    #[borsh(skip)]
+    ids: Ids,
+}
+
+/// Each distinct uuid string a record names gets the next number, in feeding order.
+#[derive(Default)]
+struct Ids(Map<Box<str>, u32>);
+
+impl Ids {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.0.get(s) {
+            return id;
+        }
+        let id = self.0.len() as u32;
+        self.0.insert(s.into(), id);
+        id
+    }
+
+    /// Gives `e` its ids; each record once, in file order (a restore replays it).
+    fn assign(&mut self, e: &mut Entry) {
+        e.uid = self.intern(&e.uuid);
+        e.pid = e.parent.as_deref().map(|p| self.intern(p));
+        e.stid = e.source_tool_assistant.as_deref().map(|s| self.intern(s));
+    }
+
+    /// The same for the unterminated tail's entry, without keeping its new strings.
+    fn assign_temporarily(&self, e: &mut Entry) {
+        let mut fresh = Vec::new();
+        e.uid = self.temporary(&e.uuid, &mut fresh);
+        e.pid = e.parent.as_deref().map(|p| self.temporary(p, &mut fresh));
+        e.stid = (e.source_tool_assistant.as_deref()).map(|s| self.temporary(s, &mut fresh));
+    }
+
+    fn temporary(&self, s: &str, fresh: &mut Vec<Box<str>>) -> u32 {
+        if let Some(&id) = self.0.get(s) {
+            return id;
+        }
+        let at = fresh.iter().position(|f| &**f == s).unwrap_or_else(|| {
+            fresh.push(s.into());
+            fresh.len() - 1
+        });
+        (self.0.len() + at) as u32
+    }
 }
 
 impl ClaudeReader {
@@ -137,6 +186,7 @@ impl ClaudeReader {
             end: 0,
             list: Listing::default(),
             records: Vec::new(),
+            ids: Ids::default(),
         }
     }
 
@@ -147,11 +197,14 @@ impl ClaudeReader {
     /// file unreadable to the agent until the writer finishes the line.
     fn with_tail(&self, tail: &[u8]) -> (Listing, Option<Entry>) {
         let mut list = self.list.clone();
-        let entry = if tail.is_empty() {
+        let mut entry = if tail.is_empty() {
             None
         } else {
             read_line(&mut list, self.end, tail)
         };
+        if let Some(e) = entry.as_mut() {
+            self.ids.assign_temporarily(e);
+        }
         (list, entry)
     }
 
@@ -195,7 +248,8 @@ impl ForeignReader for ClaudeReader {
         while let Some(nl) = memchr::memchr(b'\n', &bytes[pos..]) {
             let line = &bytes[pos..pos + nl];
             let start = offset + pos as u64;
-            if let Some(e) = read_line(&mut self.list, start, line) {
+            if let Some(mut e) = read_line(&mut self.list, start, line) {
+                self.ids.assign(&mut e);
                 self.records.push(e);
             }
             pos += nl + 1;
@@ -237,7 +291,21 @@ impl ForeignReader for ClaudeReader {
     }
 
     fn restore_state(&mut self, state: &[u8]) -> bool {
-        crate::sources::foreign::restore_borsh(self, state)
+        if !crate::sources::foreign::restore_borsh(self, state) {
+            return false;
+        }
+        // The ids again, as feeding gave them: a state whose ids differ is refused.
+        let mut ids = Ids::default();
+        for e in &self.records {
+            let uid = ids.intern(&e.uuid);
+            let pid = e.parent.as_deref().map(|p| ids.intern(p));
+            let stid = e.source_tool_assistant.as_deref().map(|s| ids.intern(s));
+            if (uid, pid, stid) != (e.uid, e.pid, e.stid) {
+                return false;
+            }
+        }
+        self.ids = ids;
+        true
     }
 }
 
@@ -485,6 +553,9 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     let mut e = Entry {
         uuid: uuid.into(),
         parent: boxed(string(last(&obj, "parentUuid")).filter(|p| !p.is_empty())),
+        uid: 0,
+        pid: None,
+        stid: None,
         kind,
         sidechain: truthy(last(&obj, "isSidechain")),
         agent_id: last(&obj, "agentId").map(Into::into),
@@ -734,60 +805,85 @@ fn skipped_prompt(s: &str) -> bool {
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 type Set<K> = HashSet<K, foldhash::fast::RandomState>;
 
-/// Indices into `all` of the entries on the resumed chain, in order.
+/// An id no uuid has (a partial compaction's anchor that no line names).
+const NO_ID: u32 = u32::MAX;
+
+/// Indices into `all` of the entries on the resumed chain, in order. Uuids are
+/// compared by their interned ids (`Entry::uid`, `pid`, `stid`), which stand for
+/// their strings one to one.
 fn chain(all: &[&Entry]) -> Vec<usize> {
+    let ids = all
+        .iter()
+        .flat_map(|e| [Some(e.uid), e.pid, e.stid])
+        .flatten()
+        .max()
+        .map_or(0, |m| m as usize + 1);
     // A repeated uuid: the later line wins (SDK `:950-952`); `order` keeps each
     // uuid's first position, as the SDK's dict does.
-    let mut by_uuid: Map<&str, usize> =
-        Map::with_capacity_and_hasher(all.len(), Default::default());
-    let mut order: Vec<&str> = Vec::with_capacity(all.len());
+    let mut by_id: Vec<usize> = vec![usize::MAX; ids];
+    let mut order: Vec<u32> = Vec::with_capacity(all.len());
     for (i, e) in all.iter().enumerate() {
-        if by_uuid.insert(&e.uuid, i).is_none() {
-            order.push(&e.uuid);
+        if by_id[e.uid as usize] == usize::MAX {
+            order.push(e.uid);
         }
+        by_id[e.uid as usize] = i;
     }
-    let live: Vec<usize> = order.iter().map(|u| by_uuid[u]).collect();
+    let record = |id: u32| by_id.get(id as usize).copied().filter(|&i| i != usize::MAX);
+    let live: Vec<usize> = order.iter().map(|&u| by_id[u as usize]).collect();
     let mut by_file: Vec<usize> = live.clone();
     by_file.sort_unstable();
 
     // Partial compaction (BB-C, `dd8453a6`): the kept uuids hang in order under the
     // anchor, and what was written as the anchor's child continues from the last one.
-    let mut kept_parent: Map<&str, &str> = Map::default();
-    let mut redirect: Map<&str, &str> = Map::default();
-    for &i in &by_file {
-        let Some(p) = all[i].preserved.as_deref() else {
-            continue;
-        };
-        let (anchor, uuids) = (&*p.0, &p.1);
-        let mut prev = anchor;
-        for u in uuids.iter().map(|u| &**u) {
-            if by_uuid.contains_key(u) && u != anchor && !kept_parent.contains_key(u) {
-                kept_parent.insert(u, prev);
-                prev = u;
+    let mut kept_parent: Map<u32, u32> = Map::default();
+    let mut redirect: Map<u32, u32> = Map::default();
+    if by_file.iter().any(|&i| all[i].preserved.is_some()) {
+        let mut id_of: Map<&str, u32> = Map::default();
+        for e in all {
+            id_of.insert(&e.uuid, e.uid);
+            if let (Some(p), Some(id)) = (e.parent.as_deref(), e.pid) {
+                id_of.insert(p, id);
             }
         }
-        if prev != anchor {
-            redirect.insert(anchor, prev);
+        for &i in &by_file {
+            let Some(p) = all[i].preserved.as_deref() else {
+                continue;
+            };
+            let anchor = id_of.get(&*p.0).copied().unwrap_or(NO_ID);
+            let mut prev = anchor;
+            for u in p.1.iter().filter_map(|u| id_of.get(&**u).copied()) {
+                if record(u).is_some() && u != anchor && !kept_parent.contains_key(&u) {
+                    kept_parent.insert(u, prev);
+                    prev = u;
+                }
+            }
+            if prev != anchor {
+                redirect.insert(anchor, prev);
+            }
         }
     }
-    let parent = |i: usize| -> Option<&str> {
+    let parent = |i: usize| -> Option<u32> {
         let e = all[i];
-        if let Some(p) = kept_parent.get(&*e.uuid) {
+        if let Some(&p) = kept_parent.get(&e.uid) {
             return Some(p);
         }
-        let p = e.parent.as_deref()?;
-        Some(redirect.get(p).copied().unwrap_or(p))
+        let p = e.pid?;
+        Some(redirect.get(&p).copied().unwrap_or(p))
     };
-    let up = |i: usize| parent(i).and_then(|p| by_uuid.get(p).copied());
+    let up = |i: usize| parent(i).and_then(record);
 
     // Leaves (SDK `:959-1006`): from each terminal back to the nearest user or
     // assistant entry; the CLI also stops at a local command and does not pass
     // over isMeta/teamName leaves (BB-C). The newest non-sidechain one in file order.
-    let mut parents: Set<&str> = Set::with_capacity_and_hasher(live.len(), Default::default());
-    parents.extend(live.iter().filter_map(|&i| parent(i)));
+    let mut named: Vec<bool> = vec![false; ids];
+    for p in live.iter().filter_map(|&i| parent(i)) {
+        if let Some(n) = named.get_mut(p as usize) {
+            *n = true;
+        }
+    }
     let mut leaf: Option<usize> = None;
     for &t in &live {
-        if parents.contains(&*all[t].uuid) {
+        if named[all[t].uid as usize] {
             continue;
         }
         let mut cur = Some(t);
@@ -812,29 +908,29 @@ fn chain(all: &[&Entry]) -> Vec<usize> {
 
     // parentUuid to the root, never logicalParentUuid: a compact boundary ends it.
     let mut chain = Vec::new();
-    let mut seen: Set<&str> = Set::with_capacity_and_hasher(live.len(), Default::default());
+    let mut seen: Vec<bool> = vec![false; ids];
     let mut cur = Some(leaf);
     while let Some(i) = cur {
-        if !seen.insert(&all[i].uuid) {
+        if std::mem::replace(&mut seen[all[i].uid as usize], true) {
             break;
         }
         chain.push(i);
         cur = up(i);
     }
     chain.reverse();
-    recover_parallel(all, &by_uuid, &order, chain, seen, &parent)
+    recover_parallel(all, &record, &order, chain, seen, &parent)
 }
 
 /// SDK `_recover_orphaned_parallel_tool_results` (`:1086-1245`): a response's
 /// sibling assistant entries and their tool results that the walk missed go back
-/// after the response's last entry on the chain.
-fn recover_parallel<'a>(
-    all: &[&'a Entry],
-    by_uuid: &Map<&'a str, usize>,
-    order: &[&'a str],
+/// after the response's last entry on the chain. `seen` is by uuid id.
+fn recover_parallel(
+    all: &[&Entry],
+    record: &dyn Fn(u32) -> Option<usize>,
+    order: &[u32],
     chain: Vec<usize>,
-    mut seen: Set<&'a str>,
-    parent: &dyn Fn(usize) -> Option<&'a str>,
+    mut seen: Vec<bool>,
+    parent: &dyn Fn(usize) -> Option<u32>,
 ) -> Vec<usize> {
     let mid = |i: usize| all[i].message_id.as_deref();
     let mut anchor: Map<&str, usize> = Map::default();
@@ -853,8 +949,8 @@ fn recover_parallel<'a>(
     let mut siblings: Map<&str, Vec<usize>> = Map::default();
     let mut call_owner: Map<&str, Option<usize>> = Map::default();
     let mut results: Vec<usize> = Vec::new();
-    for u in order {
-        let i = by_uuid[u];
+    for &u in order {
+        let Some(i) = record(u) else { continue };
         if let Some(m) = mid(i) {
             siblings.entry(m).or_default().push(i);
             for c in &all[i].tool_use_ids {
@@ -868,22 +964,22 @@ fn recover_parallel<'a>(
             results.push(i);
         }
     }
-    let mut by_assistant: Map<&str, Vec<usize>> = Map::default();
+    // Keyed by the assistant entry's uuid id.
+    let mut by_assistant: Map<u32, Vec<usize>> = Map::default();
     for &r in &results {
         if let Some(p) = parent(r) {
             by_assistant.entry(p).or_default().push(r);
         }
-        if let Some(s) = all[r].source_tool_assistant.as_deref()
-            && let Some(&si) = by_uuid.get(s)
+        if let Some(si) = all[r].stid.and_then(record)
             && same_writer(r, si)
         {
-            by_assistant.entry(&all[si].uuid).or_default().push(r);
+            by_assistant.entry(all[si].uid).or_default().push(r);
         }
         for c in &all[r].tool_result_ids {
             if let Some(&Some(o)) = call_owner.get(&**c)
                 && same_writer(r, o)
             {
-                by_assistant.entry(&all[o].uuid).or_default().push(r);
+                by_assistant.entry(all[o].uid).or_default().push(r);
             }
         }
     }
@@ -893,9 +989,9 @@ fn recover_parallel<'a>(
         .flat_map(|&i| all[i].tool_result_ids.iter().map(|s| &**s))
         .collect();
     // Only strays are ordered by it (rare): built when the first one is.
-    let position: std::cell::OnceCell<Map<&str, usize>> = std::cell::OnceCell::new();
-    let position = |u: &str| {
-        position.get_or_init(|| order.iter().enumerate().map(|(p, u)| (*u, p)).collect())[u]
+    let position: std::cell::OnceCell<Map<u32, usize>> = std::cell::OnceCell::new();
+    let position = |u: u32| {
+        position.get_or_init(|| order.iter().enumerate().map(|(p, u)| (*u, p)).collect())[&u]
     };
     let ts = |i: usize| all[i].timestamp.as_deref().unwrap_or("");
 
@@ -907,21 +1003,21 @@ fn recover_parallel<'a>(
             continue;
         }
         let group = siblings.get(m).cloned().unwrap_or_else(|| vec![a]);
-        let members: Set<&str> = group.iter().map(|&g| &*all[g].uuid).collect();
+        let members: Set<u32> = group.iter().map(|&g| all[g].uid).collect();
         let mut orphan_siblings: Vec<usize> = group
             .iter()
             .copied()
-            .filter(|&g| !seen.contains(&*all[g].uuid))
+            .filter(|&g| !seen[all[g].uid as usize])
             .collect();
         let mut orphan_results = Vec::new();
         let mut strays = Vec::new();
         let mut collected: Set<usize> = Set::default();
         for &g in &group {
-            for &r in by_assistant.get(&*all[g].uuid).into_iter().flatten() {
-                if seen.contains(&*all[r].uuid) || !collected.insert(r) {
+            for &r in by_assistant.get(&all[g].uid).into_iter().flatten() {
+                if seen[all[r].uid as usize] || !collected.insert(r) {
                     continue;
                 }
-                if parent(r).is_some_and(|p| members.contains(p)) {
+                if parent(r).is_some_and(|p| members.contains(&p)) {
                     orphan_results.push(r);
                 } else {
                     strays.push(r);
@@ -933,12 +1029,12 @@ fn recover_parallel<'a>(
             for &r in &orphan_results {
                 answered.extend(all[r].tool_result_ids.iter().map(|s| &**s));
             }
-            strays.sort_by_key(|&r| position(&all[r].uuid));
+            strays.sort_by_key(|&r| position(all[r].uid));
             for r in strays {
                 let ids = &all[r].tool_result_ids;
                 let open = ids.iter().any(|c| {
                     !answered.contains(&**c)
-                        && matches!(call_owner.get(&**c), Some(Some(o)) if members.contains(&*all[*o].uuid))
+                        && matches!(call_owner.get(&**c), Some(Some(o)) if members.contains(&all[*o].uid))
                 });
                 if open {
                     answered.extend(ids.iter().map(|s| &**s));
@@ -953,7 +1049,7 @@ fn recover_parallel<'a>(
         orphan_results.sort_by(|&x, &y| ts(x).cmp(ts(y)));
         let recovered: Vec<usize> = orphan_siblings.into_iter().chain(orphan_results).collect();
         for &r in &recovered {
-            seen.insert(&all[r].uuid);
+            seen[all[r].uid as usize] = true;
         }
         inserts.insert(anchor[m], recovered);
     }
