@@ -582,10 +582,11 @@ impl ForeignReader for CodexReader {
             return 0;
         };
         let mut pos = 0usize;
-        for line in bytes[..last_nl].split(|&b| b == b'\n') {
+        for nl in memchr::memchr_iter(b'\n', &bytes[..=last_nl]) {
+            let line = &bytes[pos..nl];
             let raw = line.strip_suffix(b"\r").unwrap_or(line);
             self.line(offset + pos as u64, raw);
-            pos += line.len() + 1;
+            pos = nl + 1;
         }
         self.end = offset + last_nl as u64 + 1;
         last_nl as u64 + 1
@@ -655,8 +656,13 @@ impl ForeignReader for CodexReader {
     }
 }
 
+/// A JSON string that Rust's `String` deserializes. The value was validated with
+/// its line, so only a `\u` escape (a lone surrogate) can still fail: without one
+/// the (often huge) text is not decoded at all.
 fn is_str(v: &RawValue) -> bool {
-    v.get().starts_with('"') && as_string(v).is_some()
+    let t = v.get();
+    t.starts_with('"')
+        && (memchr::memmem::find(t.as_bytes(), b"\\u").is_none() || as_string(v).is_some())
 }
 
 fn is_uuid(v: &RawValue) -> bool {
@@ -998,4 +1004,27 @@ fn truncate_middle_tokens(s: &str, max_tokens: usize) -> String {
         marker(s.len() - max_bytes),
         &s[suffix_start..]
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `is_str` decodes only texts with a `\u` escape, and answers as decoding does.
+    #[test]
+    fn is_str_is_what_string_deserialization_accepts() {
+        for (text, want) in [
+            (r#""plain\n text \"quoted\"""#, true),
+            (r#""\u00e9 ok""#, true),
+            (r#""\ud83d\ude00""#, true),
+            (r#""lone \ud800 surrogate""#, false),
+            (r#""\\u not an escape""#, true),
+            ("42", false),
+            ("null", false),
+        ] {
+            let v: &RawValue = serde_json::from_str(text).unwrap();
+            assert_eq!(is_str(v), want, "{text}");
+            assert_eq!(is_str(v), text.starts_with('"') && as_string(v).is_some());
+        }
+    }
 }
