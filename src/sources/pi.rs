@@ -643,12 +643,11 @@ fn parse_value(ctx: &Ctx, list: &mut ListAcc, first: bool) -> Option<Parsed> {
         Some("session") => entry.body = Body::Session,
         Some("message") => {
             let m = field(&o, "message").filter(|v| v.get() != "null");
+            // Parsed once, for the entry and for the listing.
+            let mobj = m
+                .filter(|v| v.get().starts_with('{'))
+                .and_then(|v| RawObject::parse(v.get()).ok());
             entry.body = Body::Message(m.map(|v| {
-                let mobj = if v.get().starts_with('{') {
-                    RawObject::parse(v.get()).ok()
-                } else {
-                    None
-                };
                 let role_v = mobj.as_ref().and_then(|m| field(m, "role"));
                 let role = role_v
                     .and_then(js_str)
@@ -665,7 +664,7 @@ fn parse_value(ctx: &Ctx, list: &mut ListAcc, first: bool) -> Option<Parsed> {
                     rename,
                 })
             }));
-            list_message(list, m, field(&o, "timestamp"));
+            list_message(list, m, mobj.as_ref(), field(&o, "timestamp"));
         }
         Some("compaction") => {
             entry.body = Body::Compaction(Box::new(Compaction {
@@ -731,22 +730,25 @@ fn js_version(v: &RawValue) -> f64 {
 }
 
 /// `buildSessionInfo`'s and `getLastActivityTime`'s look at one `message` entry.
-fn list_message(list: &mut ListAcc, m: Option<&RawValue>, entry_ts: Option<&RawValue>) {
-    let Some(m) = m else {
+/// `m` is the entry's `message` (not null), `obj` its fields when it is an object.
+fn list_message(
+    list: &mut ListAcc,
+    m: Option<&RawValue>,
+    obj: Option<&RawObject>,
+    entry_ts: Option<&RawValue>,
+) {
+    if m.is_none() {
         // `message.role` on undefined/null throws.
         list.throws = true;
         return;
-    };
-    if !m.get().starts_with('{') {
-        return;
     }
-    let Ok(obj) = RawObject::parse(m.get()) else {
+    let Some(obj) = obj else {
         return;
     };
-    let Some(role) = field(&obj, "role").and_then(js_str) else {
+    let Some(role) = field(obj, "role").and_then(js_str) else {
         return;
     };
-    let Some(content) = field(&obj, "content") else {
+    let Some(content) = field(obj, "content") else {
         return;
     };
     if role != "user" && role != "assistant" {
@@ -760,7 +762,7 @@ fn list_message(list: &mut ListAcc, m: Option<&RawValue>, entry_ts: Option<&RawV
             }
         }
     }
-    let ts = field(&obj, "timestamp");
+    let ts = field(obj, "timestamp");
     let t = match ts {
         Some(v)
             if !matches!(
