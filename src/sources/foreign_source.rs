@@ -42,8 +42,9 @@ pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 const READERS_IN_MEMORY: usize = 8;
 /// Conversation layouts kept in memory (larger files' are also on disk).
 const LAYOUTS_IN_MEMORY: usize = 32;
-/// Files at least this large keep their reader's state on disk when it leaves memory:
-/// a smaller one is read again faster than a state is loaded and checked.
+/// Files at least this large keep their reader's state on disk when it leaves memory
+/// (the first index saves those of `PERSIST_MIN` or more): a smaller one is read
+/// again in under a millisecond.
 const STATE_MIN: u64 = 256 << 10;
 /// Session files read at once while the first index is built (it is mostly parsing).
 const INDEX_WORKERS: usize = 4;
@@ -682,7 +683,11 @@ impl ForeignSource {
         }
         let out = f(following.reader.as_ref(), &following.tail);
         match keep {
-            Keep::Disk => self.save_state(path, &mut following),
+            // The first index saves only large files' states: creating a cache
+            // file per session was a tenth of its CPU. A smaller file is read whole
+            // once if it grows, then its reader is kept like any other.
+            Keep::Disk if stamp.size >= PERSIST_MIN => self.save_state(path, &mut following),
+            Keep::Disk => {}
             Keep::Memory => {
                 let evicted = {
                     let mut readers = self.readers.lock().unwrap();
