@@ -49,7 +49,7 @@ const STATE_MIN: u64 = 256 << 10;
 /// Session files read at once while the first index is built (it is mostly parsing).
 const INDEX_WORKERS: usize = 4;
 /// How much of a file one `read` takes while feeding a reader.
-const CHUNK: usize = 8 << 20;
+const CHUNK: usize = 2 << 20;
 const INDEX_VERSION: u32 = 1;
 
 /// What the index keeps per session file.
