@@ -287,16 +287,16 @@ impl ForeignSource {
                     (Some(old), Some(stamp)) if old.stamp == stamp => {
                         self.insert(&mut idx, path, old.clone())
                     }
-                    _ => todo.push(path),
+                    (_, stamp) => todo.push((stamp.map_or(0, |s| s.size), path)),
                 }
             }
         }
         // The rest is read file by file; each gets a namespace hint first (the cwd
         // near its start, per project folder where folders are projects), so that a
         // listing waits only for the files of its own namespace, read first.
-        let mut groups: BTreeMap<Option<String>, Vec<PathBuf>> = BTreeMap::new();
+        let mut groups: BTreeMap<Option<String>, Vec<(u64, PathBuf)>> = BTreeMap::new();
         let mut folder_hints: HashMap<PathBuf, Option<String>> = HashMap::new();
-        for path in todo {
+        for (size, path) in todo {
             let hint = if agents::folders_are_projects(self.agent) {
                 let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
                 folder_hints
@@ -308,7 +308,12 @@ impl ForeignSource {
             };
             // A file that names no cwd near its start most likely has none at all.
             let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
-            groups.entry(hint).or_default().push(path);
+            groups.entry(hint).or_default().push((size, path));
+        }
+        // Largest files first (`next_to_read` pops from the end): a big file read last
+        // would leave the other cores idle while one parses it.
+        for g in groups.values_mut() {
+            g.sort_unstable();
         }
         let reread: usize = groups.values().map(Vec::len).sum();
         {
@@ -381,7 +386,7 @@ impl ForeignSource {
     /// The next file to read: one of a namespace someone waits for, else any.
     fn next_to_read(
         &self,
-        groups: &mut BTreeMap<Option<String>, Vec<PathBuf>>,
+        groups: &mut BTreeMap<Option<String>, Vec<(u64, PathBuf)>>,
     ) -> Option<(Option<String>, PathBuf)> {
         let wanted = std::mem::take(&mut self.index.lock().unwrap().wanted);
         let key = wanted
@@ -391,11 +396,12 @@ impl ForeignSource {
             .or_else(|| {
                 groups
                     .iter()
-                    .find(|(_, g)| !g.is_empty())
-                    .map(|(k, _)| k.clone())
+                    .filter_map(|(k, g)| Some((g.last()?.0, k)))
+                    .max_by_key(|(size, _)| *size)
+                    .map(|(_, k)| k.clone())
             })?;
         let group = groups.get_mut(&key)?;
-        let path = group.pop()?;
+        let (_, path) = group.pop()?;
         if group.is_empty() {
             groups.remove(&key);
         }
