@@ -285,7 +285,10 @@ class Turn:
 
 def output_range(size, big):
     if big:
-        return (min(50_000, size // 200), min(3_000_000, size // 40))
+        # Many medium outputs (the CLI truncates a command's output; files read and
+        # search results are what make a session this big), so the file has tens of
+        # thousands of entries, not a few huge ones.
+        return (200, min(200_000, size // 15))
     hi = max(2_000, min(400_000, size // 12))
     return (min(200, hi // 2), hi)
 

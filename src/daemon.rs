@@ -16,7 +16,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The environment variable carrying the readiness pipe to a detached daemon.
@@ -288,9 +288,33 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         sources.push(foreign);
     }
     let tree = Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid));
+    let status = MountStatus {
+        pid: std::process::id(),
+        mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
+        passthrough: String::new(),
+        sources: sources
+            .iter()
+            .filter(|s| !s.writable())
+            .map(|s| (s.agent(), s.root().to_path_buf()))
+            .collect(),
+    };
+    let status_file = crate::store::layout::mount_status_file(&root, status.pid);
+    let passthrough = {
+        let status_file = status_file.clone();
+        let status = Mutex::new(status);
+        crate::fuse::Passthrough::new(move |state| {
+            let mut s = status.lock().unwrap();
+            s.passthrough = state.to_string();
+            s.write(&status_file);
+        })
+    };
+    if std::env::var_os(PASSTHROUGH_ENV).is_some_and(|v| v == "off") {
+        passthrough.turn_off(&format!("turned off by {PASSTHROUGH_ENV}=off"));
+    }
     let config = crate::fuse::MountConfig {
         allow_other: args.allow_other,
         threads: args.threads,
+        passthrough,
     };
     // Wake the main thread when the kernel ends the session (umount).
     // SAFETY: sending a signal to our own process.
@@ -351,6 +375,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     for s in &sources {
         s.persist();
     }
+    crate::store::atomic::remove_file(&status_file);
     if !ends {
         // The session would end by fuser unmounting the path, which may now hold
         // another mount: exit instead; closing /dev/fuse ends this connection only.
@@ -359,6 +384,38 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     match mounted.join() {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Error::io("fuse session", &e)),
+    }
+}
+
+/// `off` turns FUSE passthrough off (transcripts are then read through the daemon).
+pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";
+
+/// What `fen-fs status` learns of a running daemon from its store (`.fen-cache/mounts/
+/// <pid>.json`): what its command line does not say.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct MountStatus {
+    pub pid: u32,
+    pub mountpoint: PathBuf,
+    /// FUSE passthrough for transcripts: `on`, `off (why)`, `not negotiated`.
+    pub passthrough: String,
+    /// The other agents' stores it shows.
+    pub sources: Vec<(crate::agent::Agent, PathBuf)>,
+}
+
+impl MountStatus {
+    fn write(&self, file: &crate::store::layout::CacheFile) {
+        if let Ok(bytes) = serde_json::to_vec(self) {
+            crate::store::atomic::replace_file(file, &bytes);
+        }
+    }
+
+    /// The status daemon `pid` wrote in `store`, if it did.
+    pub fn of(store: &Path, pid: u32) -> Option<MountStatus> {
+        let file = crate::store::layout::mount_status_file(store, pid);
+        let bytes = crate::store::atomic::read_file(&file, 1 << 20)?;
+        serde_json::from_slice::<MountStatus>(&bytes)
+            .ok()
+            .filter(|s| s.pid == pid)
     }
 }
 

@@ -332,7 +332,10 @@ fn live_appends_new_files_and_deletions_show_up() {
         std::fs::read(&file).unwrap()
     );
 
-    // A new session file shows up on the next listing; a deleted one disappears.
+    // A new session file shows up on the next listing; a deleted one disappears. (Once
+    // the first index is built: until then a listing shows what it found; `ls` of the
+    // root waits for it.)
+    std::fs::read_dir(m.path("")).unwrap().for_each(drop);
     let second = file.with_file_name("8946713b-92f7-55df-b77e-7ede087a76fc.jsonl");
     std::fs::copy(
         fixtures().join("claude/projects/-tmp/8946713b-92f7-55df-b77e-7ede087a76fc.jsonl"),

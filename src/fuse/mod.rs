@@ -7,18 +7,83 @@ use crate::tree::attr::{Attr, CacheMode, ENTRY_TTL, FileKind};
 use crate::tree::invalidate::Stale;
 use crate::tree::{SetAttr, Tree};
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    BackingId, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
     SessionACL, TimeOrNow, WriteFlags,
 };
+use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 pub struct FenFuse {
     tree: Arc<Tree>,
+    passthrough: Arc<Passthrough>,
+    backing: Mutex<Backing>,
+}
+
+/// Whether transcripts are read by the kernel from their files (FUSE passthrough,
+/// Linux 6.9+, needs CAP_SYS_ADMIN), or through the daemon as other views are.
+pub struct Passthrough {
+    state: Mutex<Result<bool, String>>,
+    changed: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Passthrough {
+    /// `changed` is told each new state (as `describe` words it).
+    pub fn new(changed: impl Fn(&str) + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(Passthrough {
+            state: Mutex::new(Ok(false)),
+            changed: Box::new(changed),
+        })
+    }
+
+    /// `on`, `off (why)`, or `not negotiated` before the kernel's first request.
+    pub fn describe(&self) -> String {
+        match &*self.state.lock().unwrap() {
+            Ok(true) => "on".into(),
+            Ok(false) => "not negotiated".into(),
+            Err(why) => format!("off ({why})"),
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        matches!(*self.state.lock().unwrap(), Ok(true))
+    }
+
+    /// Turns it off before mounting (`why` says by whom).
+    pub fn turn_off(&self, why: &str) {
+        self.set(Err(why.to_string()));
+    }
+
+    fn set(&self, state: Result<bool, String>) {
+        {
+            let mut s = self.state.lock().unwrap();
+            if *s == state || (s.is_err() && state.is_ok()) {
+                return;
+            }
+            match &state {
+                Err(why) => log::warn!(
+                    "FUSE passthrough is off ({why}): transcripts are read through the daemon"
+                ),
+                Ok(_) => log::info!("FUSE passthrough is on: the kernel reads transcripts"),
+            }
+            *s = state;
+        }
+        (self.changed)(&self.describe());
+    }
+}
+
+/// The kernel's backing files of open transcripts. An inode is served through one
+/// backing file while any handle of it is open (the kernel refuses another), so
+/// opens share it; the last release of an inode's handles closes it.
+#[derive(Default)]
+struct Backing {
+    by_handle: HashMap<u64, Arc<BackingId>>,
+    by_inode: HashMap<u64, Weak<BackingId>>,
 }
 
 fn errno(e: &Error) -> Errno {
@@ -86,8 +151,72 @@ fn reply_empty(reply: ReplyEmpty, r: crate::Result<()>) {
     }
 }
 
+impl FenFuse {
+    /// The backing file for a transcript handle `fh` of inode `ino`: the one its open
+    /// handles share, else a new one; `None` to serve it through the daemon.
+    fn backing_of(&self, ino: u64, fh: u64, reply: &ReplyOpen) -> Option<Arc<BackingId>> {
+        let mut b = self.backing.lock().unwrap();
+        // While handles of the inode are open, its backing file is the only one the
+        // kernel accepts (a file replaced meanwhile is served from the old one
+        // until they close), whatever passthrough's state now.
+        let id = match b.by_inode.get(&ino).and_then(Weak::upgrade) {
+            Some(id) => id,
+            None => {
+                if !self.passthrough.enabled() {
+                    return None;
+                }
+                let file = self.tree.backing_file(fh)?;
+                match reply.open_backing(&file) {
+                    Ok(id) => {
+                        let id = Arc::new(id);
+                        b.by_inode.insert(ino, Arc::downgrade(&id));
+                        id
+                    }
+                    Err(e) => {
+                        // Off for every file from now on: an inode must not be served
+                        // both ways at once, and what failed here fails elsewhere.
+                        let meta = file.metadata().ok();
+                        self.passthrough.set(Err(format!(
+                            "the kernel refused the file (device {}, inode {}): {e}",
+                            meta.as_ref().map_or(0, |m| m.dev()),
+                            meta.as_ref().map_or(0, |m| m.ino()),
+                        )));
+                        return None;
+                    }
+                }
+            }
+        };
+        b.by_handle.insert(fh, id.clone());
+        Some(id)
+    }
+
+    fn release_backing(&self, ino: u64, fh: u64) {
+        let mut b = self.backing.lock().unwrap();
+        if b.by_handle.remove(&fh).is_some()
+            && b.by_inode.get(&ino).is_some_and(|w| w.strong_count() == 0)
+        {
+            b.by_inode.remove(&ino);
+        }
+    }
+}
+
 impl Filesystem for FenFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Transcripts are read by the kernel from their files where it can: reads cost
+        // what they cost natively. Two levels: the store may sit on an overlay.
+        let wanted = !self.passthrough.describe().starts_with("off");
+        let passthrough = config
+            .add_capabilities(InitFlags::FUSE_PASSTHROUGH)
+            .map_err(|_| "the kernel does not offer it (Linux 6.9 or later)".to_string())
+            .and_then(|()| {
+                config
+                    .set_max_stack_depth(2)
+                    .map(|_| true)
+                    .map_err(|_| "stacking depth 2 refused".to_string())
+            });
+        if wanted {
+            self.passthrough.set(passthrough);
+        }
         // Lets mmap readers use direct-I/O views (kernel 6.6+); harmless if refused.
         let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         // Attributes come with the listing: `ls -l` of 10,000 sessions is then a
@@ -210,7 +339,14 @@ impl Filesystem for FenFuse {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         match self.tree.open(ino.0, flags.0, req.pid()) {
-            Ok(o) => reply.opened(FileHandle(o.fh), fopen_flags(o.cache)),
+            Ok(o) => match o
+                .backing
+                .then(|| self.backing_of(ino.0, o.fh, &reply))
+                .flatten()
+            {
+                Some(id) => reply.opened_passthrough(FileHandle(o.fh), FopenFlags::empty(), &id),
+                None => reply.opened(FileHandle(o.fh), fopen_flags(o.cache)),
+            },
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -266,13 +402,14 @@ impl Filesystem for FenFuse {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.release_backing(ino.0, fh.0);
         self.tree.release(fh.0);
         reply.ok();
     }
@@ -382,6 +519,8 @@ impl Filesystem for FenFuse {
 pub struct MountConfig {
     pub allow_other: bool,
     pub threads: usize,
+    /// Where passthrough's state is kept (and reported as it changes).
+    pub passthrough: Arc<Passthrough>,
 }
 
 /// A running mount: its request loop's thread and a way to end it.
@@ -428,7 +567,12 @@ pub fn mount(
     config.n_threads = Some(options.threads.max(1));
     config.clone_fd = true;
     let stale = tree.invalidations();
-    let mut session = fuser::Session::new(FenFuse { tree }, mountpoint, &config)?;
+    let fs = FenFuse {
+        tree,
+        passthrough: options.passthrough.clone(),
+        backing: Mutex::new(Backing::default()),
+    };
+    let mut session = fuser::Session::new(fs, mountpoint, &config)?;
     let unmounter = session.unmount_callable();
     let notifier = session.notifier();
     std::thread::Builder::new()

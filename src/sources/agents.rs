@@ -443,6 +443,11 @@ pub fn head_cwd(path: &Path) -> Option<String> {
     let (file, _) = crate::store::open::open_regular(path).ok()?;
     let mut head = Vec::new();
     file.take(64 * 1024).read_to_end(&mut head).ok()?;
+    head_cwd_in(&head)
+}
+
+/// The same, in a file's first bytes.
+pub fn head_cwd_in(head: &[u8]) -> Option<String> {
     for line in head.split(|&b| b == b'\n') {
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
             continue;

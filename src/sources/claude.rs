@@ -9,10 +9,12 @@
 mod neutral;
 pub use neutral::{content_parts, is_injected_text, to_neutral};
 
+use crate::json::strict::{valid_array_items, valid_object_fields};
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The SDK's listing reads only this much of the file's head and tail (SDK `:33`).
@@ -33,7 +35,7 @@ fn is_uuid(s: &str) -> bool {
         })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Kind {
     User,
     Assistant,
@@ -45,7 +47,7 @@ enum Kind {
 }
 
 /// How an entry appears in `conversation.json` (byte ranges of the file).
-#[derive(Debug)]
+#[derive(Debug, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Render {
     None,
     /// `{"role": <role>, "content": <content>}`; `role` None means "use the type".
@@ -62,10 +64,15 @@ enum Render {
 
 /// One line of the conversation graph: a `user/assistant/progress/system/attachment`
 /// object with a string `uuid` (SDK `:897-928`).
-#[derive(Debug)]
+#[derive(Debug, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Entry {
     uuid: Box<str>,
     parent: Option<Box<str>>,
+    /// `uuid`, `parent` and `source_tool_assistant` interned (`Ids`): the chain is
+    /// rebuilt after every append, with arrays instead of hashing 36-byte strings.
+    uid: u32,
+    pid: Option<u32>,
+    stid: Option<u32>,
     kind: Kind,
     sidechain: bool,
     /// Raw JSON of `agentId` (only compared, SDK `_same_writer`).
@@ -88,7 +95,7 @@ struct Entry {
 
 /// A string field's last (or first) value, with the absolute offset where its value
 /// ends, so the SDK's head/tail windows can be applied once the size is known.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Seen {
     value: String,
     end: u64,
@@ -96,7 +103,7 @@ struct Seen {
 
 /// The listing facts (SDK `_parse_session_info_from_lite`), small and cloneable so a
 /// torn tail can be judged without changing the reader.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Listing {
     first_line_done: bool,
     first_line_sidechain: bool,
@@ -116,6 +123,7 @@ struct Listing {
     non_utf8: bool,
 }
 
+#[derive(borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ClaudeReader {
     id: String,
     session_file: bool,
@@ -123,6 +131,50 @@ pub struct ClaudeReader {
     end: u64,
     list: Listing,
     records: Vec<Entry>,
+    /// Rebuilt from `records` when a saved state is restored.
+    #[borsh(skip)]
+    ids: Ids,
+}
+
+/// Each distinct uuid string a record names gets the next number, in feeding order.
+#[derive(Default)]
+struct Ids(Map<Box<str>, u32>);
+
+impl Ids {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.0.get(s) {
+            return id;
+        }
+        let id = self.0.len() as u32;
+        self.0.insert(s.into(), id);
+        id
+    }
+
+    /// Gives `e` its ids; each record once, in file order (a restore replays it).
+    fn assign(&mut self, e: &mut Entry) {
+        e.uid = self.intern(&e.uuid);
+        e.pid = e.parent.as_deref().map(|p| self.intern(p));
+        e.stid = e.source_tool_assistant.as_deref().map(|s| self.intern(s));
+    }
+
+    /// The same for the unterminated tail's entry, without keeping its new strings.
+    fn assign_temporarily(&self, e: &mut Entry) {
+        let mut fresh = Vec::new();
+        e.uid = self.temporary(&e.uuid, &mut fresh);
+        e.pid = e.parent.as_deref().map(|p| self.temporary(p, &mut fresh));
+        e.stid = (e.source_tool_assistant.as_deref()).map(|s| self.temporary(s, &mut fresh));
+    }
+
+    fn temporary(&self, s: &str, fresh: &mut Vec<Box<str>>) -> u32 {
+        if let Some(&id) = self.0.get(s) {
+            return id;
+        }
+        let at = fresh.iter().position(|f| &**f == s).unwrap_or_else(|| {
+            fresh.push(s.into());
+            fresh.len() - 1
+        });
+        (self.0.len() + at) as u32
+    }
 }
 
 impl ClaudeReader {
@@ -141,6 +193,7 @@ impl ClaudeReader {
             end: 0,
             list: Listing::default(),
             records: Vec::new(),
+            ids: Ids::default(),
         }
     }
 
@@ -151,11 +204,14 @@ impl ClaudeReader {
     /// file unreadable to the agent until the writer finishes the line.
     fn with_tail(&self, tail: &[u8]) -> (Listing, Option<Entry>) {
         let mut list = self.list.clone();
-        let entry = if tail.is_empty() {
+        let mut entry = if tail.is_empty() {
             None
         } else {
             read_line(&mut list, self.end, tail)
         };
+        if let Some(e) = entry.as_mut() {
+            self.ids.assign_temporarily(e);
+        }
         (list, entry)
     }
 
@@ -199,7 +255,8 @@ impl ForeignReader for ClaudeReader {
         while let Some(nl) = memchr::memchr(b'\n', &bytes[pos..]) {
             let line = &bytes[pos..pos + nl];
             let start = offset + pos as u64;
-            if let Some(e) = read_line(&mut self.list, start, line) {
+            if let Some(mut e) = read_line(&mut self.list, start, line) {
+                self.ids.assign(&mut e);
                 self.records.push(e);
             }
             pos += nl + 1;
@@ -210,18 +267,111 @@ impl ForeignReader for ClaudeReader {
 
     fn summary(&self, tail: &[u8]) -> ForeignSummary {
         let (list, extra) = self.with_tail(tail);
-        let size = self.end + tail.len() as u64;
-        let reason = self.not_resumable(&list, &extra);
         let all = self.all(&extra);
+        let on_chain = match self.not_resumable(&list, &extra) {
+            None => chain(&all),
+            Some(_) => Vec::new(),
+        };
+        self.summary_of(&list, &extra, &all, &on_chain, tail)
+    }
+
+    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
+        let (list, extra) = self.with_tail(tail);
+        self.messages(&list, &extra)
+    }
+
+    /// Both from one walk of the chain (the walk is most of either).
+    fn summary_and_conversation(&self, tail: &[u8]) -> (ForeignSummary, Vec<MessagePieces>) {
+        let (list, extra) = self.with_tail(tail);
+        let all = self.all(&extra);
+        let on_chain = match self.not_resumable(&list, &extra) {
+            None => chain(&all),
+            Some(_) => Vec::new(),
+        };
+        let summary = self.summary_of(&list, &extra, &all, &on_chain, tail);
+        let messages = on_chain.iter().filter_map(|&i| render(all[i])).collect();
+        (summary, messages)
+    }
+
+    /// Entry ids are the entries' `uuid`s. With `history`: every entry with a message
+    /// in file order, sidechains and other branches included (not in the
+    /// conversation).
+    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
+        let (list, extra) = self.with_tail(tail);
+        let all = self.all(&extra);
+        let chain = if self.not_resumable(&list, &extra).is_some() {
+            Vec::new()
+        } else {
+            chain(&all)
+        };
+        let refer = |e: &Entry, pieces: MessagePieces, in_conversation: bool| MessageRef {
+            pieces,
+            entry: Some(e.uuid.to_string()),
+            timestamp: e.timestamp.as_deref().map(str::to_string),
+            in_conversation,
+            injected: matches!(e.kind, Kind::Attachment | Kind::LocalCommand),
+            summary: e.compact_summary,
+            model: e.model.as_deref().map(|m| crate::neutral::ModelRef {
+                provider: Some("anthropic".into()),
+                api: Some("anthropic-messages".into()),
+                model: m.to_string(),
+            }),
+        };
+        if !history {
+            return chain
+                .into_iter()
+                .filter_map(|i| render(all[i]).map(|p| refer(all[i], p, true)))
+                .collect();
+        }
+        let on_chain: HashSet<usize> = chain.into_iter().filter(|&i| !all[i].sidechain).collect();
+        all.iter()
+            .enumerate()
+            .filter_map(|(i, e)| render_entry(e).map(|p| refer(e, p, on_chain.contains(&i))))
+            .collect()
+    }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        if !crate::sources::foreign::restore_borsh(self, state) {
+            return false;
+        }
+        // The ids again, as feeding gave them: a state whose ids differ is refused.
+        let mut ids = Ids::default();
+        for e in &self.records {
+            let uid = ids.intern(&e.uuid);
+            let pid = e.parent.as_deref().map(|p| ids.intern(p));
+            let stid = e.source_tool_assistant.as_deref().map(|s| ids.intern(s));
+            if (uid, pid, stid) != (e.uid, e.pid, e.stid) {
+                return false;
+            }
+        }
+        self.ids = ids;
+        true
+    }
+}
+
+impl ClaudeReader {
+    /// The summary, given the resumed chain (empty when it cannot be resumed).
+    fn summary_of(
+        &self,
+        list: &Listing,
+        extra: &Option<Entry>,
+        all: &[&Entry],
+        on_chain: &[usize],
+        tail: &[u8],
+    ) -> ForeignSummary {
+        let size = self.end + tail.len() as u64;
+        let reason = self.not_resumable(list, extra);
         // Counted without rendering: the same entries `conversation` renders.
         let mut messages = 0u64;
         let mut roles = BTreeMap::new();
-        if reason.is_none() {
-            for i in chain(&all) {
-                if let Some(role) = role_of(all[i]) {
-                    messages += 1;
-                    *roles.entry(role.to_string()).or_insert(0u64) += 1;
-                }
+        for &i in on_chain {
+            if let Some(role) = role_of(all[i]) {
+                messages += 1;
+                *roles.entry(role.to_string()).or_insert(0u64) += 1;
             }
         }
         let in_tail = |s: &Option<Seen>| {
@@ -272,48 +422,6 @@ impl ForeignReader for ClaudeReader {
             ..ForeignSummary::default()
         }
     }
-
-    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
-        let (list, extra) = self.with_tail(tail);
-        self.messages(&list, &extra)
-    }
-
-    /// Entry ids are the entries' `uuid`s. With `history`: every entry with a message
-    /// in file order, sidechains and other branches included (not in the
-    /// conversation).
-    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
-        let (list, extra) = self.with_tail(tail);
-        let all = self.all(&extra);
-        let chain = if self.not_resumable(&list, &extra).is_some() {
-            Vec::new()
-        } else {
-            chain(&all)
-        };
-        let refer = |e: &Entry, pieces: MessagePieces, in_conversation: bool| MessageRef {
-            pieces,
-            entry: Some(e.uuid.to_string()),
-            timestamp: e.timestamp.as_deref().map(str::to_string),
-            in_conversation,
-            injected: matches!(e.kind, Kind::Attachment | Kind::LocalCommand),
-            summary: e.compact_summary,
-            model: e.model.as_deref().map(|m| crate::neutral::ModelRef {
-                provider: Some("anthropic".into()),
-                api: Some("anthropic-messages".into()),
-                model: m.to_string(),
-            }),
-        };
-        if !history {
-            return chain
-                .into_iter()
-                .filter_map(|i| render(all[i]).map(|p| refer(all[i], p, true)))
-                .collect();
-        }
-        let on_chain: HashSet<usize> = chain.into_iter().filter(|&i| !all[i].sidechain).collect();
-        all.iter()
-            .enumerate()
-            .filter_map(|(i, e)| render_entry(e).map(|p| refer(e, p, on_chain.contains(&i))))
-            .collect()
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -339,8 +447,8 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 }
 
 /// Python truthiness of a JSON value (`entry.get("isSidechain")` and the like).
-fn truthy(v: Option<&RawValue>) -> bool {
-    match v.map(|v| v.get().trim()) {
+fn truthy(v: Option<&str>) -> bool {
+    match v.map(str::trim) {
         None => false,
         Some(t) => !matches!(t, "null" | "false" | "\"\"" | "[]" | "{}") && !is_zero(t),
     }
@@ -350,17 +458,33 @@ fn is_zero(t: &str) -> bool {
     t.parse::<f64>().is_ok_and(|f| f == 0.0)
 }
 
-fn string(v: Option<&RawValue>) -> Option<String> {
-    v.and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+fn string(v: Option<&str>) -> Option<String> {
+    v.and_then(|v| serde_json::from_str::<String>(v).ok())
+}
+
+/// An object's fields in order, values as raw JSON text.
+type Fields<'a> = Vec<(Cow<'a, str>, &'a str)>;
+
+/// The fields of `value`, an object inside a line that `RawObject::parse` accepted,
+/// read without validating again (`None` if it is not an object): most of a tool
+/// result's bytes are in its message, and a second validating pass over them was a
+/// fifth of a first index.
+fn object_fields(value: &str) -> Option<Fields<'_>> {
+    value
+        .starts_with('{')
+        .then(|| valid_object_fields(value).collect())
+}
+
+/// The items of `value`, an array inside an accepted line (`None`: not an array).
+fn array_items(value: &str) -> Option<Vec<&str>> {
+    value
+        .starts_with('[')
+        .then(|| valid_array_items(value).collect())
 }
 
 /// The last value of `key` (Python's `json.loads` keeps the last duplicate).
-fn last<'a>(o: &RawObject<'a>, key: &str) -> Option<&'a RawValue> {
-    o.fields
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| *v)
+fn last<'a>(o: &Fields<'a>, key: &str) -> Option<&'a str> {
+    o.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
 /// Reads one line (without its `\n`) starting at absolute offset `start`: updates the
@@ -379,7 +503,7 @@ fn read_line(list: &mut Listing, start: u64, raw: &[u8]) -> Option<Entry> {
         return None;
     }
     let start = start + offset_of(raw, line);
-    match std::str::from_utf8(line) {
+    match simdutf8::basic::from_utf8(line) {
         Ok(text) => read_object(list, start, text, true),
         Err(_) => {
             // The listing decodes with replacement (SDK `:353-385`); the resume
@@ -402,8 +526,9 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         list.malformed += 1;
         return None;
     };
+    let obj: Fields = obj.fields.into_iter().map(|(k, v)| (k, v.get())).collect();
     list.entries += 1;
-    let end_of = |v: &RawValue| start + (offset_in(text, v.get()) + v.get().len()) as u64;
+    let end_of = |v: &str| start + (offset_in(text, v) + v.len()) as u64;
     let seen = |key: &str| {
         let v = last(&obj, key)?;
         Some(Seen {
@@ -468,19 +593,17 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     if !exact {
         return None;
     }
-    let range = |v: &RawValue| {
-        (
-            start + offset_in(text, v.get()) as u64,
-            v.get().len() as u64,
-        )
-    };
+    let range = |v: &str| (start + offset_in(text, v) as u64, v.len() as u64);
     let boxed = |s: Option<String>| s.map(String::into_boxed_str);
     let mut e = Entry {
         uuid: uuid.into(),
         parent: boxed(string(last(&obj, "parentUuid")).filter(|p| !p.is_empty())),
+        uid: 0,
+        pid: None,
+        stid: None,
         kind,
         sidechain: truthy(last(&obj, "isSidechain")),
-        agent_id: last(&obj, "agentId").map(|v| v.get().into()),
+        agent_id: last(&obj, "agentId").map(Into::into),
         timestamp: boxed(string(last(&obj, "timestamp"))),
         source_tool_assistant: boxed(string(last(&obj, "sourceToolAssistantUUID"))),
         message_id: None,
@@ -494,8 +617,7 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     };
     match kind {
         Kind::User | Kind::Assistant => {
-            let Some(msg) = last(&obj, "message").and_then(|m| RawObject::parse(m.get()).ok())
-            else {
+            let Some(msg) = last(&obj, "message").and_then(object_fields) else {
                 return Some(e);
             };
             if kind == Kind::Assistant {
@@ -525,7 +647,7 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
                 e.render = Render::Message {
                     role: role.map(range),
                     role_name: string(role)
-                        .unwrap_or_else(|| role.map_or(default, |r| r.get()).to_string())
+                        .unwrap_or_else(|| role.unwrap_or(default).to_string())
                         .into(),
                     content: range(content),
                 };
@@ -539,15 +661,13 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         Kind::Attachment => {
             // `rendered` is read at the top level, else inside `attachment`.
             let rendered = last(&obj, "rendered").or_else(|| {
-                let a = RawObject::parse(last(&obj, "attachment")?.get()).ok()?;
+                let a = object_fields(last(&obj, "attachment")?)?;
                 last(&a, "rendered")
             });
-            let items: Vec<&RawValue> = rendered
-                .and_then(|r| serde_json::from_str(r.get()).ok())
-                .unwrap_or_default();
+            let items = rendered.and_then(array_items).unwrap_or_default();
             let texts: Vec<(u64, u64)> = items
                 .into_iter()
-                .filter_map(|it| RawObject::parse(it.get()).ok())
+                .filter_map(object_fields)
                 .filter_map(|o| last(&o, "content").filter(|c| string(Some(c)).is_some()))
                 .map(range)
                 .collect();
@@ -564,11 +684,11 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
 /// `compactMetadata.preservedMessages = {anchorUuid, uuids}` (partial compaction).
 type Preserved = (Box<str>, Vec<Box<str>>);
 
-fn preserved(obj: &RawObject) -> Option<Box<Preserved>> {
-    let meta = RawObject::parse(last(obj, "compactMetadata")?.get()).ok()?;
-    let pm = RawObject::parse(last(&meta, "preservedMessages")?.get()).ok()?;
+fn preserved(obj: &Fields) -> Option<Box<Preserved>> {
+    let meta = object_fields(last(obj, "compactMetadata")?)?;
+    let pm = object_fields(last(&meta, "preservedMessages")?)?;
     let anchor = string(last(&pm, "anchorUuid"))?;
-    let uuids: Vec<&RawValue> = serde_json::from_str(last(&pm, "uuids")?.get()).ok()?;
+    let uuids = array_items(last(&pm, "uuids")?)?;
     let uuids = uuids
         .into_iter()
         .filter_map(|u| string(Some(u)))
@@ -577,8 +697,19 @@ fn preserved(obj: &RawObject) -> Option<Box<Preserved>> {
     Some(Box::new((anchor.into(), uuids)))
 }
 
-#[derive(Deserialize, Default)]
+/// What the rules read of a content block: its type, and raw `id`, `tool_use_id`
+/// and `text` (`null` counts as absent).
+#[derive(Default)]
 struct Block<'a> {
+    ty: Option<String>,
+    id: Option<&'a str>,
+    tool_use_id: Option<&'a str>,
+    text: Option<&'a str>,
+}
+
+/// A block as serde reads it: an object, or an array filling the fields in order.
+#[derive(Deserialize)]
+struct SerdeBlock<'a> {
     #[serde(rename = "type", default)]
     ty: Option<String>,
     #[serde(borrow, default)]
@@ -589,24 +720,64 @@ struct Block<'a> {
     text: Option<&'a RawValue>,
 }
 
-/// A content array's object blocks (anything else is skipped, as the SDK does).
-fn blocks(content: &RawValue) -> Vec<Block<'_>> {
-    let items: Vec<&RawValue> = serde_json::from_str(content.get()).unwrap_or_default();
-    items
+/// A content array's blocks (anything that is not one is skipped, as the SDK does).
+fn blocks(content: &str) -> Vec<Block<'_>> {
+    array_items(content)
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|it| serde_json::from_str::<Block>(it.get()).ok())
+        .filter_map(block)
         .collect()
 }
 
+/// One item as `serde_json::from_str::<Block>` reads it, an object without a second
+/// validating pass: a repeated known field or a `type` that is not a string (or
+/// null) makes it no block.
+fn block(item: &str) -> Option<Block<'_>> {
+    if !item.starts_with('{') {
+        // Arrays fill the fields in order; anything else is no block.
+        let b = serde_json::from_str::<SerdeBlock>(item).ok()?;
+        return Some(Block {
+            ty: b.ty,
+            id: b.id.map(RawValue::get),
+            tool_use_id: b.tool_use_id.map(RawValue::get),
+            text: b.text.map(RawValue::get),
+        });
+    }
+    let mut b = Block::default();
+    let mut seen = [false; 4];
+    for (k, v) in valid_object_fields(item) {
+        let i = match k.as_ref() {
+            "type" => 0,
+            "id" => 1,
+            "tool_use_id" => 2,
+            "text" => 3,
+            _ => continue,
+        };
+        if std::mem::replace(&mut seen[i], true) {
+            return None;
+        }
+        if v == "null" {
+            continue;
+        }
+        match i {
+            0 => b.ty = Some(string(Some(v))?),
+            1 => b.id = Some(v),
+            2 => b.tool_use_id = Some(v),
+            _ => b.text = Some(v),
+        }
+    }
+    Some(b)
+}
+
 /// SDK `_extract_first_prompt_from_head` (`:259-338`) for one user line.
-fn first_prompt(list: &mut Listing, obj: &RawObject, text: &str) {
+fn first_prompt(list: &mut Listing, obj: &Fields, text: &str) {
     if text.contains("\"tool_result\"")
-        || last(obj, "isMeta").is_some_and(|v| v.get() == "true")
-        || last(obj, "isCompactSummary").is_some_and(|v| v.get() == "true")
+        || last(obj, "isMeta") == Some("true")
+        || last(obj, "isCompactSummary") == Some("true")
     {
         return;
     }
-    let Some(msg) = last(obj, "message").and_then(|m| RawObject::parse(m.get()).ok()) else {
+    let Some(msg) = last(obj, "message").and_then(object_fields) else {
         return;
     };
     let Some(content) = last(&msg, "content") else {
@@ -676,62 +847,95 @@ fn skipped_prompt(s: &str) -> bool {
 // The resumed chain
 // ---------------------------------------------------------------------------
 
-/// Indices into `all` of the entries on the resumed chain, in order.
+/// Maps over a file's uuids and ids, built on every read of the chain: foldhash (seeded
+/// per process) rather than SipHash, which was a third of rebuilding a 25,000-entry
+/// chain after an append.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Set<K> = HashSet<K, foldhash::fast::RandomState>;
+
+/// An id no uuid has (a partial compaction's anchor that no line names).
+const NO_ID: u32 = u32::MAX;
+
+/// Indices into `all` of the entries on the resumed chain, in order. Uuids are
+/// compared by their interned ids (`Entry::uid`, `pid`, `stid`), which stand for
+/// their strings one to one.
 fn chain(all: &[&Entry]) -> Vec<usize> {
+    let ids = all
+        .iter()
+        .flat_map(|e| [Some(e.uid), e.pid, e.stid])
+        .flatten()
+        .max()
+        .map_or(0, |m| m as usize + 1);
     // A repeated uuid: the later line wins (SDK `:950-952`); `order` keeps each
     // uuid's first position, as the SDK's dict does.
-    let mut by_uuid: HashMap<&str, usize> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
+    let mut by_id: Vec<usize> = vec![usize::MAX; ids];
+    let mut order: Vec<u32> = Vec::with_capacity(all.len());
     for (i, e) in all.iter().enumerate() {
-        if by_uuid.insert(&e.uuid, i).is_none() {
-            order.push(&e.uuid);
+        if by_id[e.uid as usize] == usize::MAX {
+            order.push(e.uid);
         }
+        by_id[e.uid as usize] = i;
     }
-    let live: Vec<usize> = order.iter().map(|u| by_uuid[u]).collect();
+    let record = |id: u32| by_id.get(id as usize).copied().filter(|&i| i != usize::MAX);
+    let live: Vec<usize> = order.iter().map(|&u| by_id[u as usize]).collect();
     let mut by_file: Vec<usize> = live.clone();
     by_file.sort_unstable();
 
     // Partial compaction (BB-C, `dd8453a6`): the kept uuids hang in order under the
     // anchor, and what was written as the anchor's child continues from the last one.
-    let mut kept_parent: HashMap<&str, &str> = HashMap::new();
-    let mut redirect: HashMap<&str, &str> = HashMap::new();
-    for &i in &by_file {
-        let Some(p) = all[i].preserved.as_deref() else {
-            continue;
-        };
-        let (anchor, uuids) = (&*p.0, &p.1);
-        let mut prev = anchor;
-        for u in uuids.iter().map(|u| &**u) {
-            if by_uuid.contains_key(u) && u != anchor && !kept_parent.contains_key(u) {
-                kept_parent.insert(u, prev);
-                prev = u;
+    let mut kept_parent: Map<u32, u32> = Map::default();
+    let mut redirect: Map<u32, u32> = Map::default();
+    if by_file.iter().any(|&i| all[i].preserved.is_some()) {
+        let mut id_of: Map<&str, u32> = Map::default();
+        for e in all {
+            id_of.insert(&e.uuid, e.uid);
+            if let (Some(p), Some(id)) = (e.parent.as_deref(), e.pid) {
+                id_of.insert(p, id);
             }
         }
-        if prev != anchor {
-            redirect.insert(anchor, prev);
+        for &i in &by_file {
+            let Some(p) = all[i].preserved.as_deref() else {
+                continue;
+            };
+            let anchor = id_of.get(&*p.0).copied().unwrap_or(NO_ID);
+            let mut prev = anchor;
+            for u in p.1.iter().filter_map(|u| id_of.get(&**u).copied()) {
+                if record(u).is_some() && u != anchor && !kept_parent.contains_key(&u) {
+                    kept_parent.insert(u, prev);
+                    prev = u;
+                }
+            }
+            if prev != anchor {
+                redirect.insert(anchor, prev);
+            }
         }
     }
-    let parent = |i: usize| -> Option<&str> {
+    let parent = |i: usize| -> Option<u32> {
         let e = all[i];
-        if let Some(p) = kept_parent.get(&*e.uuid) {
+        if let Some(&p) = kept_parent.get(&e.uid) {
             return Some(p);
         }
-        let p = e.parent.as_deref()?;
-        Some(redirect.get(p).copied().unwrap_or(p))
+        let p = e.pid?;
+        Some(redirect.get(&p).copied().unwrap_or(p))
     };
-    let up = |i: usize| parent(i).and_then(|p| by_uuid.get(p).copied());
+    let up = |i: usize| parent(i).and_then(record);
 
     // Leaves (SDK `:959-1006`): from each terminal back to the nearest user or
     // assistant entry; the CLI also stops at a local command and does not pass
     // over isMeta/teamName leaves (BB-C). The newest non-sidechain one in file order.
-    let parents: HashSet<&str> = live.iter().filter_map(|&i| parent(i)).collect();
+    let mut named: Vec<bool> = vec![false; ids];
+    for p in live.iter().filter_map(|&i| parent(i)) {
+        if let Some(n) = named.get_mut(p as usize) {
+            *n = true;
+        }
+    }
     let mut leaf: Option<usize> = None;
     for &t in &live {
-        if parents.contains(&*all[t].uuid) {
+        if named[all[t].uid as usize] {
             continue;
         }
         let mut cur = Some(t);
-        let mut seen = HashSet::new();
+        let mut seen = Set::default();
         while let Some(i) = cur {
             if !seen.insert(i) {
                 break;
@@ -752,32 +956,32 @@ fn chain(all: &[&Entry]) -> Vec<usize> {
 
     // parentUuid to the root, never logicalParentUuid: a compact boundary ends it.
     let mut chain = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: Vec<bool> = vec![false; ids];
     let mut cur = Some(leaf);
     while let Some(i) = cur {
-        if !seen.insert(&all[i].uuid) {
+        if std::mem::replace(&mut seen[all[i].uid as usize], true) {
             break;
         }
         chain.push(i);
         cur = up(i);
     }
     chain.reverse();
-    recover_parallel(all, &by_uuid, &order, chain, seen, &parent)
+    recover_parallel(all, &record, &order, chain, seen, &parent)
 }
 
 /// SDK `_recover_orphaned_parallel_tool_results` (`:1086-1245`): a response's
 /// sibling assistant entries and their tool results that the walk missed go back
-/// after the response's last entry on the chain.
-fn recover_parallel<'a>(
-    all: &[&'a Entry],
-    by_uuid: &HashMap<&'a str, usize>,
-    order: &[&'a str],
+/// after the response's last entry on the chain. `seen` is by uuid id.
+fn recover_parallel(
+    all: &[&Entry],
+    record: &dyn Fn(u32) -> Option<usize>,
+    order: &[u32],
     chain: Vec<usize>,
-    mut seen: HashSet<&'a str>,
-    parent: &dyn Fn(usize) -> Option<&'a str>,
+    mut seen: Vec<bool>,
+    parent: &dyn Fn(usize) -> Option<u32>,
 ) -> Vec<usize> {
     let mid = |i: usize| all[i].message_id.as_deref();
-    let mut anchor: HashMap<&str, usize> = HashMap::new();
+    let mut anchor: Map<&str, usize> = Map::default();
     for &i in &chain {
         if let Some(m) = mid(i) {
             anchor.insert(m, i);
@@ -790,11 +994,11 @@ fn recover_parallel<'a>(
         all[a].sidechain == all[b].sidechain && all[a].agent_id == all[b].agent_id
     };
 
-    let mut siblings: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut call_owner: HashMap<&str, Option<usize>> = HashMap::new();
+    let mut siblings: Map<&str, Vec<usize>> = Map::default();
+    let mut call_owner: Map<&str, Option<usize>> = Map::default();
     let mut results: Vec<usize> = Vec::new();
-    for u in order {
-        let i = by_uuid[u];
+    for &u in order {
+        let Some(i) = record(u) else { continue };
         if let Some(m) = mid(i) {
             siblings.entry(m).or_default().push(i);
             for c in &all[i].tool_use_ids {
@@ -808,56 +1012,60 @@ fn recover_parallel<'a>(
             results.push(i);
         }
     }
-    let mut by_assistant: HashMap<&str, Vec<usize>> = HashMap::new();
+    // Keyed by the assistant entry's uuid id.
+    let mut by_assistant: Map<u32, Vec<usize>> = Map::default();
     for &r in &results {
         if let Some(p) = parent(r) {
             by_assistant.entry(p).or_default().push(r);
         }
-        if let Some(s) = all[r].source_tool_assistant.as_deref()
-            && let Some(&si) = by_uuid.get(s)
+        if let Some(si) = all[r].stid.and_then(record)
             && same_writer(r, si)
         {
-            by_assistant.entry(&all[si].uuid).or_default().push(r);
+            by_assistant.entry(all[si].uid).or_default().push(r);
         }
         for c in &all[r].tool_result_ids {
             if let Some(&Some(o)) = call_owner.get(&**c)
                 && same_writer(r, o)
             {
-                by_assistant.entry(&all[o].uuid).or_default().push(r);
+                by_assistant.entry(all[o].uid).or_default().push(r);
             }
         }
     }
 
-    let answered_on_chain: HashSet<&str> = chain
+    let answered_on_chain: Set<&str> = chain
         .iter()
         .flat_map(|&i| all[i].tool_result_ids.iter().map(|s| &**s))
         .collect();
-    let position: HashMap<&str, usize> = order.iter().enumerate().map(|(p, u)| (*u, p)).collect();
+    // Only strays are ordered by it (rare): built when the first one is.
+    let position: std::cell::OnceCell<Map<u32, usize>> = std::cell::OnceCell::new();
+    let position = |u: u32| {
+        position.get_or_init(|| order.iter().enumerate().map(|(p, u)| (*u, p)).collect())[&u]
+    };
     let ts = |i: usize| all[i].timestamp.as_deref().unwrap_or("");
 
-    let mut processed: HashSet<&str> = HashSet::new();
-    let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut processed: Set<&str> = Set::default();
+    let mut inserts: Map<usize, Vec<usize>> = Map::default();
     for &a in &chain {
         let Some(m) = mid(a) else { continue };
         if !processed.insert(m) {
             continue;
         }
         let group = siblings.get(m).cloned().unwrap_or_else(|| vec![a]);
-        let members: HashSet<&str> = group.iter().map(|&g| &*all[g].uuid).collect();
+        let members: Set<u32> = group.iter().map(|&g| all[g].uid).collect();
         let mut orphan_siblings: Vec<usize> = group
             .iter()
             .copied()
-            .filter(|&g| !seen.contains(&*all[g].uuid))
+            .filter(|&g| !seen[all[g].uid as usize])
             .collect();
         let mut orphan_results = Vec::new();
         let mut strays = Vec::new();
-        let mut collected: HashSet<usize> = HashSet::new();
+        let mut collected: Set<usize> = Set::default();
         for &g in &group {
-            for &r in by_assistant.get(&*all[g].uuid).into_iter().flatten() {
-                if seen.contains(&*all[r].uuid) || !collected.insert(r) {
+            for &r in by_assistant.get(&all[g].uid).into_iter().flatten() {
+                if seen[all[r].uid as usize] || !collected.insert(r) {
                     continue;
                 }
-                if parent(r).is_some_and(|p| members.contains(p)) {
+                if parent(r).is_some_and(|p| members.contains(&p)) {
                     orphan_results.push(r);
                 } else {
                     strays.push(r);
@@ -869,12 +1077,12 @@ fn recover_parallel<'a>(
             for &r in &orphan_results {
                 answered.extend(all[r].tool_result_ids.iter().map(|s| &**s));
             }
-            strays.sort_by_key(|&r| position[&*all[r].uuid]);
+            strays.sort_by_key(|&r| position(all[r].uid));
             for r in strays {
                 let ids = &all[r].tool_result_ids;
                 let open = ids.iter().any(|c| {
                     !answered.contains(&**c)
-                        && matches!(call_owner.get(&**c), Some(Some(o)) if members.contains(&*all[*o].uuid))
+                        && matches!(call_owner.get(&**c), Some(Some(o)) if members.contains(&all[*o].uid))
                 });
                 if open {
                     answered.extend(ids.iter().map(|s| &**s));
@@ -889,7 +1097,7 @@ fn recover_parallel<'a>(
         orphan_results.sort_by(|&x, &y| ts(x).cmp(ts(y)));
         let recovered: Vec<usize> = orphan_siblings.into_iter().chain(orphan_results).collect();
         for &r in &recovered {
-            seen.insert(&all[r].uuid);
+            seen[all[r].uid as usize] = true;
         }
         inserts.insert(anchor[m], recovered);
     }

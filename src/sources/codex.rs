@@ -127,7 +127,7 @@ const CONTEXTUAL_DEVELOPER_PREFIXES: &[&str] = &[
 ];
 
 /// One history item: its `conversation.json` pieces plus what the history rules need.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Item {
     pieces: MessagePieces,
     role: String,
@@ -144,7 +144,7 @@ struct Item {
 }
 
 /// The line an item came from and what it says of the item beyond its JSON.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct At {
     /// Byte offset of the line (a `compacted` line for the items it holds).
     line: u64,
@@ -157,7 +157,7 @@ struct At {
     model: Option<std::sync::Arc<str>>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Meta {
     id: String,
     cwd: String,
@@ -166,7 +166,7 @@ struct Meta {
 }
 
 /// Reader of one rollout file (see `ForeignReader`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct CodexReader {
     /// Non-blank lines seen.
     lines: u64,
@@ -251,7 +251,7 @@ impl CodexReader {
     }
 
     fn line(&mut self, start: u64, raw: &[u8]) {
-        let Ok(text) = std::str::from_utf8(raw) else {
+        let Ok(text) = simdutf8::basic::from_utf8(raw) else {
             // `read_to_string` fails the whole file; the picker's line reader fails
             // too if this is within the head.
             self.invalid_utf8 = true;
@@ -651,10 +651,11 @@ impl ForeignReader for CodexReader {
             return 0;
         };
         let mut pos = 0usize;
-        for line in bytes[..last_nl].split(|&b| b == b'\n') {
+        for nl in memchr::memchr_iter(b'\n', &bytes[..=last_nl]) {
+            let line = &bytes[pos..nl];
             let raw = line.strip_suffix(b"\r").unwrap_or(line);
             self.line(offset + pos as u64, raw);
-            pos += line.len() + 1;
+            pos = nl + 1;
         }
         self.end = offset + last_nl as u64 + 1;
         last_nl as u64 + 1
@@ -752,10 +753,23 @@ impl ForeignReader for CodexReader {
         all.sort_by_key(|(seq, _)| *seq);
         all.into_iter().map(|(_, m)| m).collect()
     }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        crate::sources::foreign::restore_borsh(self, state)
+    }
 }
 
+/// A JSON string that Rust's `String` deserializes. The value was validated with
+/// its line, so only a `\u` escape (a lone surrogate) can still fail: without one
+/// the (often huge) text is not decoded at all.
 fn is_str(v: &RawValue) -> bool {
-    v.get().starts_with('"') && as_string(v).is_some()
+    let t = v.get();
+    t.starts_with('"')
+        && (memchr::memmem::find(t.as_bytes(), b"\\u").is_none() || as_string(v).is_some())
 }
 
 fn is_uuid(v: &RawValue) -> bool {
@@ -1105,4 +1119,27 @@ fn truncate_middle_tokens(s: &str, max_tokens: usize) -> String {
         marker(s.len() - max_bytes),
         &s[suffix_start..]
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `is_str` decodes only texts with a `\u` escape, and answers as decoding does.
+    #[test]
+    fn is_str_is_what_string_deserialization_accepts() {
+        for (text, want) in [
+            (r#""plain\n text \"quoted\"""#, true),
+            (r#""\u00e9 ok""#, true),
+            (r#""\ud83d\ude00""#, true),
+            (r#""lone \ud800 surrogate""#, false),
+            (r#""\\u not an escape""#, true),
+            ("42", false),
+            ("null", false),
+        ] {
+            let v: &RawValue = serde_json::from_str(text).unwrap();
+            assert_eq!(is_str(v), want, "{text}");
+            assert_eq!(is_str(v), text.starts_with('"') && as_string(v).is_some());
+        }
+    }
 }

@@ -84,6 +84,12 @@ pub trait ForeignReader: Send {
         true
     }
 
+    /// `summary` and `conversation` together (a reader whose two share most of their
+    /// work computes it once).
+    fn summary_and_conversation(&self, tail: &[u8]) -> (ForeignSummary, Vec<MessagePieces>) {
+        (self.summary(tail), self.conversation(tail))
+    }
+
     /// The messages with what the file says of each (entry id, time). `history`
     /// false: exactly `conversation`'s messages, in order. `history` true: every
     /// message the file holds, those outside the conversation marked so (search
@@ -97,6 +103,38 @@ pub trait ForeignReader: Send {
                 ..MessageRef::default()
             })
             .collect()
+    }
+
+    /// Everything fed so far, as bytes [`restore_state`](Self::restore_state) takes
+    /// back, so that a file that grew after this reader left memory is read from where
+    /// it stopped. `None` (the default): this reader cannot; such a file is then read
+    /// again from its start.
+    fn save_state(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Takes back, on a fresh reader of the same file, what `save_state` gave; false
+    /// (the default, or for bytes it does not understand) and the file is read from
+    /// its start.
+    fn restore_state(&mut self, _state: &[u8]) -> bool {
+        false
+    }
+}
+
+/// `save_state` for a reader whose state is one borsh value (the built-in readers).
+pub fn save_borsh<T: borsh::BorshSerialize>(state: &T) -> Option<Vec<u8>> {
+    borsh::to_vec(state).ok()
+}
+
+/// `restore_state` for a reader whose state is one borsh value: the whole of `bytes`
+/// must be one value of `T`.
+pub fn restore_borsh<T: borsh::BorshDeserialize>(into: &mut T, bytes: &[u8]) -> bool {
+    match borsh::from_slice::<T>(bytes) {
+        Ok(v) => {
+            *into = v;
+            true
+        }
+        Err(_) => false,
     }
 }
 

@@ -4,8 +4,10 @@
 //! did not change is not re-read), each file is read once by the agent's
 //! [`ForeignReader`] into a small summary (cwd, title, counts...), and a session
 //! appears in the namespace of its real cwd, named `<created stamp>_<agent>-<id>`.
-//! A file that grew is read from where the last read stopped while its reader is in
-//! a small cache; anything else about it changing means a fresh read.
+//! A file that grew is read from where the last read stopped: its reader is in memory
+//! (a few recent ones) or its saved state is on disk (files of 256 KiB or more, proved
+//! to belong to the file's bytes), whatever was read since; anything else about it
+//! changing means a fresh read.
 //!
 //! Nothing is ever written, locked or created in the agent's folders: every open is
 //! read-only, `O_NOFOLLOW`, checked to be a regular file. The index of summaries is
@@ -38,18 +40,37 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The namespace of sessions whose file names no working directory.
 pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 
-/// Readers kept for following appends (each holds per-entry records, not contents).
-const READER_CACHE: usize = 32;
+/// Readers kept in memory (each holds per-entry records, not contents): the files in
+/// use. The others' states are on disk, so this only saves loading them.
+const READERS_IN_MEMORY: usize = 8;
+/// Conversation layouts kept in memory (larger files' are also on disk).
+const LAYOUTS_IN_MEMORY: usize = 32;
+/// Files at least this large keep their reader's state on disk when it leaves memory
+/// (the first index saves those of `PERSIST_MIN` or more): a smaller one is read
+/// again in under a millisecond.
+const STATE_MIN: u64 = 256 << 10;
+/// Session files read at once while the first index is built (it is mostly parsing).
+const INDEX_WORKERS: usize = 4;
 /// How much of a file one `read` takes while feeding a reader.
-const CHUNK: usize = 8 << 20;
-/// 2: summaries carry `archived` and `resume_rules`.
-const INDEX_VERSION: u32 = 2;
+const CHUNK: usize = 2 << 20;
+/// 2: summaries carry `archived` and `resume_rules`; 3: entries carry
+/// `context_tokens`.
+const INDEX_VERSION: u32 = 3;
 
 /// What the index keeps per session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct FileEntry {
     stamp: FileStamp,
     summary: ForeignSummary,
+    /// `meta.json`'s `context_tokens`, from the same read (so it needs no layout).
+    #[serde(default)]
+    context_tokens: Option<u64>,
+}
+
+impl Index {
+    fn namespace_of(&self, path: &Path) -> Option<String> {
+        self.dir_of.get(path).map(|(n, _)| n.clone())
+    }
 }
 
 impl FileEntry {
@@ -103,6 +124,10 @@ fn session_dir_name(agent: Agent, path: &Path, e: &FileEntry) -> String {
 /// A folder as last read: its stamp and what it held.
 struct FolderScan {
     stamp: (u64, i128),
+    /// The folder's mtime was older than the scan by more than the clock's coarse
+    /// granularity: a change after the scan moves it. Otherwise a file created in the
+    /// same tick leaves the stamp as it was, so the next walk reads the folder again.
+    settled: bool,
     folders: Vec<PathBuf>,
     files: Vec<PathBuf>,
 }
@@ -133,16 +158,59 @@ struct Index {
     /// Namespaces whose files must be re-`stat`ed before the next listing (all of
     /// them when nothing watches the folders).
     dirty: BTreeSet<String>,
+    /// Without a watch: namespaces whose files the first index has just `stat`ed,
+    /// not listed since; their first listing takes those stamps (a one-shot command
+    /// such as `fen-fs list` would `stat` every file twice otherwise).
+    fresh: BTreeSet<String>,
     rendered: HashMap<String, (u64, Arc<Vec<Listing>>, NamespaceIndex)>,
 }
 
 /// A reader that has consumed a file up to `consumed`, for following appends.
 struct Following {
+    /// The file's stamp when it was last fed (default: never fed).
     stamp: FileStamp,
     consumed: u64,
     tail: Vec<u8>,
     reader: Box<dyn ForeignReader>,
     used: u64,
+    /// `content_check` of the consumed bytes, taken when they were fed: what a saved
+    /// state must match to be used.
+    proof: Option<u64>,
+    /// Fed since its state was last saved or loaded.
+    unsaved: bool,
+}
+
+impl Following {
+    fn new(reader: Box<dyn ForeignReader>) -> Self {
+        Following {
+            stamp: FileStamp::default(),
+            consumed: 0,
+            tail: Vec::new(),
+            reader,
+            used: 0,
+            proof: None,
+            unsaved: true,
+        }
+    }
+
+    /// Whether a file now at `stamp` is this one, unchanged or grown (by appends, for
+    /// a reader that follows them).
+    fn follows(&self, stamp: FileStamp) -> bool {
+        self.stamp.dev == stamp.dev
+            && self.stamp.ino == stamp.ino
+            && stamp.size >= self.stamp.size
+            && (stamp.size > self.stamp.size && self.reader.follows_appends()
+                || stamp == self.stamp)
+    }
+}
+
+/// Where a reader goes after a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Into memory (a file in use: its next append is read from there).
+    Memory,
+    /// To disk at once (the first index reads every file once).
+    Disk,
 }
 
 pub struct ForeignSource {
@@ -241,16 +309,16 @@ impl ForeignSource {
                     (Some(old), Some(stamp)) if old.stamp == stamp => {
                         self.insert(&mut idx, path, old.clone())
                     }
-                    _ => todo.push(path),
+                    (_, stamp) => todo.push((stamp.map_or(0, |s| s.size), path)),
                 }
             }
         }
         // The rest is read file by file; each gets a namespace hint first (the cwd
         // near its start, per project folder where folders are projects), so that a
         // listing waits only for the files of its own namespace, read first.
-        let mut groups: BTreeMap<Option<String>, Vec<PathBuf>> = BTreeMap::new();
+        let mut groups: BTreeMap<Option<String>, Vec<(u64, PathBuf)>> = BTreeMap::new();
         let mut folder_hints: HashMap<PathBuf, Option<String>> = HashMap::new();
-        for path in todo {
+        for (size, path) in todo {
             let hint_of = |path: &Path| self.hint_of(path).map(|c| naming::slug(&c));
             let hint = if agents::folders_are_projects(self.agent) {
                 let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
@@ -263,7 +331,12 @@ impl ForeignSource {
             };
             // A file that names no cwd near its start most likely has none at all.
             let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
-            groups.entry(hint).or_default().push(path);
+            groups.entry(hint).or_default().push((size, path));
+        }
+        // Largest files first (`next_to_read` pops from the end): a big file read last
+        // would leave the other cores idle while one parses it.
+        for g in groups.values_mut() {
+            g.sort_unstable();
         }
         let reread: usize = groups.values().map(Vec::len).sum();
         {
@@ -275,35 +348,52 @@ impl ForeignSource {
             idx.planned = true;
         }
         self.ready.notify_all();
-        let mut done = 0usize;
-        while let Some((hint, path)) = self.next_to_read(&mut groups) {
-            let entry = self.read_file(&path);
-            let mut idx = self.index.lock().unwrap();
-            if let Ok(e) = entry {
-                self.insert(&mut idx, path, e);
+        // Reading is mostly parsing: a few files at once keep every core busy, and
+        // one file's disk reads overlap another's parse.
+        let groups = Mutex::new(groups);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, INDEX_WORKERS);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let next = self.next_to_read(&mut groups.lock().unwrap());
+                        let Some((hint, path)) = next else { break };
+                        let entry = self.read_file(&path, Keep::Disk);
+                        let mut idx = self.index.lock().unwrap();
+                        if let Ok(e) = entry {
+                            self.insert(&mut idx, path, e);
+                        }
+                        if let Some(h) = hint
+                            && let Some(n) = idx.pending.get_mut(&h)
+                        {
+                            *n -= 1;
+                            if *n == 0 {
+                                idx.pending.remove(&h);
+                                self.ready.notify_all();
+                            }
+                        }
+                        drop(idx);
+                        let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if done.is_multiple_of(1000) {
+                            log::info!(
+                                "{}: read {done} of {reread} session files",
+                                self.agent.name()
+                            );
+                        }
+                    }
+                });
             }
-            if let Some(h) = hint
-                && let Some(n) = idx.pending.get_mut(&h)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    idx.pending.remove(&h);
-                    self.ready.notify_all();
-                }
-            }
-            drop(idx);
-            done += 1;
-            if done.is_multiple_of(1000) {
-                log::info!(
-                    "{}: read {done} of {reread} session files",
-                    self.agent.name()
-                );
-            }
-        }
+        });
         {
             let mut idx = self.index.lock().unwrap();
             self.refresh_renames(&mut idx);
             idx.ready = true;
+            if self.watch.is_none() {
+                idx.fresh = idx.by_ns.keys().cloned().collect();
+            }
         }
         self.ready.notify_all();
         log::info!(
@@ -319,7 +409,7 @@ impl ForeignSource {
     /// The next file to read: one of a namespace someone waits for, else any.
     fn next_to_read(
         &self,
-        groups: &mut BTreeMap<Option<String>, Vec<PathBuf>>,
+        groups: &mut BTreeMap<Option<String>, Vec<(u64, PathBuf)>>,
     ) -> Option<(Option<String>, PathBuf)> {
         let wanted = std::mem::take(&mut self.index.lock().unwrap().wanted);
         let key = wanted
@@ -329,11 +419,12 @@ impl ForeignSource {
             .or_else(|| {
                 groups
                     .iter()
-                    .find(|(_, g)| !g.is_empty())
-                    .map(|(k, _)| k.clone())
+                    .filter_map(|(k, g)| Some((g.last()?.0, k)))
+                    .max_by_key(|(size, _)| *size)
+                    .map(|(_, k)| k.clone())
             })?;
         let group = groups.get_mut(&key)?;
-        let path = group.pop()?;
+        let (_, path) = group.pop()?;
         if group.is_empty() {
             groups.remove(&key);
         }
@@ -398,6 +489,12 @@ impl ForeignSource {
         }
     }
 
+    /// How many session files the store holds now (found as the index finds them,
+    /// without reading them).
+    pub fn session_files(&self) -> usize {
+        self.walk().len()
+    }
+
     /// Every session file under the sessions folder, re-reading only folders whose
     /// stamp changed since the last walk. Links are never followed.
     fn walk(&self) -> Vec<PathBuf> {
@@ -415,7 +512,9 @@ impl ForeignSource {
             walk.folder(&top.path, 0);
         }
         self.index.lock().unwrap().folders = next;
-        out.sort();
+        // By bytes: `Path`'s order compares component by component, which was a tenth
+        // of a cold `fen-fs list` of 10,000 files.
+        out.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
         self.with_units(out)
     }
 
@@ -512,10 +611,12 @@ impl ForeignSource {
             // is the indexer's until it is done.
             return;
         }
+        let mut walk = true;
         if let Some(watch) = &self.watch {
             let mut idx = self.wait_for(ns);
             // Folders with events since their last read: their files' namespaces must
             // be re-stat'ed, and the walk must look at them again.
+            watch.drain();
             let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
             // A sessions folder missing at the last walk is not watched: one `lstat`
             // tells whether it appeared since.
@@ -526,7 +627,7 @@ impl ForeignSource {
                 });
             for f in &folders {
                 let key = f.to_string_lossy();
-                if watch.changed(&key, f) {
+                if watch.changed_as_drained(&key, f) {
                     watch.mark_clean(&key);
                     changed = true;
                     let files = idx
@@ -534,43 +635,45 @@ impl ForeignSource {
                         .get(f)
                         .map(|s| s.files.clone())
                         .unwrap_or_default();
-                    let namespaces: Vec<String> = files
-                        .iter()
-                        .filter_map(|p| idx.dir_of.get(p).map(|(n, _)| n.clone()))
-                        .collect();
+                    let namespaces: Vec<String> =
+                        files.iter().filter_map(|p| idx.namespace_of(p)).collect();
                     idx.dirty.extend(namespaces);
                 }
             }
             let renames_changed = self.agent == Agent::Codex
                 && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
             // Units see their own changes (a stat of the database files per access).
-            if !changed
-                && !renames_changed
-                && self.units.as_ref().is_none_or(|u| !u.source().changed())
-                && ns.is_none_or(|n| !idx.dirty.contains(n))
-            {
-                return;
+            let units_changed = self.units.as_ref().is_some_and(|u| u.source().changed());
+            if !changed && !renames_changed && !units_changed {
+                if ns.is_none_or(|n| !idx.dirty.contains(n)) {
+                    return;
+                }
+                // No folder changed: no file came or went, only `ns`'s need a stat.
+                walk = false;
             }
         }
-        let found = self.walk();
-        let mut idx = self.wait_for(ns);
-        let present: BTreeSet<&PathBuf> = found.iter().collect();
-        let gone: Vec<PathBuf> = idx
-            .files
-            .keys()
-            .filter(|p| !present.contains(p))
-            .cloned()
-            .collect();
-        for p in gone {
-            self.remove(&mut idx, &p);
-        }
-        let mut stale: Vec<PathBuf> = found
-            .iter()
-            .filter(|p| !idx.files.contains_key(*p))
-            .cloned()
-            .collect();
+        let mut stale = Vec::new();
+        let mut idx = if walk {
+            let found = self.walk();
+            let mut idx = self.wait_for(ns);
+            let present: std::collections::HashSet<&std::ffi::OsStr> =
+                found.iter().map(|p| p.as_os_str()).collect();
+            let gone: Vec<PathBuf> = idx
+                .files
+                .keys()
+                .filter(|p| !present.contains(p.as_os_str()))
+                .cloned()
+                .collect();
+            for p in gone {
+                self.remove(&mut idx, &p);
+            }
+            stale.extend(found.into_iter().filter(|p| !idx.files.contains_key(p)));
+            idx
+        } else {
+            self.index.lock().unwrap()
+        };
         if let Some(ns) = ns
-            && (self.watch.is_none() || idx.dirty.remove(ns))
+            && (idx.dirty.remove(ns) || (self.watch.is_none() && !idx.fresh.remove(ns)))
             && let Some(dirs) = idx.by_ns.get(ns)
         {
             for path in dirs.values() {
@@ -602,7 +705,7 @@ impl ForeignSource {
 
     /// Re-reads one file into the index (or drops it if it is gone).
     fn refresh_file(&self, path: &Path) {
-        let read = self.read_file(path);
+        let read = self.read_file(path, Keep::Memory);
         let mut idx = self.index.lock().unwrap();
         match read {
             Ok(e) => self.insert(&mut idx, path.to_path_buf(), e),
@@ -627,60 +730,162 @@ impl ForeignSource {
         idx.generation += 1;
     }
 
-    /// Feeds `path` through its reader, from where a cached reader stopped if the file
-    /// only grew since; returns the open file, its stamp, and the result of `f` on
-    /// the reader and the unterminated tail.
+    fn new_reader(&self, path: &Path) -> Box<dyn ForeignReader> {
+        agents::reader_for_path(self.agent, path)
+    }
+
+    /// Feeds `path` through its reader, from where it last stopped if the file only
+    /// grew since (the reader in memory, else its state saved on disk); returns the
+    /// open file, its stamp, and the result of `f` on the reader and the unterminated
+    /// tail.
     fn with_reader<T>(
         &self,
         path: &Path,
         f: impl FnOnce(&dyn ForeignReader, &[u8]) -> T,
     ) -> Result<(File, FileStamp, T)> {
+        self.with_reader_kept(path, Keep::Memory, f)
+    }
+
+    fn with_reader_kept<T>(
+        &self,
+        path: &Path,
+        keep: Keep,
+        f: impl FnOnce(&dyn ForeignReader, &[u8]) -> T,
+    ) -> Result<(File, FileStamp, T)> {
         let (mut file, stamp) = self.open_bytes(path)?;
-        let cached = {
-            let mut readers = self.readers.lock().unwrap();
-            readers.1.remove(path)
-        };
+        let cached = self.readers.lock().unwrap().1.remove(path);
         let mut following = match cached {
-            Some(c)
-                if c.stamp.dev == stamp.dev
-                    && c.stamp.ino == stamp.ino
-                    && stamp.size >= c.stamp.size
-                    && (stamp.size > c.stamp.size && c.reader.follows_appends()
-                        || stamp == c.stamp) =>
-            {
-                c
-            }
-            _ => Following {
-                stamp,
-                consumed: 0,
-                tail: Vec::new(),
-                reader: agents::reader_for_path(self.agent, path),
-                used: 0,
-            },
+            Some(c) if c.follows(stamp) => c,
+            _ => self
+                .load_state(path, &file, stamp)
+                .unwrap_or_else(|| Following::new(self.new_reader(path))),
         };
-        if following.stamp != stamp || following.consumed == 0 {
+        if following.stamp != stamp {
+            let before = following.consumed;
             feed(&mut file, &mut following, stamp.size)?;
             following.stamp = stamp;
+            if following.consumed != before {
+                following.unsaved = true;
+                following.proof = None;
+            }
+            if following.proof.is_none() && stamp.size >= STATE_MIN && following.consumed > 0 {
+                following.proof = content_check(&file, following.consumed).ok();
+            }
         }
         let out = f(following.reader.as_ref(), &following.tail);
-        let mut readers = self.readers.lock().unwrap();
-        readers.0 += 1;
-        following.used = readers.0;
-        readers.1.insert(path.to_path_buf(), following);
-        if readers.1.len() > READER_CACHE
-            && let Some(oldest) = readers
-                .1
-                .iter()
-                .min_by_key(|(_, f)| f.used)
-                .map(|(p, _)| p.clone())
-        {
-            readers.1.remove(&oldest);
+        match keep {
+            // The first index saves only large files' states: creating a cache
+            // file per session was a tenth of its CPU. A smaller file is read whole
+            // once if it grows, then its reader is kept like any other.
+            Keep::Disk if stamp.size >= PERSIST_MIN => self.save_state(path, &mut following),
+            Keep::Disk => {}
+            Keep::Memory => {
+                let evicted = {
+                    let mut readers = self.readers.lock().unwrap();
+                    readers.0 += 1;
+                    following.used = readers.0;
+                    readers.1.insert(path.to_path_buf(), following);
+                    let oldest = (readers.1.len() > READERS_IN_MEMORY)
+                        .then(|| {
+                            readers
+                                .1
+                                .iter()
+                                .min_by_key(|(_, f)| f.used)
+                                .map(|(p, _)| p.clone())
+                        })
+                        .flatten();
+                    oldest.and_then(|p| readers.1.remove_entry(&p))
+                };
+                // Its state goes to disk, so the next append is still read alone.
+                if let Some((p, mut f)) = evicted {
+                    self.save_state(&p, &mut f);
+                }
+            }
         }
         Ok((file, stamp, out))
     }
 
-    fn read_file(&self, path: &Path) -> Result<FileEntry> {
-        let (_, stamp, mut summary) = self.with_reader(path, |r, tail| r.summary(tail))?;
+    fn state_cache_path(&self, path: &Path) -> Option<crate::store::layout::CacheFile> {
+        let root = self.fen_root.as_ref()?;
+        Some(crate::store::layout::foreign_reader_cache(
+            root,
+            self.agent.name(),
+            path,
+        ))
+    }
+
+    /// The saved state of `path`'s reader, if it proves it belongs to the file's
+    /// bytes: same file (device, inode), the consumed part still there with the same
+    /// head and tail, intact checksum, and the reader takes it back.
+    fn load_state(&self, path: &Path, file: &File, stamp: FileStamp) -> Option<Following> {
+        if stamp.size < STATE_MIN {
+            return None;
+        }
+        let cache = self.state_cache_path(path)?;
+        let bytes = crate::store::atomic::read_file(&cache, MAX_CACHE_BYTES)?;
+        let nl = bytes.iter().position(|&b| b == b'\n')?;
+        let head: StateHead = serde_json::from_slice(&bytes[..nl]).ok()?;
+        let body = &bytes[nl + 1..];
+        let valid = head.version == STATE_VERSION
+            && head.path == path
+            && head.dev == stamp.dev
+            && head.ino == stamp.ino
+            && head.consumed <= stamp.size
+            && head.checksum == crate::store::atomic::checksum(&[body])
+            && head.edges == content_check(file, head.consumed).ok()?;
+        if !valid {
+            return None;
+        }
+        let mut reader = self.new_reader(path);
+        if head.consumed != stamp.size && !reader.follows_appends() || !reader.restore_state(body)
+        {
+            return None;
+        }
+        Some(Following {
+            consumed: head.consumed,
+            proof: Some(head.edges),
+            unsaved: false,
+            ..Following::new(reader)
+        })
+    }
+
+    /// Saves the state of a large file's reader that was fed since it was last saved
+    /// (best effort: without it, the file is read again from its start).
+    fn save_state(&self, path: &Path, following: &mut Following) {
+        if !following.unsaved || following.stamp.size < STATE_MIN {
+            return;
+        }
+        let (Some(edges), Some(cache)) = (following.proof, self.state_cache_path(path)) else {
+            return;
+        };
+        let Some(body) = following.reader.save_state() else {
+            return;
+        };
+        let head = StateHead {
+            version: STATE_VERSION,
+            path: path.to_path_buf(),
+            dev: following.stamp.dev,
+            ino: following.stamp.ino,
+            consumed: following.consumed,
+            edges,
+            checksum: crate::store::atomic::checksum(&[&body]),
+        };
+        let Ok(mut bytes) = serde_json::to_vec(&head) else {
+            return;
+        };
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
+        crate::store::atomic::replace_file(&cache, &bytes);
+        following.unsaved = false;
+    }
+
+    /// Reads `path` into an index entry. Its conversation is computed in the same
+    /// pass (its token count goes into the entry); a large file's layout is kept for
+    /// the next `conversation.json` (on disk at once when `keep` is `Disk`).
+    fn read_file(&self, path: &Path, keep: Keep) -> Result<FileEntry> {
+        let (file, stamp, (summary, messages)) =
+            self.with_reader_kept(path, keep, |r, tail| r.summary_and_conversation(tail))?;
+        let mut summary = summary;
         // A unit's dump already says all its store knows (its key is no file's place).
         if !self.is_unit(path) {
             agents::complete_summary(self.agent, &self.root, path, &mut summary);
@@ -694,7 +899,38 @@ impl ForeignSource {
                 path.display()
             );
         }
-        Ok(FileEntry { stamp, summary })
+        let context_tokens = messages
+            .iter()
+            .map(|m| tokens_of(m.iter().map(piece_len).sum()))
+            .sum();
+        let large = stamp.size >= PERSIST_MIN;
+        if keep == Keep::Memory || large {
+            let proof = large
+                .then(|| {
+                    file.metadata()
+                        .ok()
+                        .filter(|m| FileStamp::of(m) == stamp)
+                        .and_then(|_| content_check(&file, stamp.size).ok())
+                })
+                .flatten();
+            let c = Conversation {
+                stamp,
+                proof,
+                layout: Arc::new(PieceLayout::conversation(messages)),
+                context_tokens,
+                used: 0,
+                saved: false,
+            };
+            match keep {
+                Keep::Memory => self.remember_conversation(path, c),
+                Keep::Disk => self.save_conversation(path, &c),
+            }
+        }
+        Ok(FileEntry {
+            stamp,
+            summary,
+            context_tokens: Some(context_tokens),
+        })
     }
 
     /// The file and index entry of session `ns/dir`, re-read if it changed on disk.
@@ -802,33 +1038,40 @@ impl ForeignSource {
                     (file, stamp, layout, tokens, false, proof)
                 }
             };
-        let mut convs = self.conversations.lock().unwrap();
-        let used = convs.0;
-        convs.1.insert(
-            path.to_path_buf(),
+        self.remember_conversation(
+            path,
             Conversation {
                 stamp,
                 proof,
                 layout: layout.clone(),
                 context_tokens: tokens,
-                used,
+                used: 0,
                 saved,
             },
         );
-        if convs.1.len() > READER_CACHE
-            && let Some(oldest) = convs
-                .1
-                .iter()
-                .min_by_key(|(_, c)| c.used)
-                .map(|(p, _)| p.clone())
-        {
-            // A large file's layout is worth keeping for the next mount.
-            if let Some(c) = convs.1.remove(&oldest) {
-                drop(convs);
-                self.save_conversation(&oldest, &c);
-            }
-        }
         Ok((file, layout, tokens))
+    }
+
+    /// Keeps `c` in memory; the layout that leaves for it is saved if it is worth
+    /// keeping for the next mount.
+    fn remember_conversation(&self, path: &Path, mut c: Conversation) {
+        let mut convs = self.conversations.lock().unwrap();
+        convs.0 += 1;
+        c.used = convs.0;
+        convs.1.insert(path.to_path_buf(), c);
+        let oldest = (convs.1.len() > LAYOUTS_IN_MEMORY)
+            .then(|| {
+                convs
+                    .1
+                    .iter()
+                    .min_by_key(|(_, c)| c.used)
+                    .map(|(p, _)| p.clone())
+            })
+            .flatten();
+        if let Some(c) = oldest.and_then(|p| convs.1.remove_entry(&p)) {
+            drop(convs);
+            self.save_conversation(&c.0, &c.1);
+        }
     }
 
     fn conversation_cache_path(&self, path: &Path) -> Option<crate::store::layout::CacheFile> {
@@ -899,7 +1142,10 @@ impl ForeignSource {
     }
 
     fn meta(&self, ns: &str, dir: &str, path: &Path, e: &FileEntry) -> Result<Vec<u8>> {
-        let (_, _, context_tokens) = self.conversation(path)?;
+        let context_tokens = match e.context_tokens {
+            Some(t) => t,
+            None => self.conversation(path)?.2,
+        };
         let listing = {
             let idx = self.index.lock().unwrap();
             self.listing(&idx, path, e)
@@ -1073,6 +1319,22 @@ struct ConversationHead {
     context_tokens: u64,
 }
 
+const STATE_VERSION: u32 = 1;
+
+/// The first line of a saved reader state; the reader's own bytes follow.
+#[derive(Serialize, Deserialize)]
+struct StateHead {
+    version: u32,
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    /// Where the reader stopped: the next feed starts here.
+    consumed: u64,
+    /// `content_check` of the file's first `consumed` bytes.
+    edges: u64,
+    checksum: u64,
+}
+
 fn piece_len(p: &Piece) -> u64 {
     match p {
         Piece::Text(t) => t.len() as u64,
@@ -1115,17 +1377,12 @@ fn read_whole(path: &Path) -> Result<Vec<u8>> {
 
 /// Feeds `following.reader` the file's bytes from where it stopped up to `size`.
 fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
-    use std::os::unix::fs::FileExt;
     let mut pos = following.consumed + following.tail.len() as u64;
     let mut buf = std::mem::take(&mut following.tail);
     while pos < size {
         let want = ((size - pos) as usize).min(CHUNK);
-        let at = buf.len();
-        buf.resize(at + want, 0);
-        let n = file
-            .read_at(&mut buf[at..], pos)
+        let n = read_appending(file, &mut buf, want, pos)
             .map_err(|e| Error::io("read session file", &e))?;
-        buf.truncate(at + n);
         if n == 0 {
             break;
         }
@@ -1134,8 +1391,37 @@ fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
         following.consumed += used as u64;
         buf.drain(..used.min(buf.len()));
     }
-    following.tail = buf;
+    // The rest is usually empty or one line: the chunk-sized buffer is not kept.
+    following.tail = buf.as_slice().to_vec();
     Ok(())
+}
+
+/// Appends up to `want` bytes of `file` at offset `at` to `buf` without zeroing the
+/// room first (a first index reads gigabytes; zeroing was 3% of it).
+fn read_appending(file: &File, buf: &mut Vec<u8>, want: usize, at: u64) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    buf.reserve(want);
+    let spare = buf.spare_capacity_mut();
+    loop {
+        // SAFETY: `spare` has room for `want` bytes; the kernel writes at most that.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                want,
+                at as libc::off_t,
+            )
+        };
+        if n >= 0 {
+            // SAFETY: the kernel initialized the first `n` bytes of the spare room.
+            unsafe { buf.set_len(buf.len() + n as usize) };
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// One walk of a sessions folder: folders whose stamp is unchanged since the last
@@ -1163,10 +1449,16 @@ impl Walk<'_> {
             meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
         );
         let scan = match self.old.remove(folder) {
-            Some(s) if s.stamp == stamp => s,
+            Some(s) if s.stamp == stamp && s.settled => s,
             _ => {
+                let settled = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| m.checked_add(Duration::from_secs(1)))
+                    .is_some_and(|m| m < SystemTime::now());
                 let mut scan = FolderScan {
                     stamp,
+                    settled,
                     folders: Vec::new(),
                     files: Vec::new(),
                 };
@@ -1319,6 +1611,13 @@ impl SessionSource for ForeignSource {
         };
         for (path, c) in convs {
             self.save_conversation(&path, &c);
+        }
+        let readers: Vec<(PathBuf, Following)> = {
+            let mut r = self.readers.lock().unwrap();
+            r.1.drain().collect()
+        };
+        for (path, mut f) in readers {
+            self.save_state(&path, &mut f);
         }
     }
 }

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 /// A JSON value used as an entry id, compared as JS `===` / `Map` keys compare it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Key {
     Undef,
     Null,
@@ -65,7 +65,7 @@ impl Key {
 
 /// A raw JSON value of the file: a byte range when the line was valid UTF-8, else the
 /// lossily decoded text pi itself would have seen.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Raw {
     Range { start: u64, len: u64 },
     Owned(Box<str>),
@@ -83,16 +83,17 @@ impl Raw {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Msg {
     raw: Raw,
     /// `role` when it is a string, after the v2→v3 `hookMessage` → `custom` rename.
     role: Option<Box<str>>,
     /// Where the role value sits inside `raw` when the migration renames it.
+    #[borsh(serialize_with = "ser_span", deserialize_with = "de_span")]
     rename: Option<(usize, usize)>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 enum Body {
     /// `type: "session"`: skipped by `_buildIndex` and `getEntries`.
     Session,
@@ -110,7 +111,7 @@ enum Body {
     CustomMessage(Box<Fields>),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Compaction {
     summary: Option<Raw>,
     tokens_before: Option<Raw>,
@@ -120,15 +121,16 @@ struct Compaction {
 }
 
 /// The raw fields a synthesized message copies, in pi's key order.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Fields {
+    #[borsh(serialize_with = "ser_keys", deserialize_with = "de_keys")]
     keys: &'static [&'static str],
     values: Vec<Option<Raw>>,
     /// For branch summaries: whether `summary` is truthy (pi skips it otherwise).
     truthy: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Entry {
     id: Key,
     parent: Key,
@@ -138,7 +140,7 @@ struct Entry {
 }
 
 /// What the first parsed value says, for `loadEntriesFromFile` and `buildSessionInfo`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Header {
     /// An object with `type: "session"` (enough for `list()`).
     listable: bool,
@@ -151,7 +153,7 @@ struct Header {
 }
 
 /// `buildSessionInfo`'s running state over every value in file order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct ListAcc {
     /// Something in it throws (then `list()` skips the file).
     throws: bool,
@@ -161,7 +163,7 @@ struct ListAcc {
 }
 
 /// Reader of one pi session file.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct PiReader {
     /// Where the consumed lines end (the tail starts here).
     end: u64,
@@ -170,6 +172,8 @@ pub struct PiReader {
     started: bool,
     entries: Vec<Entry>,
     header: Option<Header>,
+    /// Rebuilt from `entries` when a saved state is restored.
+    #[borsh(skip)]
     by_id: HashMap<Key, u32>,
     /// Last non-session value: pi's leaf, and the v1 migration's previous entry.
     leaf: Option<u32>,
@@ -203,7 +207,7 @@ impl PiReader {
         trim_end: bool,
         list: &mut ListAcc,
     ) -> Option<Option<Parsed>> {
-        let (text, lossless): (Cow<str>, bool) = match std::str::from_utf8(bytes) {
+        let (text, lossless): (Cow<str>, bool) = match simdutf8::basic::from_utf8(bytes) {
             Ok(s) => (Cow::Borrowed(s), true),
             Err(_) => (String::from_utf8_lossy(bytes), false),
         };
@@ -314,6 +318,31 @@ impl PiReader {
             }
         }
         view
+    }
+}
+
+const BRANCH_SUMMARY_KEYS: &[&str] = &["summary", "fromId"];
+const CUSTOM_MESSAGE_KEYS: &[&str] = &["customType", "content", "display", "details"];
+
+// A saved state (`save_state`): borsh has no `usize` and no `&'static` data.
+fn ser_span<W: std::io::Write>(v: &Option<(usize, usize)>, w: &mut W) -> std::io::Result<()> {
+    borsh::BorshSerialize::serialize(&v.map(|(a, b)| (a as u64, b as u64)), w)
+}
+
+fn de_span<R: std::io::Read>(r: &mut R) -> std::io::Result<Option<(usize, usize)>> {
+    let v: Option<(u64, u64)> = borsh::BorshDeserialize::deserialize_reader(r)?;
+    Ok(v.map(|(a, b)| (a as usize, b as usize)))
+}
+
+fn ser_keys<W: std::io::Write>(keys: &&'static [&'static str], w: &mut W) -> std::io::Result<()> {
+    borsh::BorshSerialize::serialize(&u8::from(*keys == CUSTOM_MESSAGE_KEYS), w)
+}
+
+fn de_keys<R: std::io::Read>(r: &mut R) -> std::io::Result<&'static [&'static str]> {
+    match <u8 as borsh::BorshDeserialize>::deserialize_reader(r)? {
+        0 => Ok(BRANCH_SUMMARY_KEYS),
+        1 => Ok(CUSTOM_MESSAGE_KEYS),
+        _ => Err(std::io::Error::other("unknown field set")),
     }
 }
 
@@ -617,12 +646,11 @@ fn parse_value(ctx: &Ctx, list: &mut ListAcc, first: bool) -> Option<Parsed> {
         Some("session") => entry.body = Body::Session,
         Some("message") => {
             let m = field(&o, "message").filter(|v| v.get() != "null");
+            // Parsed once, for the entry and for the listing.
+            let mobj = m
+                .filter(|v| v.get().starts_with('{'))
+                .and_then(|v| RawObject::parse(v.get()).ok());
             entry.body = Body::Message(m.map(|v| {
-                let mobj = if v.get().starts_with('{') {
-                    RawObject::parse(v.get()).ok()
-                } else {
-                    None
-                };
                 let role_v = mobj.as_ref().and_then(|m| field(m, "role"));
                 let role = role_v
                     .and_then(js_str)
@@ -639,7 +667,7 @@ fn parse_value(ctx: &Ctx, list: &mut ListAcc, first: bool) -> Option<Parsed> {
                     rename,
                 })
             }));
-            list_message(list, m, field(&o, "timestamp"));
+            list_message(list, m, mobj.as_ref(), field(&o, "timestamp"));
         }
         Some("compaction") => {
             entry.body = Body::Compaction(Box::new(Compaction {
@@ -652,13 +680,13 @@ fn parse_value(ctx: &Ctx, list: &mut ListAcc, first: bool) -> Option<Parsed> {
         }
         Some("branch_summary") => {
             entry.body = Body::BranchSummary(Box::new(Fields {
-                keys: &["summary", "fromId"],
+                keys: BRANCH_SUMMARY_KEYS,
                 values: vec![raw("summary"), raw("fromId")],
                 truthy: js_truthy(field(&o, "summary")),
             }))
         }
         Some("custom_message") => {
-            let keys: &'static [&'static str] = &["customType", "content", "display", "details"];
+            let keys = CUSTOM_MESSAGE_KEYS;
             entry.body = Body::CustomMessage(Box::new(Fields {
                 keys,
                 values: keys.iter().map(|k| raw(k)).collect(),
@@ -705,22 +733,25 @@ fn js_version(v: &RawValue) -> f64 {
 }
 
 /// `buildSessionInfo`'s and `getLastActivityTime`'s look at one `message` entry.
-fn list_message(list: &mut ListAcc, m: Option<&RawValue>, entry_ts: Option<&RawValue>) {
-    let Some(m) = m else {
+/// `m` is the entry's `message` (not null), `obj` its fields when it is an object.
+fn list_message(
+    list: &mut ListAcc,
+    m: Option<&RawValue>,
+    obj: Option<&RawObject>,
+    entry_ts: Option<&RawValue>,
+) {
+    if m.is_none() {
         // `message.role` on undefined/null throws.
         list.throws = true;
         return;
-    };
-    if !m.get().starts_with('{') {
-        return;
     }
-    let Ok(obj) = RawObject::parse(m.get()) else {
+    let Some(obj) = obj else {
         return;
     };
-    let Some(role) = field(&obj, "role").and_then(js_str) else {
+    let Some(role) = field(obj, "role").and_then(js_str) else {
         return;
     };
-    let Some(content) = field(&obj, "content") else {
+    let Some(content) = field(obj, "content") else {
         return;
     };
     if role != "user" && role != "assistant" {
@@ -734,7 +765,7 @@ fn list_message(list: &mut ListAcc, m: Option<&RawValue>, entry_ts: Option<&RawV
             }
         }
     }
-    let ts = field(&obj, "timestamp");
+    let ts = field(obj, "timestamp");
     let t = match ts {
         Some(v)
             if !matches!(
@@ -1128,6 +1159,23 @@ impl ForeignReader for PiReader {
         (0..v.len())
             .filter_map(|i| Some(refer(i, &v.message_of(i)?, kept.contains(&i))))
             .collect()
+    }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        if !crate::sources::foreign::restore_borsh(self, state) {
+            return false;
+        }
+        // As `push` filled it, entry by entry.
+        for (idx, e) in self.entries.iter().enumerate() {
+            if !matches!(e.body, Body::Session) && e.id.truthy() && e.id != Key::Unique {
+                self.by_id.insert(e.id.clone(), idx as u32);
+            }
+        }
+        true
     }
 }
 

@@ -55,6 +55,12 @@ impl StoreWatch {
     /// first time (a new watch counts as a change); `true` too when it cannot watch.
     pub fn changed(&self, ns: &str, dir: &Path) -> bool {
         self.drain();
+        self.changed_as_drained(ns, dir)
+    }
+
+    /// `changed`, from the events read by the last `drain` (for a caller that asks
+    /// about many folders at once: one `drain` first).
+    pub fn changed_as_drained(&self, ns: &str, dir: &Path) -> bool {
         let mut st = self.state.lock().unwrap();
         if !st.wd_of.contains_key(ns) {
             let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
@@ -79,14 +85,24 @@ impl StoreWatch {
     }
 
     /// Reads every queued event and marks the namespaces they concern.
-    fn drain(&self) {
-        let mut buf = [0u8; 64 * 1024];
+    pub fn drain(&self) {
+        // Not zeroed first: a drain runs on every access, and zeroing 64 KiB each
+        // time was most of a remount's first listings.
+        let mut room = std::mem::MaybeUninit::<[u8; 64 * 1024]>::uninit();
         loop {
-            // SAFETY: valid fd and buffer.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            // SAFETY: valid fd; the kernel writes at most the buffer's length.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    room.as_mut_ptr().cast(),
+                    std::mem::size_of_val(&room),
+                )
+            };
             if n <= 0 {
                 return; // EAGAIN: the queue is empty.
             }
+            // SAFETY: the kernel initialized the first `n` bytes.
+            let buf = unsafe { std::slice::from_raw_parts(room.as_ptr().cast::<u8>(), n as usize) };
             let mut st = self.state.lock().unwrap();
             let mut off = 0usize;
             let n = n as usize;

@@ -19,6 +19,13 @@ pub fn replace_file(c: &CacheFile, bytes: &[u8]) {
     }
 }
 
+/// Removes a cache file (best effort: a missing one is fine).
+pub fn remove_file(c: &CacheFile) {
+    let _ = Dir::open_root(&c.root)
+        .and_then(|root| root.walk(&dirs(c)))
+        .and_then(|d| d.unlink(&c.name));
+}
+
 /// The cache file's bytes, if it is a regular file of at most `max` bytes reached
 /// through folders only; `None` for anything else (the caller rebuilds).
 pub fn read_file(c: &CacheFile, max: u64) -> Option<Vec<u8>> {

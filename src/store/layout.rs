@@ -145,6 +145,22 @@ pub fn xdg_cache_dir() -> PathBuf {
         .join("fen-fs")
 }
 
+/// fen-fs's saved reader state of one large foreign session file (to read on from
+/// where it stopped when the file grows).
+pub fn foreign_reader_cache(root: &Path, agent: &str, file: &Path) -> CacheFile {
+    let h = super::naming::fnv1a64(file.as_os_str().as_encoded_bytes());
+    cache_file(
+        root,
+        &["foreign", "readers"],
+        format!("{agent}-{h:016x}.bin"),
+    )
+}
+
+/// What a running daemon says of itself for `fen-fs status` (removed when it exits).
+pub fn mount_status_file(root: &Path, pid: u32) -> CacheFile {
+    cache_file(root, &["mounts"], format!("{pid}.json"))
+}
+
 /// The lock that makes "is this session-id free? then create it" atomic across
 /// processes (in `.fen-cache`).
 pub const SESSION_IDS_LOCK: &str = "session-ids.lock";

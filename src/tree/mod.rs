@@ -46,6 +46,9 @@ enum OpenFile {
 pub struct Opened {
     pub fh: u64,
     pub cache: CacheMode,
+    /// The handle reads one file as it is on disk (a transcript): the kernel may read
+    /// that file itself ([`Tree::backing_file`]).
+    pub backing: bool,
 }
 
 /// The changes `setattr` asks for (times are accepted and ignored).
@@ -533,7 +536,11 @@ impl Tree {
             } else {
                 CacheMode::DirectIo
             };
-            return Ok(Opened { fh, cache });
+            return Ok(Opened {
+                fh,
+                cache,
+                backing: false,
+            });
         }
         if writing || flags & libc::O_TRUNC != 0 {
             if self.is_read_only(&node) {
@@ -561,10 +568,21 @@ impl Tree {
             }
             _ => return Err(Error::new(libc::EISDIR, "is a folder")),
         };
+        let backing = matches!(snapshot, Snapshot::Transcript(_));
         Ok(Opened {
             fh: self.add_handle(OpenFile::View(snapshot)),
             cache,
+            backing,
         })
+    }
+
+    /// The file an open transcript handle reads (a new descriptor of it), for the
+    /// kernel to read directly; `None` for any other handle.
+    pub fn backing_file(&self, fh: u64) -> Option<std::fs::File> {
+        match self.handle(fh).as_deref() {
+            Some(OpenFile::View(Snapshot::Transcript(f))) => f.try_clone().ok(),
+            _ => None,
+        }
     }
 
     /// Up to `size` bytes at `offset` of an open view, or a `ctl`'s replies.

@@ -8,7 +8,16 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 /// One part of a generated JSON text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub enum Piece {
     /// Bytes made by the reader (always valid UTF-8 JSON text when joined).
     Text(String),

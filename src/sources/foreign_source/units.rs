@@ -27,7 +27,7 @@ impl ForeignSource {
         files.retain(|f| !units.source().claims(f));
         *self.unit_hints.lock().unwrap() = keys.clone();
         files.extend(keys.into_keys());
-        files.sort();
+        files.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
         files
     }
 
