@@ -10,6 +10,7 @@ pub mod agent;
 pub mod error;
 pub mod json;
 pub mod neutral;
+pub mod search;
 
 pub use error::{Error, Result};
 pub mod check;

@@ -1,0 +1,536 @@
+//! Search over every session of every source (SPEC §8): a Tantivy index kept in
+//! fen's cache folder, fed only with the neutral messages sources give
+//! (`SessionSource::messages`), queried with `fen-fs search` and the mount's
+//! `search/` folder. A layer below `tree` and above `sources`.
+//!
+//! - `query`: the query language, parsed by hand;
+//! - `schema`: fields and the word analyzer; `extract`: what of a message is indexed;
+//! - `storage`: where the index lives, its checks, rebuilds and the writer lock;
+//! - `engine`: the open index, Tantivy queries, one best message per session;
+//! - `sync`: which sessions changed, and (re)indexing them;
+//! - `snippet`, `hits`: what a hit shows.
+//!
+//! [`Search`] ties them: a daemon starts it in the background (`start`), a one-shot
+//! command brings the index up to date first (`update`); both ask `answer`.
+
+pub mod engine;
+pub mod extract;
+pub mod hits;
+pub mod query;
+pub mod schema;
+pub mod snippet;
+pub mod storage;
+pub mod sync;
+
+use crate::error::{Error, Result};
+use crate::sources::SessionSource;
+use engine::{Engine, Filters, Known};
+use hits::{Answer, Building, Hit};
+use schema::Fields;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use sync::{Complaints, Live, SourceRef};
+
+/// Hits per search unless asked otherwise (and in the mount's `search/`).
+pub const DEFAULT_LIMIT: usize = 20;
+/// How often a daemon looks for sessions changed behind its back.
+const SWEEP: Duration = Duration::from_millis(400);
+/// During a build, a commit at least this often (what is indexed becomes searchable,
+/// and the progress visible to other processes)...
+const COMMIT_EVERY: Duration = Duration::from_secs(5);
+/// ...or after this much text.
+const COMMIT_BYTES: u64 = 256 << 20;
+/// An idle writer is dropped after this long (its memory goes back).
+const WRITER_IDLE: Duration = Duration::from_secs(10);
+/// A mount's answers to one query are reused this long if the index did not change
+/// meanwhile (a `ls -l` asks for the folder, its listing and `hits.jsonl`).
+const MEMO: Duration = Duration::from_millis(1000);
+
+/// A search's question.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub query: query::Query,
+    pub agent: Option<crate::agent::Agent>,
+    /// Absolute and normalized.
+    pub cwd: Option<String>,
+    pub since_ms: Option<i64>,
+    pub limit: usize,
+}
+
+impl Request {
+    /// Just the words of `text`, with the default limit.
+    pub fn parse(text: &str) -> Result<Request> {
+        Ok(Request {
+            query: query::parse(text)?,
+            agent: None,
+            cwd: None,
+            since_ms: None,
+            limit: DEFAULT_LIMIT,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    complete: bool,
+    sessions: u64,
+    indexed: u64,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Sessions appended to through `ctl` (namespace, folder).
+    touched: HashSet<(String, String)>,
+    stop: bool,
+}
+
+pub struct Search {
+    store_root: Option<PathBuf>,
+    fields: Fields,
+    sources: Vec<SourceRef>,
+    engine: RwLock<Arc<Engine>>,
+    /// The writer's own progress (a reader takes the commit's stamp).
+    progress: Mutex<Option<Progress>>,
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    memo: Mutex<HashMap<String, (u64, Instant, Arc<Answer>)>>,
+    said: Mutex<HashSet<String>>,
+    /// Set once the first full update of this process is done.
+    settled: AtomicBool,
+}
+
+impl Search {
+    /// The index of the store at `store_root` (`None`: in memory only) over
+    /// `sources`; `write`: take the writer's role if nobody has it.
+    pub fn open(
+        store_root: Option<&Path>,
+        sources: Vec<Arc<dyn SessionSource>>,
+        write: bool,
+    ) -> Search {
+        let fields = Fields::new();
+        let storage = match store_root {
+            Some(root) => storage::open(root, &fields, write),
+            None => storage::memory(&fields, "no store: the index is kept in memory".into()),
+        };
+        let engine = Engine::new(fields.clone(), storage).unwrap_or_else(|e| {
+            let s = storage::memory(&fields, e.reason);
+            Engine::new(fields.clone(), s).expect("an index in memory opens")
+        });
+        let s = Search {
+            store_root: store_root.map(Path::to_path_buf),
+            fields,
+            sources: sources.into_iter().map(SourceRef::new).collect(),
+            engine: RwLock::new(Arc::new(engine)),
+            progress: Mutex::new(None),
+            pending: Mutex::new(Pending::default()),
+            wake: Condvar::new(),
+            memo: Mutex::new(HashMap::new()),
+            said: Mutex::new(HashSet::new()),
+            settled: AtomicBool::new(false),
+        };
+        s.say_notes();
+        s
+    }
+
+    fn engine(&self) -> Arc<Engine> {
+        self.engine.read().unwrap().clone()
+    }
+
+    /// Notes of the storage (rebuilt, in memory), each logged once.
+    fn say_notes(&self) {
+        let notes = self.engine().storage.notes.clone();
+        for n in notes {
+            if self.said.lock().unwrap().insert(n.clone()) {
+                log::warn!("{n}");
+            }
+        }
+    }
+
+    /// What this process's storage had to say (for a command's stderr).
+    pub fn notes(&self) -> Vec<String> {
+        self.engine().storage.notes.clone()
+    }
+
+    /// Whether this process writes the index.
+    pub fn writable(&self) -> bool {
+        self.engine().storage.writable()
+    }
+
+    /// Sources of this process that the index's writer does not cover (a reader's
+    /// answers leave their sessions out until a writer indexes them).
+    pub fn uncovered(&self) -> Vec<String> {
+        if self.writable() {
+            return Vec::new();
+        }
+        let covered = self.engine().stamp().map(|s| s.sources).unwrap_or_default();
+        self.sources
+            .iter()
+            .filter(|s| !covered.contains(&s.label))
+            .map(|s| s.label.clone())
+            .collect()
+    }
+
+    fn stamp_now(&self, p: Progress) -> storage::Stamp {
+        storage::Stamp {
+            format: storage::FORMAT.into(),
+            version: schema::FORMAT_VERSION,
+            complete: p.complete,
+            sessions: p.sessions,
+            indexed: p.indexed,
+            sources: self.sources.iter().map(|s| s.label.clone()).collect(),
+        }
+    }
+
+    /// How far the index is, if it is not complete.
+    pub fn building(&self) -> Option<Building> {
+        let p = match *self.progress.lock().unwrap() {
+            Some(p) => p,
+            None => {
+                let stamp = self.engine().stamp();
+                match stamp {
+                    Some(s) => Progress {
+                        complete: s.complete,
+                        sessions: s.sessions,
+                        indexed: s.indexed,
+                    },
+                    // Nothing committed yet: nothing indexed.
+                    None => Progress::default(),
+                }
+            }
+        };
+        (!p.complete).then_some(Building {
+            indexed: p.indexed,
+            sessions: p.sessions,
+        })
+    }
+
+    /// Answers `request`.
+    pub fn answer(&self, request: &Request) -> Result<Answer> {
+        let engine = self.engine();
+        let filters = Filters {
+            agent: request.agent.map(|a| a.name().to_string()),
+            cwd: request.cwd.clone(),
+            since_ms: request.since_ms,
+            sources: Some(self.sources.iter().map(|s| s.src).collect()),
+        };
+        let found = engine.search(&request.query, &filters, request.limit)?;
+        let hits = found
+            .into_iter()
+            .map(|f| {
+                let ns_shown = crate::store::naming::mount_name(&f.session.namespace);
+                Hit {
+                    path: format!("{ns_shown}/{}", f.session.dir),
+                    namespace: ns_shown,
+                    store_namespace: f.session.namespace.clone(),
+                    id: f.session.id.clone(),
+                    agent: f.session.agent.clone(),
+                    cwd: f.session.cwd.clone(),
+                    dir: f.session.dir.clone(),
+                    title: f.session.title.clone(),
+                    preview: f.session.preview.clone(),
+                    updated_at: f.session.updated_at.clone(),
+                    role: f.message.role.clone(),
+                    timestamp: f.message.timestamp.clone(),
+                    entry: f.message.entry.clone(),
+                    in_conversation: f.message.in_conversation,
+                    snippet: snippet::snippet(&f.text, &request.query),
+                    score: f.score,
+                }
+            })
+            .collect();
+        Ok(Answer {
+            hits,
+            building: self.building(),
+        })
+    }
+
+    /// A mount's query: the folder name `text` as a query with the default limit. The
+    /// same question within a second, with no change to the index, gets the same
+    /// answer (one `ls -l` asks several times).
+    pub fn answer_text(&self, text: &str) -> Result<Arc<Answer>> {
+        let generation = self.engine().generation();
+        if let Some((g, at, a)) = self.memo.lock().unwrap().get(text)
+            && *g == generation
+            && at.elapsed() < MEMO
+        {
+            return Ok(a.clone());
+        }
+        let request = Request::parse(text)?;
+        let answer = Arc::new(self.answer(&request)?);
+        let mut memo = self.memo.lock().unwrap();
+        memo.retain(|_, (_, at, _)| at.elapsed() < MEMO);
+        if memo.len() < 256 {
+            memo.insert(text.to_string(), (generation, Instant::now(), answer.clone()));
+        }
+        Ok(answer)
+    }
+
+    /// Session `ns/dir` was just appended to (through `ctl`): index it soon.
+    pub fn touched(&self, ns: &str, dir: &str) {
+        let mut p = self.pending.lock().unwrap();
+        p.touched.insert((ns.to_string(), dir.to_string()));
+        self.wake.notify_one();
+    }
+
+    /// Stops the background indexer (at unmount).
+    pub fn stop(&self) {
+        self.pending.lock().unwrap().stop = true;
+        self.wake.notify_all();
+    }
+
+    /// Brings the index up to date with every session of the sources (a one-shot
+    /// command, before it searches). `report` hears of a long build now and then.
+    pub fn update(&self, report: &mut dyn FnMut(Building)) -> Result<()> {
+        let engine = self.engine();
+        if !engine.storage.writable() {
+            return Ok(());
+        }
+        let mut known = engine.known()?;
+        let mut complaints = Complaints::default();
+        self.full_pass(&engine, &mut known, &mut complaints, report, None)?;
+        engine.release_writer();
+        Ok(())
+    }
+
+    /// One pass over every session: index what changed, drop what is gone, commit
+    /// now and then (and at the end, marking the index complete).
+    fn full_pass(
+        &self,
+        engine: &Engine,
+        known: &mut HashMap<u64, Known>,
+        complaints: &mut Complaints,
+        report: &mut dyn FnMut(Building),
+        between: Option<&dyn Fn(&Engine, &mut HashMap<u64, Known>, &mut Complaints)>,
+    ) -> Result<()> {
+        let first = !self.settled.load(Ordering::Relaxed);
+        let (live, failed) = sync::scan(&self.sources);
+        let (todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
+        if todo.is_empty() && gone.is_empty() && !first {
+            return Ok(());
+        }
+        let total = live.len() as u64;
+        let mut done = total - todo.len() as u64;
+        let mut progress = Progress {
+            complete: todo.is_empty(),
+            sessions: total,
+            indexed: done,
+        };
+        if first {
+            *self.progress.lock().unwrap() = Some(progress);
+        }
+        engine.with_writer(|w| {
+            for sid in &gone {
+                sync::remove(engine, w, *sid);
+                known.remove(sid);
+            }
+            Ok(())
+        })?;
+        let mut last_commit = Instant::now();
+        let mut bytes = 0u64;
+        let mut said = Instant::now();
+        for l in &todo {
+            if self.pending.lock().unwrap().stop {
+                break;
+            }
+            let src = &self.sources[l.source];
+            let (k, b) = engine.with_writer(|w| {
+                sync::index_session(engine, w, src, l, known.get(&l.sid), complaints)
+            })?;
+            match k {
+                Some(k) => known.insert(l.sid, k),
+                None => known.remove(&l.sid),
+            };
+            bytes += b;
+            done += 1;
+            progress.indexed = done;
+            if first {
+                *self.progress.lock().unwrap() = Some(progress);
+            }
+            if bytes >= COMMIT_BYTES || last_commit.elapsed() >= COMMIT_EVERY {
+                engine.commit(&self.stamp_now(progress))?;
+                bytes = 0;
+                last_commit = Instant::now();
+                if let Some(f) = between {
+                    f(engine, known, complaints);
+                }
+            }
+            if said.elapsed() >= Duration::from_secs(5) {
+                report(Building {
+                    indexed: done,
+                    sessions: total,
+                });
+                said = Instant::now();
+            }
+        }
+        progress.complete = true;
+        engine.commit(&self.stamp_now(progress))?;
+        *self.progress.lock().unwrap() = Some(progress);
+        self.settled.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reindexes the sessions touched through `ctl` since the last call.
+    fn index_touched(
+        &self,
+        engine: &Engine,
+        known: &mut HashMap<u64, Known>,
+        complaints: &mut Complaints,
+    ) -> Result<bool> {
+        let touched = std::mem::take(&mut self.pending.lock().unwrap().touched);
+        if touched.is_empty() {
+            return Ok(false);
+        }
+        for (ns, dir) in touched {
+            for (i, s) in self.sources.iter().enumerate() {
+                let Ok(stat) = s.source.session_stat(&ns, &dir) else {
+                    continue;
+                };
+                let live = Live {
+                    source: i,
+                    sid: sync::session_id(s.src, &ns, &dir),
+                    ns: ns.clone(),
+                    dir: dir.clone(),
+                    size: stat.size,
+                    mtime: stat
+                        .mtime
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as i64),
+                };
+                let (k, _) = engine.with_writer(|w| {
+                    sync::index_session(engine, w, s, &live, known.get(&live.sid), complaints)
+                })?;
+                match k {
+                    Some(k) => known.insert(live.sid, k),
+                    None => known.remove(&live.sid),
+                };
+                break;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Starts the daemon's indexer thread: the first build, then changes as they
+    /// come (`ctl` appends at once, other writers' within a sweep).
+    pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("fen-search".into())
+            .spawn(move || {
+                lower_priority();
+                if let Err(e) = me.run() {
+                    log::error!("search indexer stopped: {}", e.reason);
+                }
+            })
+            .map(|_| ())
+    }
+
+    /// Waits until this process may write the index (another process may hold it).
+    fn become_writer(&self) -> bool {
+        loop {
+            if self.engine().storage.writable() {
+                return true;
+            }
+            if self.pending.lock().unwrap().stop {
+                return false;
+            }
+            if let Some(root) = &self.store_root
+                && let Some(storage) = storage::take_over(root, &self.fields)
+            {
+                match Engine::new(self.fields.clone(), storage) {
+                    Ok(e) => {
+                        *self.engine.write().unwrap() = Arc::new(e);
+                        self.say_notes();
+                        return true;
+                    }
+                    Err(e) => log::warn!("search index: {}", e.reason),
+                }
+            }
+            let p = self.pending.lock().unwrap();
+            let _ = self.wake.wait_timeout(p, Duration::from_secs(1)).unwrap();
+        }
+    }
+
+    fn run(&self) -> Result<()> {
+        if !self.become_writer() {
+            return Ok(());
+        }
+        let engine = self.engine();
+        let mut known = engine.known()?;
+        let mut complaints = Complaints::default();
+        let between = |e: &Engine, k: &mut HashMap<u64, Known>, c: &mut Complaints| {
+            if let Err(err) = self.index_touched(e, k, c) {
+                log::warn!("search: {}", err.reason);
+            }
+        };
+        let started = Instant::now();
+        self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, Some(&between))?;
+        log::info!(
+            "search index up to date in {:?} ({} sessions)",
+            started.elapsed(),
+            known.len()
+        );
+        let mut last_write = Instant::now();
+        let mut sweep_cost = Duration::ZERO;
+        loop {
+            {
+                let wait = SWEEP.max(sweep_cost * 10);
+                let p = self.pending.lock().unwrap();
+                if p.stop {
+                    break;
+                }
+                if p.touched.is_empty() {
+                    let (p, _) = self.wake.wait_timeout(p, wait).unwrap();
+                    if p.stop {
+                        break;
+                    }
+                }
+            }
+            let wrote = match self.index_touched(&engine, &mut known, &mut complaints) {
+                Ok(true) => true,
+                Ok(false) => {
+                    let t = Instant::now();
+                    let before = engine.generation();
+                    self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, None)?;
+                    sweep_cost = t.elapsed();
+                    engine.generation() != before
+                }
+                Err(e) => {
+                    log::warn!("search: {}", e.reason);
+                    false
+                }
+            };
+            if wrote && engine.has_writer() {
+                let p = self.progress.lock().unwrap().unwrap_or_default();
+                engine.commit(&self.stamp_now(Progress {
+                    complete: true,
+                    ..p
+                }))?;
+                last_write = Instant::now();
+            } else if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
+                engine.release_writer();
+            }
+        }
+        engine.release_writer();
+        Ok(())
+    }
+}
+
+/// The indexer yields to everything else: a lower CPU priority for this thread (and
+/// the index's worker threads it starts, which inherit it) and idle I/O priority.
+fn lower_priority() {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        // IOPRIO_CLASS_IDLE (3) << 13, for this thread (IOPRIO_WHO_PROCESS = 1).
+        libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
+    }
+}
+
+/// A query error for people (exit 2 on the command line, EINVAL in the mount).
+pub fn is_usage_error(e: &Error) -> bool {
+    e.errno == libc::EINVAL
+}
