@@ -287,7 +287,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
     }
-    let tree = Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid));
+    // The search index is opened, checked and brought up to date in the background.
+    let search = Arc::new(crate::search::Search::open_deferred(&root, sources.clone()));
+    let tree = Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid).with_search(search.clone()));
     let config = crate::fuse::MountConfig {
         allow_other: args.allow_other,
         threads: args.threads,
@@ -333,6 +335,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         args.mountpoint.display(),
         ours.as_ref().map(|e| e.id)
     );
+    if let Err(e) = search.start() {
+        log::error!("search indexer thread: {e}");
+    }
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -347,6 +352,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         sd_notify("STOPPING=1");
         unmount_own(&args.mountpoint, ours.as_ref())
     };
+    search.stop();
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();

@@ -100,6 +100,8 @@ pub struct Search {
     said: Mutex<HashSet<String>>,
     /// Set once the first full update of this process is done.
     settled: AtomicBool,
+    /// The index on disk is opened by the indexer thread (`start`), not yet.
+    deferred: AtomicBool,
 }
 
 impl Search {
@@ -115,11 +117,36 @@ impl Search {
             Some(root) => storage::open(root, &fields, write),
             None => storage::memory(&fields, "no store: the index is kept in memory".into()),
         };
+        let s = Search::with_storage(store_root, sources, fields, storage);
+        s.say_notes();
+        s
+    }
+
+    /// For a daemon: the index on disk is opened and checked by the indexer thread
+    /// (`start`), so the mount is ready at once; until then a search finds nothing and
+    /// says the index is being built.
+    pub fn open_deferred(store_root: &Path, sources: Vec<Arc<dyn SessionSource>>) -> Search {
+        let fields = Fields::new();
+        let placeholder = storage::Storage {
+            notes: Vec::new(),
+            ..storage::memory(&fields, String::new())
+        };
+        let s = Search::with_storage(Some(store_root), sources, fields, placeholder);
+        s.deferred.store(true, Ordering::Relaxed);
+        s
+    }
+
+    fn with_storage(
+        store_root: Option<&Path>,
+        sources: Vec<Arc<dyn SessionSource>>,
+        fields: Fields,
+        storage: storage::Storage,
+    ) -> Search {
         let engine = Engine::new(fields.clone(), storage).unwrap_or_else(|e| {
             let s = storage::memory(&fields, e.reason);
             Engine::new(fields.clone(), s).expect("an index in memory opens")
         });
-        let s = Search {
+        Search {
             store_root: store_root.map(Path::to_path_buf),
             fields,
             sources: sources.into_iter().map(SourceRef::new).collect(),
@@ -130,9 +157,8 @@ impl Search {
             memo: Mutex::new(HashMap::new()),
             said: Mutex::new(HashSet::new()),
             settled: AtomicBool::new(false),
-        };
-        s.say_notes();
-        s
+            deferred: AtomicBool::new(false),
+        }
     }
 
     fn engine(&self) -> Arc<Engine> {
@@ -454,6 +480,17 @@ impl Search {
     }
 
     fn run(&self) -> Result<()> {
+        if self.deferred.swap(false, Ordering::Relaxed)
+            && let Some(root) = &self.store_root
+        {
+            let storage = storage::open(root, &self.fields, true);
+            let engine = Engine::new(self.fields.clone(), storage).unwrap_or_else(|e| {
+                let s = storage::memory(&self.fields, e.reason);
+                Engine::new(self.fields.clone(), s).expect("an index in memory opens")
+            });
+            *self.engine.write().unwrap() = Arc::new(engine);
+            self.say_notes();
+        }
         if !self.become_writer() {
             return Ok(());
         }

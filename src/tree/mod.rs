@@ -9,6 +9,7 @@
 pub mod attr;
 pub mod inodes;
 pub mod invalidate;
+mod search;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
@@ -70,6 +71,8 @@ pub struct Tree {
     /// session `ctl` from its existence check to counting the writer: a `ctl` is then
     /// never opened on a session that is on its way to the trash.
     trashing: Mutex<()>,
+    /// Answers the `search/` folder's queries, and hears of `ctl` appends.
+    search: Option<Arc<crate::search::Search>>,
 }
 
 impl Tree {
@@ -91,7 +94,14 @@ impl Tree {
             gid,
             stale: Arc::new(Invalidations::default()),
             trashing: Mutex::new(()),
+            search: None,
         }
+    }
+
+    /// The same tree with a `search/` folder answered by `search`.
+    pub fn with_search(mut self, search: Arc<crate::search::Search>) -> Self {
+        self.search = Some(search);
+        self
     }
 
     /// Inodes whose kernel caches must be dropped (drained by the adapter's notifier).
@@ -109,6 +119,7 @@ impl Tree {
             mtime,
             uid: self.uid,
             gid: self.gid,
+            volatile: false,
         }
     }
 
@@ -202,6 +213,9 @@ impl Tree {
         pid: Option<u32>,
     ) -> Result<Attr> {
         Ok(match node {
+            Node::SearchRoot | Node::SearchQuery(_) | Node::SearchHits(_) | Node::SearchLink(..) => {
+                return self.search_attr(ino, node, opened);
+            }
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
             Node::RootCtl => {
                 let size = opened.unwrap_or_else(|| self.ctl_size(None, pid));
@@ -265,6 +279,8 @@ impl Tree {
         let missing = || Error::not_found(format!("no {name}"));
         Ok(match parent {
             Node::Root if name == CTL => Node::RootCtl,
+            Node::Root if name == inodes::SEARCH && self.search.is_some() => Node::SearchRoot,
+            Node::SearchRoot | Node::SearchQuery(_) => return self.search_child(parent, name),
             Node::Root => {
                 // Mount names are the slugs without their `--` (naming::mount_name).
                 let ns = crate::store::naming::namespaces_of_mount_name(name)
@@ -310,6 +326,9 @@ impl Tree {
             Node::Root => {
                 if self.ctl.is_some() {
                     out.push(entry(&Node::RootCtl, FileKind::RegularFile, CTL));
+                }
+                if self.search.is_some() {
+                    out.push(entry(&Node::SearchRoot, FileKind::Directory, inodes::SEARCH));
                 }
                 let mut names = Vec::new();
                 for s in &self.sources {
@@ -362,6 +381,7 @@ impl Tree {
                     out.push(entry(&n, FileKind::RegularFile, name));
                 }
             }
+            Node::SearchRoot | Node::SearchQuery(_) => self.search_list(node, &mut out)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
         }
         Ok(out)
@@ -424,6 +444,7 @@ impl Tree {
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         match self.node_of(ino)? {
             Node::Latest(ns) => Ok(self.latest(&ns)?.into_bytes()),
+            n @ Node::SearchLink(..) => self.search_readlink(&n),
             _ => Err(Error::invalid("not a symbolic link")),
         }
     }
@@ -559,6 +580,7 @@ impl Tree {
                 };
                 (snap, cache)
             }
+            Node::SearchHits(_) => self.search_open(&node)?,
             _ => return Err(Error::new(libc::EISDIR, "is a folder")),
         };
         Ok(Opened {
@@ -749,9 +771,12 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
-        if let Ok(Node::SessionCtl(ns, _)) = self.node_of(ino) {
+        if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
             if let Some(s) = self.sources.iter().find(|s| s.writable()) {
                 s.appended(&ns);
+            }
+            if let Some(search) = &self.search {
+                search.touched(&ns, &dir);
             }
             self.stale.mark(inodes::folder_of(ino));
             self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));
