@@ -219,3 +219,24 @@ pub struct SessionMessages {
     pub facts: SessionFacts,
     pub messages: Vec<Message>,
 }
+
+/// Names each tool result that names no tool (Claude's and Codex's do not) after the
+/// call it answers, when an earlier message holds that call.
+pub fn fill_tool_names(messages: &mut [Message]) {
+    let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for m in messages.iter_mut() {
+        for p in m.parts.iter_mut() {
+            match p {
+                Part::ToolCall { id, name, .. } => {
+                    names.insert(id.clone(), name.clone());
+                }
+                Part::ToolResult {
+                    call_id,
+                    name: name @ None,
+                    ..
+                } => *name = names.get(call_id.as_str()).cloned(),
+                _ => {}
+            }
+        }
+    }
+}

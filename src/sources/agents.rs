@@ -126,8 +126,13 @@ pub fn reader_for(agent: Agent, file_name: &str) -> Box<dyn ForeignReader> {
 /// nothing a person or a model reads). The agent's own module knows its shapes;
 /// nothing outside `sources` reads an agent's format.
 pub fn to_neutral(agent: Agent, message: &serde_json::Value) -> Option<crate::neutral::Message> {
-    let _ = (agent, message);
-    None
+    match agent {
+        Agent::Fen => super::fen::neutral::to_neutral(message),
+        Agent::Pi => super::pi::to_neutral(message),
+        Agent::Claude => super::claude::to_neutral(message),
+        Agent::Codex => super::codex::to_neutral(message),
+        _ => None,
+    }
 }
 
 /// Codex's `session_index.jsonl` (renames), under its root.

@@ -6,6 +6,9 @@
 //! `message.role`/`message.content`) plus the listing facts; the chain is rebuilt from
 //! the records on demand, so an append only parses the new lines.
 
+mod neutral;
+pub use neutral::{content_parts, is_injected_text, to_neutral};
+
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
 use serde::Deserialize;

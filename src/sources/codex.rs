@@ -2,6 +2,9 @@
 //! following codex-cli 0.169 / openai/codex@4e7399c6b987 (AGENT-FORMATS.md section 2):
 //! which lines deserialize, how the resumed history is rebuilt, and what the picker lists.
 
+mod neutral;
+pub use neutral::to_neutral;
+
 use super::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
 use crate::json::{RawObject, as_string, offset_in, quote};
 use serde_json::value::RawValue;

@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod claude;
 pub mod codex;
+pub mod convert;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;

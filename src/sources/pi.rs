@@ -7,6 +7,9 @@
 //! duplicate keys: last wins) and reads the file as lossily decoded UTF-8; the quirks
 //! that make pi throw or start over are mapped to `resumable: false`.
 
+mod neutral;
+pub use neutral::{to_neutral, vendor_of};
+
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
 use serde_json::value::RawValue;
@@ -384,7 +387,7 @@ fn js_str(v: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// Rewrites `\uD800`-style escapes to `\uFFFD` (same length, so offsets hold).
-fn replace_surrogate_escapes(t: &str) -> String {
+pub(crate) fn replace_surrogate_escapes(t: &str) -> String {
     let b = t.as_bytes();
     let mut out = String::with_capacity(t.len());
     let mut i = 0;

@@ -3,6 +3,7 @@
 //! namespaces).
 
 pub mod catalog;
+pub mod neutral;
 
 use super::foreign::Agent;
 use super::{NamespaceIndex, SessionSource, SessionStat};

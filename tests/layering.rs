@@ -1,0 +1,199 @@
+//! The layering rules of the README's Architecture section, checked on the source:
+//! no import cycle between the crate's top-level modules, `fuser` named only in
+//! `src/fuse/`, `clap` only in `src/main.rs` and `src/commands/`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Code without comments (line comments and doc comments), so prose that names a
+/// module or a crate is not an import.
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// (file relative to src/, its code) for every source file.
+fn sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(src())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, code_of(&std::fs::read_to_string(&p).unwrap()))
+        })
+        .collect()
+}
+
+fn top_module(rel: &str) -> String {
+    rel.split('/')
+        .next()
+        .unwrap()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// Top-level modules a file's code names through `crate::X` or `use crate::{X, …}`.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let name = ident(item.trim());
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let files = sources();
+    let modules: BTreeSet<String> = files.iter().map(|(rel, _)| top_module(rel)).collect();
+    for (rel, code) in &files {
+        let from = top_module(rel);
+        if from == "main" || from == "lib" {
+            continue;
+        }
+        for to in crate_refs(code) {
+            if to != from && modules.contains(&to) {
+                graph.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    // Depth-first search for a back edge; report the cycle found.
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|n| n == node) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for node in graph.keys() {
+        if let Some(cycle) = visit(node, &graph, &mut Vec::new(), &mut done) {
+            panic!(
+                "import cycle between modules: {}\nmodule graph: {graph:#?}",
+                cycle.join(" -> ")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_cycle_check_sees_imports() {
+    // The parser the check relies on: grouped, nested and plain paths.
+    let refs = crate_refs("use crate::{store::x, views};\nfn f() { crate::tree::Tree::new(); }");
+    assert_eq!(
+        refs,
+        ["store", "tree", "views"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+    assert!(crate_refs("// see crate::tree\n").contains("tree"));
+    assert!(!crate_refs(&code_of("// see crate::tree\n")).contains("tree"));
+}
+
+fn files_naming(krate: &str) -> Vec<String> {
+    let use_it = format!("use {krate}");
+    let path_it = format!("{krate}::");
+    sources()
+        .into_iter()
+        .filter(|(_, code)| {
+            code.contains(&use_it)
+                || code
+                    .match_indices(&path_it)
+                    .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        })
+        .map(|(rel, _)| rel)
+        .collect()
+}
+
+#[test]
+fn only_the_fuse_adapter_names_fuser() {
+    let outside: Vec<String> = files_naming("fuser")
+        .into_iter()
+        .filter(|f| !f.starts_with("fuse/"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "fuser named outside src/fuse/: {outside:?}"
+    );
+}
+
+#[test]
+fn only_main_and_commands_name_clap() {
+    let outside: Vec<String> = files_naming("clap")
+        .into_iter()
+        .filter(|f| f != "main.rs" && !f.starts_with("commands/"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "clap named outside main.rs and src/commands/: {outside:?}"
+    );
+    assert!(
+        !files_naming("clap").is_empty(),
+        "the check found no use of clap at all: it is not looking"
+    );
+    assert!(!files_naming("fuser").is_empty(), "no use of fuser found");
+}
