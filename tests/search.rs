@@ -36,7 +36,9 @@ impl Fake {
         let ns = fen_fs::store::naming::slug(cwd);
         let dir = format!("2026-01-01T00-00-00-000Z_{}-{id}", self.agent.name());
         let mut all = self.sessions.lock().unwrap();
-        let size = all.get(&(ns.clone(), dir.clone())).map_or(100, |(s, _)| s.size + 1);
+        let size = all
+            .get(&(ns.clone(), dir.clone()))
+            .map_or(100, |(s, _)| s.size + 1);
         let updated = messages
             .iter()
             .filter_map(|m| m.timestamp.clone())
@@ -98,8 +100,8 @@ impl SessionSource for Fake {
     fn has_namespace(&self, ns: &str) -> bool {
         self.sessions.lock().unwrap().keys().any(|(n, _)| n == ns)
     }
-    fn namespace_mtime(&self, _ns: &str) -> Option<SystemTime> {
-        None
+    fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
+        self.has_namespace(ns).then_some(UNIX_EPOCH)
     }
     fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
         Ok(self
@@ -241,11 +243,19 @@ fn words_phrases_exclusions_prefixes_and_case() {
     let s = w.search();
     assert_eq!(ids(&s, "flaky"), ["c1"]);
     assert_eq!(ids(&s, "FLAKY login"), ["c1"]);
-    assert_eq!(ids(&s, "flaky staging"), Vec::<String>::new(), "one message holds all words");
+    assert_eq!(
+        ids(&s, "flaky staging"),
+        Vec::<String>::new(),
+        "one message holds all words"
+    );
     assert_eq!(ids(&s, "\"to staging\""), ["x1"]);
     assert_eq!(ids(&s, "\"staging to\""), Vec::<String>::new());
     assert_eq!(ids(&s, "deploy*"), ["x1"]);
-    assert_eq!(ids(&s, "staging -production"), ["x1"], "the assistant's message");
+    assert_eq!(
+        ids(&s, "staging -production"),
+        ["x1"],
+        "the assistant's message"
+    );
     let h = &ask(&s, "staging -production")[0];
     assert_eq!(h.role, "assistant");
     assert_eq!(h.entry.as_deref(), Some("l4"));
@@ -269,16 +279,9 @@ fn hits_carry_the_session_and_the_message() {
     assert!(h.in_conversation);
     assert!(h.snippet.contains("**flaky**"), "{}", h.snippet);
     assert!(h.score > 0.0);
-    let line: serde_json::Value = serde_json::from_slice(
-        &s.answer(&Request::parse("flaky").unwrap())
-            .unwrap()
-            .jsonl()
-            .split(|b| *b == b'\n')
-            .next()
-            .unwrap()
-            .to_vec(),
-    )
-    .unwrap();
+    let jsonl = s.answer(&Request::parse("flaky").unwrap()).unwrap().jsonl();
+    let line: serde_json::Value =
+        serde_json::from_slice(jsonl.split(|b| *b == b'\n').next().unwrap()).unwrap();
     for key in [
         "id",
         "agent",
@@ -302,14 +305,27 @@ fn one_line_per_session_best_first() {
     let w = world();
     // Many messages mention the word in one session; one short one in another.
     let many: Vec<Message> = (0..30)
-        .map(|i| text(Role::User, &format!("message {i} about a long topic and also widget")))
+        .map(|i| {
+            text(
+                Role::User,
+                &format!("message {i} about a long topic and also widget"),
+            )
+        })
         .collect();
     w.claude.set("/home/u/a", "many", None, many);
-    w.claude
-        .set("/home/u/b", "short", None, vec![text(Role::User, "widget widget")]);
+    w.claude.set(
+        "/home/u/b",
+        "short",
+        None,
+        vec![text(Role::User, "widget widget")],
+    );
     let s = w.search();
     let got = ids(&s, "widget");
-    assert_eq!(got, ["short", "many"], "one line each, the denser match first");
+    assert_eq!(
+        got,
+        ["short", "many"],
+        "one line each, the denser match first"
+    );
     let mut r = Request::parse("widget").unwrap();
     r.limit = 1;
     assert_eq!(s.answer(&r).unwrap().hits.len(), 1);
@@ -322,26 +338,43 @@ fn filters_agent_cwd_since() {
         "/home/u/web",
         "x2",
         None,
-        vec![at(text(Role::User, "common word"), "2026-01-05T00:00:00Z", "a")],
+        vec![at(
+            text(Role::User, "common word"),
+            "2026-01-05T00:00:00Z",
+            "a",
+        )],
     );
     w.claude.set(
         "/home/u/web",
         "c2",
         None,
-        vec![at(text(Role::User, "common word"), "2026-02-05T00:00:00Z", "b")],
+        vec![at(
+            text(Role::User, "common word"),
+            "2026-02-05T00:00:00Z",
+            "b",
+        )],
     );
     let s = w.search();
     let with = |f: &dyn Fn(&mut Request)| {
         let mut r = Request::parse("common").unwrap();
         f(&mut r);
-        let mut v: Vec<String> = s.answer(&r).unwrap().hits.into_iter().map(|h| h.id).collect();
+        let mut v: Vec<String> = s
+            .answer(&r)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
         v.sort();
         v
     };
     assert_eq!(with(&|_| {}), ["c2", "x2"]);
     assert_eq!(with(&|r| r.agent = Some(Agent::Codex)), ["x2"]);
     assert_eq!(with(&|r| r.cwd = Some("/home/u/web".into())), ["c2", "x2"]);
-    assert_eq!(with(&|r| r.cwd = Some("/home/u".into())), Vec::<String>::new());
+    assert_eq!(
+        with(&|r| r.cwd = Some("/home/u".into())),
+        Vec::<String>::new()
+    );
     let feb = chrono::DateTime::parse_from_rfc3339("2026-02-01T00:00:00Z")
         .unwrap()
         .timestamp_millis();
@@ -355,8 +388,12 @@ fn compacted_messages_are_found_and_say_so() {
     old.in_conversation = false;
     let mut summary = text(Role::User, "summary of earlier work");
     summary.summary = true;
-    w.claude
-        .set("/home/u/z", "z1", None, vec![old, summary, text(Role::User, "next")]);
+    w.claude.set(
+        "/home/u/z",
+        "z1",
+        None,
+        vec![old, summary, text(Role::User, "next")],
+    );
     let s = w.search();
     let h = &ask(&s, "zebra")[0];
     assert_eq!(h.id, "z1");
@@ -377,7 +414,11 @@ fn growth_is_indexed_incrementally_and_compaction_reindexes() {
     w.claude.set("/home/u/g", "g1", None, grown.clone());
     s.update(&mut |_| {}).unwrap();
     assert_eq!(ids(&s, "beta"), ["g1"]);
-    assert_eq!(ids(&s, "alpha"), ["g1"], "the old message is still there once");
+    assert_eq!(
+        ids(&s, "alpha"),
+        ["g1"],
+        "the old message is still there once"
+    );
     // A compaction takes the first message out of the conversation.
     let mut compacted = grown.clone();
     compacted[0].in_conversation = false;
@@ -420,7 +461,10 @@ fn segment_files(store: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             let n = p.file_name().unwrap().to_string_lossy();
-            n.ends_with(".idx") || n.ends_with(".pos") || n.ends_with(".store") || n.ends_with(".term")
+            n.ends_with(".idx")
+                || n.ends_with(".pos")
+                || n.ends_with(".store")
+                || n.ends_with(".term")
         })
         .collect();
     v.sort();
@@ -447,7 +491,10 @@ fn a_truncated_or_corrupted_index_is_rebuilt() {
             }
             "corrupt" => {
                 use std::os::unix::fs::FileExt;
-                let f = files.iter().find(|p| p.to_string_lossy().ends_with(".pos")).unwrap();
+                let f = files
+                    .iter()
+                    .find(|p| p.to_string_lossy().ends_with(".pos"))
+                    .unwrap();
                 let file = std::fs::OpenOptions::new().write(true).open(f).unwrap();
                 file.write_at(b"\xff\xfe\xfd", 2).unwrap();
             }
@@ -459,7 +506,11 @@ fn a_truncated_or_corrupted_index_is_rebuilt() {
         assert_eq!(ids(&s, "flaky"), ["c1"], "{damage}");
         drop(s);
         let again = w.search();
-        assert!(again.notes().is_empty(), "{damage}: rebuilt once: {:?}", again.notes());
+        assert!(
+            again.notes().is_empty(),
+            "{damage}: rebuilt once: {:?}",
+            again.notes()
+        );
     }
 }
 
@@ -485,11 +536,19 @@ fn a_reader_beside_the_writer_sees_its_commits_and_progress() {
     reader.update(&mut |_| {}).unwrap();
     assert_eq!(ids(&reader, "flaky"), ["c1"]);
     assert!(reader.uncovered().is_empty());
-    w.claude
-        .set("/home/u/n", "n1", None, vec![text(Role::User, "newword here")]);
+    w.claude.set(
+        "/home/u/n",
+        "n1",
+        None,
+        vec![text(Role::User, "newword here")],
+    );
     assert!(ids(&reader, "newword").is_empty());
     writer.update(&mut |_| {}).unwrap();
-    assert_eq!(ids(&reader, "newword"), ["n1"], "reloaded after the writer's commit");
+    assert_eq!(
+        ids(&reader, "newword"),
+        ["n1"],
+        "reloaded after the writer's commit"
+    );
     // A reader with a source the writer does not cover says so.
     let other = Fake::new(Agent::Pi, &w.store.join("pi"));
     let mut sources = w.sources();
@@ -507,4 +566,156 @@ fn a_reader_without_an_index_answers_empty_and_says_so() {
     assert!(a.hits.is_empty());
     assert!(a.building.is_some(), "not complete");
     drop(writer);
+}
+
+// ---- the mount's `search/` folder, through the tree (no FUSE) ----
+
+use fen_fs::tree::attr::{CacheMode, FileKind};
+use fen_fs::tree::{ROOT, Tree};
+use std::ffi::OsStr;
+
+struct TreeWorld {
+    w: World,
+    tree: Tree,
+}
+
+fn tree_world() -> TreeWorld {
+    let w = world();
+    w.codex.set(
+        "/search",
+        "s1",
+        None,
+        vec![text(Role::User, "a session whose cwd is /search")],
+    );
+    let search = Arc::new(w.search());
+    let tree = Tree::new(w.sources(), None, 1000, 1000).with_search(search);
+    TreeWorld { w, tree }
+}
+
+impl TreeWorld {
+    fn lookup(&self, path: &str) -> fen_fs::Result<u64> {
+        let mut ino = ROOT;
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            ino = self.tree.lookup(ino, OsStr::new(part))?.ino;
+        }
+        Ok(ino)
+    }
+
+    fn names(&self, path: &str) -> Vec<String> {
+        let fh = self.tree.opendir(self.lookup(path).unwrap()).unwrap();
+        let names = self
+            .tree
+            .readdir(fh)
+            .unwrap()
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
+        self.tree.releasedir(fh);
+        names
+    }
+
+    fn cat(&self, path: &str) -> Vec<u8> {
+        let ino = self.lookup(path).unwrap();
+        let o = self.tree.open(ino, libc::O_RDONLY, 1).unwrap();
+        assert_eq!(o.cache, CacheMode::DirectIo);
+        let mut out = Vec::new();
+        loop {
+            let chunk = self.tree.read(o.fh, out.len() as u64, 4096).unwrap();
+            if chunk.is_empty() {
+                break;
+            }
+            out.extend(chunk);
+        }
+        self.tree.release(o.fh);
+        out
+    }
+}
+
+#[test]
+fn the_search_folder_answers_any_name_and_lists_nothing() {
+    let t = tree_world();
+    let root = t.names("");
+    assert!(root.contains(&"search".to_string()), "{root:?}");
+    assert!(
+        root.contains(&"_search".to_string()),
+        "the cwd /search: {root:?}"
+    );
+    assert_eq!(t.names("search"), [".", ".."]);
+    let dir = "2026-01-01T00-00-00-000Z_claude-c1";
+    assert_eq!(
+        t.names("search/flaky login"),
+        [".", "..", "hits.jsonl", &format!("01-{dir}")]
+    );
+    let link = t.lookup(&format!("search/flaky login/01-{dir}")).unwrap();
+    assert_eq!(
+        t.tree.readlink(link).unwrap(),
+        format!("../../home-u-web/{dir}").into_bytes()
+    );
+    // The link's target resolves in the same tree.
+    assert!(t.lookup(&format!("home-u-web/{dir}")).is_ok());
+    let hits = t.cat("search/flaky login/hits.jsonl");
+    let first: serde_json::Value =
+        serde_json::from_slice(hits.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(first["id"], "c1");
+    let size = t
+        .tree
+        .getattr(
+            t.lookup("search/flaky login/hits.jsonl").unwrap(),
+            None,
+            None,
+        )
+        .unwrap()
+        .size;
+    assert_eq!(size, hits.len() as u64, "true size before open");
+    // Phrases and exclusions in names.
+    assert_eq!(t.names("search/\"to staging\"").len(), 4);
+    assert_eq!(t.names("search/staging -production").len(), 4);
+    assert_eq!(t.names("search/nothingmatches").len(), 3, "just hits.jsonl");
+    assert!(t.cat("search/nothingmatches/hits.jsonl").is_empty());
+    // Another agent's namespace named like the folder stays reachable.
+    assert_eq!(
+        t.names("_search").len(),
+        5,
+        "latest, index.json and one session"
+    );
+}
+
+#[test]
+fn nothing_under_search_is_cached_by_the_kernel() {
+    let t = tree_world();
+    for path in ["search", "search/flaky", "search/flaky/hits.jsonl"] {
+        let a = t.tree.getattr(t.lookup(path).unwrap(), None, None).unwrap();
+        assert_eq!(a.ttl(), Duration::ZERO, "{path}");
+        assert_eq!(a.entry_ttl(), Duration::ZERO, "{path}");
+    }
+    let root = t.tree.getattr(ROOT, None, None).unwrap();
+    assert!(root.ttl() > Duration::ZERO, "the rest keeps its caching");
+    let a = t
+        .tree
+        .lookup(
+            t.lookup("search/flaky").unwrap(),
+            OsStr::new("01-2026-01-01T00-00-00-000Z_claude-c1"),
+        )
+        .unwrap();
+    assert_eq!(a.kind, FileKind::Symlink);
+    assert_eq!(a.entry_ttl(), Duration::ZERO);
+}
+
+#[test]
+fn a_bad_query_fails_its_lookup_with_einval() {
+    let t = tree_world();
+    let search = t.lookup("search").unwrap();
+    for q in ["\"open", "-only", "*", "!!!"] {
+        let e = t.tree.lookup(search, OsStr::new(q)).unwrap_err();
+        assert_eq!(e.errno, libc::EINVAL, "{q}");
+    }
+    let q = t.lookup("search/flaky").unwrap();
+    let e = t.tree.lookup(q, OsStr::new("99-nothing")).unwrap_err();
+    assert_eq!(e.errno, libc::ENOENT);
+    // Nothing can be made there.
+    assert_eq!(
+        t.tree.change_structure(search, OsStr::new("x")).errno,
+        libc::EPERM
+    );
+    let _ = &t.w;
 }

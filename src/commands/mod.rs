@@ -629,12 +629,17 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
 /// a query's words does not matter).
 pub fn search_words_after_dashes(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const FLAGS: [&str; 4] = ["--json", "--no-detect", "--help", "-h"];
-    const VALUED: [&str; 6] = ["--limit", "--agent", "--cwd", "--since", "--store", "--source"];
+    const VALUED: [&str; 6] = [
+        "--limit", "--agent", "--cwd", "--since", "--store", "--source",
+    ];
     let Some(at) = args.iter().position(|a| a == "search") else {
         return args;
     };
     // Only when `search` is the subcommand (nothing but options before it).
-    if args[1..at].iter().any(|a| !a.to_string_lossy().starts_with('-')) {
+    if args[1..at]
+        .iter()
+        .any(|a| !a.to_string_lossy().starts_with('-'))
+    {
         return args;
     }
     let mut out: Vec<std::ffi::OsString> = args[..=at].to_vec();
@@ -758,10 +763,19 @@ mod search_args_tests {
 
     #[test]
     fn exclusions_are_words_and_options_are_options() {
-        assert_eq!(words_json(&["foo", "-bar"]), (vec!["foo".into(), "-bar".into()], false));
+        assert_eq!(
+            words_json(&["foo", "-bar"]),
+            (vec!["foo".into(), "-bar".into()], false)
+        );
         assert_eq!(words_json(&["foo", "--json"]), (vec!["foo".into()], true));
-        assert_eq!(words_json(&["--json", "foo", "-bar"]), (vec!["foo".into(), "-bar".into()], true));
-        assert_eq!(words_json(&["-bar", "foo"]).0, vec!["foo".to_string(), "-bar".into()]);
+        assert_eq!(
+            words_json(&["--json", "foo", "-bar"]),
+            (vec!["foo".into(), "-bar".into()], true)
+        );
+        assert_eq!(
+            words_json(&["-bar", "foo"]).0,
+            vec!["foo".to_string(), "-bar".into()]
+        );
         assert_eq!(
             words_json(&["foo", "--", "--json"]),
             (vec!["foo".into(), "--json".into()], false)
@@ -774,11 +788,22 @@ mod search_args_tests {
         );
         assert_eq!(
             all,
-            ["fen-fs", "search", "--cwd", "-odd", "x", "--limit=3", "--", "-y"]
+            [
+                "fen-fs",
+                "search",
+                "--cwd",
+                "-odd",
+                "x",
+                "--limit=3",
+                "--",
+                "-y"
+            ]
         );
         // Other commands are left alone.
-        let list: Vec<std::ffi::OsString> =
-            ["fen-fs", "list", "--all"].into_iter().map(Into::into).collect();
+        let list: Vec<std::ffi::OsString> = ["fen-fs", "list", "--all"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
         assert_eq!(search_words_after_dashes(list.clone()), list);
     }
 }

@@ -58,8 +58,7 @@ fn mount_of(root: &std::path::Path) -> Option<PathBuf> {
         .into_iter()
         .find(|m| {
             m.pid.is_some()
-                && m
-                    .store
+                && m.store
                     .as_deref()
                     .is_some_and(|s| std::fs::canonicalize(s).ok().as_ref() == Some(&canon))
         })
@@ -110,10 +109,7 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
             }
         });
         search.update(&mut |b| {
-            eprintln!(
-                "fen-fs: indexing: {} of {} sessions",
-                b.indexed, b.sessions
-            )
+            eprintln!("fen-fs: indexing: {} of {} sessions", b.indexed, b.sessions)
         })?;
     } else {
         for label in search.uncovered() {
@@ -176,12 +172,7 @@ fn updated(h: &Hit) -> String {
 /// One line per session: updated, agent, title or preview, snippet, folder.
 pub fn render_table(answer: &Answer, tty: bool) -> String {
     let mut out = String::new();
-    let agent_w = answer
-        .hits
-        .iter()
-        .map(|h| h.agent.len())
-        .max()
-        .unwrap_or(0);
+    let agent_w = answer.hits.iter().map(|h| h.agent.len()).max().unwrap_or(0);
     for h in &answer.hits {
         let title = h
             .title

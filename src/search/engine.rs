@@ -158,9 +158,7 @@ impl Engine {
     }
 
     fn reload(&self) -> Result<()> {
-        self.reader
-            .reload()
-            .map_err(|e| index_error("reload", e))?;
+        self.reader.reload().map_err(|e| index_error("reload", e))?;
         let stamp = self
             .storage
             .index
@@ -240,10 +238,7 @@ impl Engine {
     pub fn known(&self) -> Result<HashMap<u64, Known>> {
         let searcher = self.searcher();
         let f = &self.fields;
-        let q = TermQuery::new(
-            Term::from_field_u64(f.kind, 1),
-            IndexRecordOption::Basic,
-        );
+        let q = TermQuery::new(Term::from_field_u64(f.kind, 1), IndexRecordOption::Basic);
         let docs = searcher
             .search(&q, &DocSetCollector)
             .map_err(|e| index_error("list sessions", e))?;
@@ -256,9 +251,16 @@ impl Engine {
             let r = searcher.segment_reader(seg);
             let ff = r.fast_fields();
             let col = |name: &str| ff.u64(name).map_err(|e| index_error("read a column", e));
-            let (sid, src, size, count, prefix) =
-                (col("sid")?, col("src")?, col("size")?, col("count")?, col("prefix")?);
-            let mtime = ff.i64("mtime").map_err(|e| index_error("read a column", e))?;
+            let (sid, src, size, count, prefix) = (
+                col("sid")?,
+                col("src")?,
+                col("size")?,
+                col("count")?,
+                col("prefix")?,
+            );
+            let mtime = ff
+                .i64("mtime")
+                .map_err(|e| index_error("read a column", e))?;
             for d in docs {
                 let (Some(s), Some(src)) = (sid.first(d), src.first(d)) else {
                     continue;
@@ -311,7 +313,11 @@ impl Engine {
         let f = &self.fields;
         let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = Vec::new();
         for c in &query.clauses {
-            let occur = if c.negated { Occur::MustNot } else { Occur::Must };
+            let occur = if c.negated {
+                Occur::MustNot
+            } else {
+                Occur::Must
+            };
             clauses.push((occur, self.clause_query(c)));
         }
         let filter = |q: Box<dyn TQuery>| -> (Occur, Box<dyn TQuery>) {

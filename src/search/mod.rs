@@ -80,6 +80,9 @@ struct Progress {
     indexed: u64,
 }
 
+/// A mount's recent answers: query → (index generation, when, answer).
+type Memo = HashMap<String, (u64, Instant, Arc<Answer>)>;
+
 #[derive(Default)]
 struct Pending {
     /// Sessions appended to through `ctl` (namespace, folder).
@@ -96,7 +99,7 @@ pub struct Search {
     progress: Mutex<Option<Progress>>,
     pending: Mutex<Pending>,
     wake: Condvar,
-    memo: Mutex<HashMap<String, (u64, Instant, Arc<Answer>)>>,
+    memo: Mutex<Memo>,
     said: Mutex<HashSet<String>>,
     /// Set once the first full update of this process is done.
     settled: AtomicBool,
@@ -289,7 +292,10 @@ impl Search {
         let mut memo = self.memo.lock().unwrap();
         memo.retain(|_, (_, at, _)| at.elapsed() < MEMO);
         if memo.len() < 256 {
-            memo.insert(text.to_string(), (generation, Instant::now(), answer.clone()));
+            memo.insert(
+                text.to_string(),
+                (generation, Instant::now(), answer.clone()),
+            );
         }
         Ok(answer)
     }
@@ -316,7 +322,7 @@ impl Search {
         }
         let mut known = engine.known()?;
         let mut complaints = Complaints::default();
-        self.full_pass(&engine, &mut known, &mut complaints, report, None)?;
+        self.full_pass(&engine, &mut known, &mut complaints, report, false)?;
         engine.release_writer();
         Ok(())
     }
@@ -329,7 +335,7 @@ impl Search {
         known: &mut HashMap<u64, Known>,
         complaints: &mut Complaints,
         report: &mut dyn FnMut(Building),
-        between: Option<&dyn Fn(&Engine, &mut HashMap<u64, Known>, &mut Complaints)>,
+        touched_too: bool,
     ) -> Result<()> {
         let first = !self.settled.load(Ordering::Relaxed);
         let (live, failed) = sync::scan(&self.sources);
@@ -379,8 +385,9 @@ impl Search {
                 engine.commit(&self.stamp_now(progress))?;
                 bytes = 0;
                 last_commit = Instant::now();
-                if let Some(f) = between {
-                    f(engine, known, complaints);
+                // A long build lets `ctl` appends in between commits.
+                if touched_too && let Err(e) = self.index_touched(engine, known, complaints) {
+                    log::warn!("search: {}", e.reason);
                 }
             }
             if said.elapsed() >= Duration::from_secs(5) {
@@ -497,13 +504,8 @@ impl Search {
         let engine = self.engine();
         let mut known = engine.known()?;
         let mut complaints = Complaints::default();
-        let between = |e: &Engine, k: &mut HashMap<u64, Known>, c: &mut Complaints| {
-            if let Err(err) = self.index_touched(e, k, c) {
-                log::warn!("search: {}", err.reason);
-            }
-        };
         let started = Instant::now();
-        self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, Some(&between))?;
+        self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, true)?;
         log::info!(
             "search index up to date in {:?} ({} sessions)",
             started.elapsed(),
@@ -530,7 +532,7 @@ impl Search {
                 Ok(false) => {
                     let t = Instant::now();
                     let before = engine.generation();
-                    self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, None)?;
+                    self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, false)?;
                     sweep_cost = t.elapsed();
                     engine.generation() != before
                 }

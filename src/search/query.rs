@@ -95,7 +95,9 @@ pub fn parse(text: &str) -> Result<Query> {
         rest = after.trim_start();
     }
     if clauses.is_empty() {
-        return Err(bad("the query is empty: give at least one word to look for"));
+        return Err(bad(
+            "the query is empty: give at least one word to look for",
+        ));
     }
     if clauses.len() > MAX_CLAUSES {
         return Err(bad(format!(
@@ -183,16 +185,22 @@ mod tests {
 
     #[test]
     fn accents_and_case_fold() {
-        assert_eq!(words("Café NAÏVE"), vec![
-            (false, vec!["cafe"], false),
-            (false, vec!["naive"], false)
-        ]);
+        assert_eq!(
+            words("Café NAÏVE"),
+            vec![(false, vec!["cafe"], false), (false, vec!["naive"], false)]
+        );
     }
 
     #[test]
     fn punctuation_makes_phrases() {
-        assert_eq!(words("src/main.rs"), vec![(false, vec!["src", "main", "rs"], false)]);
-        assert_eq!(words("\"--verbose\""), vec![(false, vec!["verbose"], false)]);
+        assert_eq!(
+            words("src/main.rs"),
+            vec![(false, vec!["src", "main", "rs"], false)]
+        );
+        assert_eq!(
+            words("\"--verbose\""),
+            vec![(false, vec!["verbose"], false)]
+        );
         assert_eq!(words("foo-*"), vec![(false, vec!["foo"], false)]);
     }
 

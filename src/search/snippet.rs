@@ -113,7 +113,8 @@ fn render(text: &str, matches: &[(usize, usize, usize)]) -> String {
         }
     }
     if end < text.len()
-        && let Some(sp) = text[floor_char(text, end.saturating_sub(16))..end].rfind(char::is_whitespace)
+        && let Some(sp) =
+            text[floor_char(text, end.saturating_sub(16))..end].rfind(char::is_whitespace)
     {
         let at = floor_char(text, end.saturating_sub(16)) + sp;
         if matches.iter().all(|m| m.1 <= at || m.0 >= end) {
@@ -175,10 +176,7 @@ mod tests {
     #[test]
     fn marks_words_phrases_and_prefixes() {
         let q = parse("flaky \"test suite\" deplo*").unwrap();
-        let s = snippet(
-            "The Flaky\ntest suite failed after the deployment.",
-            &q,
-        );
+        let s = snippet("The Flaky\ntest suite failed after the deployment.", &q);
         assert_eq!(
             s,
             "The **Flaky** **test suite** failed after the **deployment**."

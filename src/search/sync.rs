@@ -129,7 +129,7 @@ pub fn changes(
         })
         .cloned()
         .collect();
-    todo.sort_by(|a, b| b.mtime.cmp(&a.mtime));
+    todo.sort_by_key(|l| std::cmp::Reverse(l.mtime));
     let ours: HashSet<u64> = sources
         .iter()
         .map(|s| s.src)
@@ -282,7 +282,10 @@ pub fn index_session(
     common(&mut doc, updated_ms);
     doc.add_u64(f.session_of, sid);
     doc.add_u64(f.kind, 1);
-    doc.add_text(f.info, serde_json::to_string(&info).expect("info serializes"));
+    doc.add_text(
+        f.info,
+        serde_json::to_string(&info).expect("info serializes"),
+    );
     doc.add_u64(f.size, k.size);
     doc.add_i64(f.mtime, k.mtime);
     doc.add_u64(f.count, k.count);

@@ -235,7 +235,14 @@ mod tests {
         }
         assert_eq!(t.node(first), None, "forgotten");
         let last = t.ino(&Node::SearchQuery(format!("q{SEARCH_NODES}")));
-        assert_eq!(t.node(last), Some(Node::SearchQuery(format!("q{SEARCH_NODES}"))));
-        assert_ne!(t.ino(&Node::SearchQuery("q0".into())), first, "never reused");
+        assert_eq!(
+            t.node(last),
+            Some(Node::SearchQuery(format!("q{SEARCH_NODES}")))
+        );
+        assert_ne!(
+            t.ino(&Node::SearchQuery("q0".into())),
+            first,
+            "never reused"
+        );
     }
 }

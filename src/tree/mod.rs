@@ -213,7 +213,10 @@ impl Tree {
         pid: Option<u32>,
     ) -> Result<Attr> {
         Ok(match node {
-            Node::SearchRoot | Node::SearchQuery(_) | Node::SearchHits(_) | Node::SearchLink(..) => {
+            Node::SearchRoot
+            | Node::SearchQuery(_)
+            | Node::SearchHits(_)
+            | Node::SearchLink(..) => {
                 return self.search_attr(ino, node, opened);
             }
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
@@ -328,7 +331,11 @@ impl Tree {
                     out.push(entry(&Node::RootCtl, FileKind::RegularFile, CTL));
                 }
                 if self.search.is_some() {
-                    out.push(entry(&Node::SearchRoot, FileKind::Directory, inodes::SEARCH));
+                    out.push(entry(
+                        &Node::SearchRoot,
+                        FileKind::Directory,
+                        inodes::SEARCH,
+                    ));
                 }
                 let mut names = Vec::new();
                 for s in &self.sources {
