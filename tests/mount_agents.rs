@@ -180,6 +180,7 @@ fn every_fixture_appears_as_its_agent_resumes_it() {
             // `stat` size is what `cat` reads, for every view.
             for view in [
                 "conversation.json",
+                "conversation.md",
                 "meta.json",
                 "summary.txt",
                 "transcript.jsonl",

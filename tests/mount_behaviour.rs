@@ -56,6 +56,7 @@ fn the_tree_is_read_only_except_ctl() {
     for view in [
         "meta.json",
         "conversation.json",
+        "conversation.md",
         "summary.txt",
         "transcript.jsonl",
     ] {
@@ -113,6 +114,7 @@ fn the_tree_is_read_only_except_ctl() {
             ".",
             "..",
             "conversation.json",
+            "conversation.md",
             "ctl",
             "meta.json",
             "summary.txt",

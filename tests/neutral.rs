@@ -6,7 +6,7 @@
 use fen_fs::agent::Agent;
 use fen_fs::neutral::{Message, Part, Role};
 use fen_fs::sources::agents::{reader_for, to_neutral};
-use fen_fs::sources::foreign::{ForeignReader, feed_all, render_message};
+use fen_fs::sources::foreign::{ForeignReader, MessageRef, feed_all, render_message};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -461,4 +461,312 @@ fn pi_sessions_convert_message_for_message() {
     ] {
         assert!(roles.contains_key(r), "no {r} in pi's scenarios: {roles:?}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// ForeignReader::messages
+// ---------------------------------------------------------------------------
+
+/// `messages(false)` is exactly the conversation, each message with its entry and
+/// time; `messages(true)` holds every one of them marked in the conversation, plus
+/// the history left out. Returns (conversation, history) as rendered messages.
+fn check_messages(agent: Agent, path: &Path) -> (Vec<String>, Vec<(String, bool)>) {
+    let bytes = std::fs::read(path).unwrap();
+    let (r, tail) = read(agent, path, &bytes);
+    let render = |p: &[fen_fs::sources::foreign::Piece]| {
+        String::from_utf8(render_message(p, &bytes)).unwrap()
+    };
+    let conversation: Vec<String> = r.conversation(&tail).iter().map(|m| render(m)).collect();
+    let refs = r.messages(&tail, false);
+    let got: Vec<String> = refs.iter().map(|m| render(&m.pieces)).collect();
+    assert_eq!(got, conversation, "{}", path.display());
+    for m in &refs {
+        assert!(m.in_conversation);
+        if agent != Agent::Pi || !path.to_string_lossy().contains("v1") {
+            assert!(m.entry.is_some(), "{}: no entry id", path.display());
+        }
+    }
+    let history = r.messages(&tail, true);
+    let keyed = |m: &MessageRef| (m.entry.clone(), render(&m.pieces));
+    let mut in_conv: Vec<_> = history
+        .iter()
+        .filter(|m| m.in_conversation)
+        .map(keyed)
+        .collect();
+    let mut want: Vec<_> = refs.iter().map(keyed).collect();
+    in_conv.sort();
+    want.sort();
+    assert_eq!(in_conv, want, "{}: history's conversation", path.display());
+    (
+        conversation,
+        history
+            .iter()
+            .map(|m| (render(&m.pieces), m.in_conversation))
+            .collect(),
+    )
+}
+
+#[test]
+fn claude_messages_carry_ids_and_the_history() {
+    let mut left_out = 0;
+    for path in fixture_files(Agent::Claude) {
+        let (conv, history) = check_messages(Agent::Claude, &path);
+        left_out += history.len() - conv.len();
+        let bytes = std::fs::read(&path).unwrap();
+        let (r, tail) = read(Agent::Claude, &path, &bytes);
+        for m in r.messages(&tail, false) {
+            let uuid = m.entry.unwrap();
+            let v: Value = String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .rfind(|v| v["uuid"] == uuid.as_str())
+                .expect("the entry id is a line's uuid");
+            assert_eq!(m.timestamp.as_deref(), v["timestamp"].as_str());
+            assert_eq!(m.summary, v["isCompactSummary"] == true);
+            if v["type"] == "assistant" {
+                assert_eq!(
+                    m.model.map(|m| m.model).as_deref(),
+                    v["message"]["model"].as_str()
+                );
+            }
+        }
+    }
+    assert!(
+        left_out > 400,
+        "sidechains, rewinds and compactions: {left_out}"
+    );
+    // A rewind then a compaction: the abandoned branch and what came before the
+    // boundary are history, not conversation.
+    let path = fixtures().join("claude/projects/-tmp/43c4655e-4b11-5485-86a9-64e7d606a1b2.jsonl");
+    let (conv, history) = check_messages(Agent::Claude, &path);
+    for old in ["First attempt", "Start", "Kept going"] {
+        assert!(
+            history.iter().any(|(m, kept)| !kept && m.contains(old)),
+            "{old}"
+        );
+        assert!(!conv.iter().any(|m| m.contains(old)), "{old}");
+    }
+    assert!(conv.iter().any(|m| m.contains("After compaction")));
+}
+
+#[test]
+fn codex_messages_carry_line_offsets_and_the_history() {
+    for path in fixture_files(Agent::Codex) {
+        let (conv, history) = check_messages(Agent::Codex, &path);
+        assert!(history.len() >= conv.len());
+        let bytes = std::fs::read(&path).unwrap();
+        let (r, tail) = read(Agent::Codex, &path, &bytes);
+        for m in r.messages(&tail, true) {
+            let at: usize = m.entry.unwrap().parse().unwrap();
+            assert!(
+                at == 0 || bytes[at - 1] == b'\n',
+                "the entry is a line's offset"
+            );
+            let line = bytes[at..].split(|&b| b == b'\n').next().unwrap();
+            let v: Value = serde_json::from_slice(line).unwrap();
+            assert_eq!(m.timestamp.as_deref(), v["timestamp"].as_str());
+        }
+    }
+    // Remote compaction: the history before it is still there, out of the conversation.
+    let path = fixtures().join("codex/sessions/2026/02/23/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl");
+    let (conv, history) = check_messages(Agent::Codex, &path);
+    let out = history.iter().filter(|(_, kept)| !kept).count();
+    assert!(
+        out > 50,
+        "{out} of {} left out, {} kept",
+        history.len(),
+        conv.len()
+    );
+}
+
+#[test]
+fn codex_rollback_and_legacy_compaction_keep_their_history() {
+    let meta = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"11111111-1111-4111-8111-111111111111","timestamp":"2026-01-01T00:00:00Z","cwd":"/p","originator":"x","cli_version":"1","model_provider":"openai"}}"#;
+    let user = |t: &str, s: u32| {
+        format!(
+            r#"{{"timestamp":"2026-01-01T00:00:{s:02}Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{t}"}}]}}}}"#
+        )
+    };
+    let reply = |t: &str, s: u32| {
+        format!(
+            r#"{{"timestamp":"2026-01-01T00:00:{s:02}Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{t}"}}]}}}}"#
+        )
+    };
+    let ctx = r#"{"timestamp":"2026-01-01T00:00:01Z","type":"turn_context","payload":{"cwd":"/p","approval_policy":"never","sandbox_policy":{"mode":"x"},"model":"gpt-5","summary":"auto"}}"#;
+    let rollback = r#"{"timestamp":"2026-01-01T00:00:05Z","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}"#;
+    let compacted = r#"{"timestamp":"2026-01-01T00:00:08Z","type":"compacted","payload":{"message":"we did A"}}"#;
+    let file = [
+        meta.to_string(),
+        ctx.to_string(),
+        user("A", 2),
+        reply("a", 3),
+        user("B", 4),
+        rollback.to_string(),
+        user("C", 6),
+        reply("c", 7),
+        compacted.to_string(),
+        user("D", 9),
+    ]
+    .join("\n")
+        + "\n";
+    let mut r = reader_for(
+        Agent::Codex,
+        "rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
+    );
+    let tail = feed_all(r.as_mut(), file.as_bytes()).to_vec();
+    let msgs = |history| -> Vec<Message> {
+        r.messages(&tail, history)
+            .into_iter()
+            .map(|m| {
+                let v: Value =
+                    serde_json::from_slice(&render_message(&m.pieces, file.as_bytes())).unwrap();
+                let mut n = to_neutral(Agent::Codex, &v).unwrap();
+                n.in_conversation = m.in_conversation;
+                n.summary |= m.summary;
+                n.model = n.model.or(m.model);
+                n.entry = m.entry;
+                n
+            })
+            .collect()
+    };
+    let conv = msgs(false);
+    let texts: Vec<String> = conv.iter().map(Message::plain_text).collect();
+    assert_eq!(texts, ["A", "C", "we did A", "D"]);
+    assert!(conv[2].summary && !conv[0].summary);
+    let all = msgs(true);
+    let texts: Vec<(String, bool)> = all
+        .iter()
+        .map(|m| (m.plain_text(), m.in_conversation))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            ("A".into(), false),
+            ("a".into(), false),
+            ("B".into(), false),
+            ("C".into(), false),
+            ("c".into(), false),
+            ("A".into(), true),
+            ("C".into(), true),
+            ("we did A".into(), true),
+            ("D".into(), true),
+        ]
+    );
+    let a = &all[1];
+    assert_eq!(a.model.as_ref().unwrap().model, "gpt-5");
+    assert_eq!(
+        a.model.as_ref().unwrap().provider.as_deref(),
+        Some("openai")
+    );
+    // The compacted line's items carry its offset.
+    let at = file.find(compacted).unwrap().to_string();
+    assert_eq!(all[5].entry.as_deref(), Some(at.as_str()));
+}
+
+#[test]
+fn pi_messages_carry_entry_ids_and_the_history() {
+    let Some((_tmp, files)) = pi_sessions() else {
+        return;
+    };
+    for (name, path) in &files {
+        let (conv, history) = check_messages(Agent::Pi, path);
+        let bytes = std::fs::read(path).unwrap();
+        let (r, tail) = read(Agent::Pi, path, &bytes);
+        for m in r.messages(&tail, true) {
+            let id = m.entry.clone().unwrap();
+            let line = String::from_utf8_lossy(&bytes)
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .find(|v| v["id"] == id.as_str())
+                .expect("the entry id is an entry's id");
+            let ms = chrono::DateTime::parse_from_rfc3339(line["timestamp"].as_str().unwrap())
+                .unwrap()
+                .timestamp_millis();
+            let got = chrono::DateTime::parse_from_rfc3339(&m.timestamp.unwrap())
+                .unwrap()
+                .timestamp_millis();
+            assert_eq!(got, ms, "{name}");
+        }
+        match name.as_str() {
+            "compaction" => {
+                for old in ["\"one\"", "\"r1\"", "summary of one"] {
+                    assert!(
+                        history.iter().any(|(m, kept)| !kept && m.contains(old)),
+                        "{old}"
+                    );
+                }
+                assert!(!conv.iter().any(|m| m.contains("\"one\"")));
+            }
+            "branches" => {
+                assert!(
+                    history
+                        .iter()
+                        .any(|(m, kept)| !kept && m.contains("second, abandoned"))
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// ForeignSource::messages
+// ---------------------------------------------------------------------------
+
+#[test]
+fn foreign_sources_give_the_conversation_as_neutral_messages() {
+    use fen_fs::sources::SessionSource;
+    use fen_fs::sources::agents::AgentRoot;
+    use fen_fs::sources::foreign_source::ForeignSource;
+    use fen_fs::views::ViewKind;
+    let mut sessions = 0;
+    for agent in [Agent::Claude, Agent::Codex] {
+        let source = ForeignSource::new(
+            &AgentRoot {
+                agent,
+                root: fixtures().join(agent.name()),
+            },
+            None,
+        );
+        source.build_index();
+        for ns in source.namespaces().unwrap() {
+            for dir in source.session_dirs(&ns).unwrap() {
+                sessions += 1;
+                let snap = source
+                    .snapshot(&ns, &dir, ViewKind::Conversation, 0)
+                    .unwrap();
+                let bytes = snap.read_at(0, snap.size() as usize).unwrap();
+                let conv: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+                let got = source.messages(&ns, &dir, false).unwrap();
+                assert_eq!(got.messages.len(), conv.len(), "{ns}/{dir}");
+                for (m, v) in got.messages.iter().zip(&conv) {
+                    let want = to_neutral(agent, v).unwrap();
+                    assert_eq!(m.role, want.role, "{ns}/{dir}");
+                    assert_eq!(m.parts.len(), want.parts.len(), "{ns}/{dir}");
+                    assert!(m.in_conversation && m.entry.is_some());
+                }
+                let meta: Value = {
+                    let s = source.snapshot(&ns, &dir, ViewKind::Meta, 0).unwrap();
+                    serde_json::from_slice(&s.read_at(0, s.size() as usize).unwrap()).unwrap()
+                };
+                let f = &got.facts;
+                assert_eq!(f.agent, agent);
+                assert_eq!(f.id, meta["id"].as_str().unwrap());
+                assert_eq!(f.dir, dir);
+                assert_eq!(f.namespace, ns);
+                assert_eq!(f.cwd.as_deref(), meta["cwd"].as_str());
+                assert_eq!(f.title.as_deref(), meta["title"].as_str());
+                assert_eq!(f.updated_at.as_deref(), meta["updated_at"].as_str());
+                assert_eq!(f.source_path.to_str(), meta["source_path"].as_str());
+                assert_eq!(f.resumable, meta["resumable"] == true);
+                let all = source.messages(&ns, &dir, true).unwrap().messages;
+                assert_eq!(
+                    all.iter().filter(|m| m.in_conversation).count(),
+                    conv.len(),
+                    "{ns}/{dir}"
+                );
+            }
+        }
+    }
+    assert!(sessions >= 25, "{sessions}");
 }

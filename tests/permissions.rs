@@ -137,6 +137,7 @@ fn private_modes_under_a_permissive_umask() {
     for view in [
         "transcript.jsonl",
         "conversation.json",
+        "conversation.md",
         "summary.txt",
         "meta.json",
     ] {

@@ -116,6 +116,7 @@ fn a_created_session_is_listed_and_its_views_read() {
             ".",
             "..",
             "conversation.json",
+            "conversation.md",
             "ctl",
             "meta.json",
             "summary.txt",
@@ -126,6 +127,7 @@ fn a_created_session_is_listed_and_its_views_read() {
     // `stat` size is what a read returns, for every view.
     for view in [
         "conversation.json",
+        "conversation.md",
         "meta.json",
         "summary.txt",
         "transcript.jsonl",
@@ -563,4 +565,124 @@ fn unread_replies_never_fail_a_write_and_the_newest_are_kept() {
         *meta["last_entry_id"].as_str().unwrap()
     );
     assert_eq!(meta["messages"], n + 1);
+}
+
+/// `conversation.md` of a fen session: listed, its size at `stat` is what `cat`
+/// reads, it follows §9's rules, an open handle keeps its bytes across an append,
+/// and a fresh open sees the append.
+#[test]
+fn conversation_md_renders_the_conversation_and_is_a_snapshot() {
+    let f = fixture();
+    let path = f.create("/p", "Add a flag");
+    let ctl = format!("{path}/ctl");
+    for line in [
+        r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hidden","signature":"s"},{"type":"text","text":"Looking."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}"#,
+        r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.rs\nb.rs"}]}"#,
+        r#"{"type":"title","title":"Verbose flag"}"#,
+    ] {
+        f.ctl(&ctl, &format!("{line}\n")).0.unwrap();
+    }
+    let md_path = format!("{path}/conversation.md");
+    let ino = f.lookup(&md_path).unwrap();
+    let attr = f.tree.getattr(ino, None, None).unwrap();
+    assert_eq!(attr.perm, 0o444);
+    let md = String::from_utf8(f.cat(&md_path)).unwrap();
+    assert_eq!(attr.size, md.len() as u64);
+    assert!(md.starts_with("# Verbose flag\n\n- agent: fen\n"), "{md}");
+    assert!(md.contains("- cwd: /p\n"));
+    assert!(md.contains("## user · "));
+    assert!(md.contains("Add a flag\n"));
+    assert!(md.contains("_(thinking left out)_\n\nLooking.\n\nTool call `Bash`:\n\n```json\n{\n  \"command\": \"ls\"\n}\n```\n"));
+    assert!(md.contains("## tool · "));
+    assert!(md.contains("Result of `Bash`:\n\n```\na.rs\nb.rs\n```\n"));
+    assert!(!md.contains("hidden"));
+
+    let o = f.tree.open(ino, libc::O_RDONLY, 1).unwrap();
+    assert_eq!(o.cache, CacheMode::DirectIo);
+    f.ctl(
+        &ctl,
+        "{\"type\":\"compaction\",\"summary\":\"Listed the files.\",\"first-kept-entry-id\":null}\n",
+    )
+    .0
+    .unwrap();
+    f.ctl(&ctl, "{\"role\":\"user\",\"content\":\"next\"}\n")
+        .0
+        .unwrap();
+    assert_eq!(f.tree.read(o.fh, 0, 1 << 20).unwrap(), md.as_bytes());
+    f.tree.release(o.fh);
+    let after = String::from_utf8(f.cat(&md_path)).unwrap();
+    assert_eq!(
+        f.tree.getattr(ino, None, None).unwrap().size,
+        after.len() as u64
+    );
+    let quote = after
+        .find("> **Summary of the conversation before this point**")
+        .expect("the summary on top");
+    assert!(after.contains(">\n> Listed the files.\n"));
+    assert!(quote < after.find("## user").unwrap());
+    assert!(after.contains("next\n") && !after.contains("Add a flag\n\n"));
+}
+
+/// Another agent's session folder lists `conversation.md` too, rendered from its
+/// agent's messages.
+#[test]
+fn conversation_md_in_another_agents_session() {
+    use fen_fs::sources::agents::AgentRoot;
+    use fen_fs::sources::foreign_source::ForeignSource;
+    let f = fixture();
+    let root = tempfile::tempdir().unwrap();
+    let project = root.path().join("projects/-p");
+    std::fs::create_dir_all(&project).unwrap();
+    let id = "11111111-2222-4333-8444-555555555555";
+    std::fs::write(
+        project.join(format!("{id}.jsonl")),
+        concat!(
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"cwd":"/p","sessionId":"s","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"<command-name>/clear</command-name>"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","parentUuid":"u1","cwd":"/p","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"What is in ```here```?"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u2","cwd":"/p","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","model":"claude-x","content":[{"type":"text","text":"Nothing."}]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let claude = Arc::new(ForeignSource::new(
+        &AgentRoot {
+            agent: fen_fs::agent::Agent::Claude,
+            root: root.path().to_path_buf(),
+        },
+        None,
+    ));
+    claude.build_index();
+    let sources: Vec<Arc<dyn SessionSource>> =
+        vec![Arc::new(FenSource::new(f.store.clone())), claude];
+    let tree = Tree::new(sources, None, 1000, 1000);
+    let g = Fixture {
+        _dir: tempfile::tempdir().unwrap(),
+        store: f.store.clone(),
+        tree,
+    };
+    let dirs = g.names("p");
+    let dir = dirs.iter().find(|d| d.contains(id)).unwrap();
+    let names = g.names(&format!("p/{dir}"));
+    assert!(names.contains(&"conversation.md".to_string()), "{names:?}");
+    assert!(!names.contains(&"ctl".to_string()));
+    let p = format!("p/{dir}/conversation.md");
+    let md = String::from_utf8(g.cat(&p)).unwrap();
+    let ino = g.lookup(&p).unwrap();
+    assert_eq!(
+        g.tree.getattr(ino, None, None).unwrap().size,
+        md.len() as u64
+    );
+    assert!(
+        md.starts_with("# What is in ```here```?\n\n- agent: claude\n"),
+        "{md}"
+    );
+    assert!(md.contains("_(left out: a user message the agent injected, "));
+    assert!(md.contains("What is in ```here```?\n\n## assistant · "));
+    assert!(md.contains("Nothing.\n"));
+    assert_eq!(
+        g.tree.open(ino, libc::O_WRONLY, 1).unwrap_err().errno,
+        libc::EROFS
+    );
 }

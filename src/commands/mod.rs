@@ -76,7 +76,9 @@ fn parse_limit(s: &str) -> Result<usize, String> {
 }
 
 fn parse_view(s: &str) -> Result<ViewKind, String> {
-    ViewKind::from_name(s).ok_or_else(|| "one of conversation, meta, summary, transcript".into())
+    ViewKind::from_name(s).ok_or_else(|| {
+        "one of conversation, md (conversation.md), meta, summary, transcript".into()
+    })
 }
 
 /// Which other agents' stores to show (`mount`, `list`, `show`).
@@ -266,7 +268,7 @@ enum Command {
     /// Print one view of a session (by id, unique id prefix, or file path).
     Show {
         session: String,
-        /// conversation, meta, summary or transcript.
+        /// conversation, md (conversation.md), meta, summary or transcript.
         #[arg(long, value_parser = parse_view, default_value = "summary")]
         view: ViewKind,
         #[command(flatten)]
@@ -464,6 +466,11 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 store.existing()?
             };
             let snap = match store.resolve(&session) {
+                Ok(session) if view == ViewKind::Markdown => {
+                    let messages = crate::sources::fen::session_messages(&session, false)?;
+                    let text = views::markdown::render(&messages).into_bytes();
+                    views::Snapshot::Bytes(std::sync::Arc::new(text))
+                }
                 Ok(session) => views::snapshot(&session, view, 0)?,
                 Err(fen_err) => {
                     let foreign = list::foreign_sources(&sources.options(), &store);

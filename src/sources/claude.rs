@@ -10,7 +10,7 @@ mod neutral;
 pub use neutral::{content_parts, is_injected_text, to_neutral};
 
 use crate::json::{RawObject, offset_in};
-use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
+use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -77,6 +77,10 @@ struct Entry {
     tool_use_ids: Vec<Box<str>>,
     tool_result_ids: Vec<Box<str>>,
     has_tool_result: bool,
+    /// `isCompactSummary`: the summary a compaction starts the chain with.
+    compact_summary: bool,
+    /// An assistant's `message.model`.
+    model: Option<Box<str>>,
     /// A compact boundary's `compactMetadata.preservedMessages`: (anchor, uuids).
     preserved: Option<Box<Preserved>>,
     render: Render,
@@ -272,6 +276,43 @@ impl ForeignReader for ClaudeReader {
         let (list, extra) = self.with_tail(tail);
         self.messages(&list, &extra)
     }
+
+    /// Entry ids are the entries' `uuid`s. With `history`: every entry with a message
+    /// in file order, sidechains and other branches included (not in the
+    /// conversation).
+    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
+        let (list, extra) = self.with_tail(tail);
+        let all = self.all(&extra);
+        let chain = if self.not_resumable(&list, &extra).is_some() {
+            Vec::new()
+        } else {
+            chain(&all)
+        };
+        let refer = |e: &Entry, pieces: MessagePieces, in_conversation: bool| MessageRef {
+            pieces,
+            entry: Some(e.uuid.to_string()),
+            timestamp: e.timestamp.as_deref().map(str::to_string),
+            in_conversation,
+            injected: matches!(e.kind, Kind::Attachment | Kind::LocalCommand),
+            summary: e.compact_summary,
+            model: e.model.as_deref().map(|m| crate::neutral::ModelRef {
+                provider: Some("anthropic".into()),
+                api: Some("anthropic-messages".into()),
+                model: m.to_string(),
+            }),
+        };
+        if !history {
+            return chain
+                .into_iter()
+                .filter_map(|i| render(all[i]).map(|p| refer(all[i], p, true)))
+                .collect();
+        }
+        let on_chain: HashSet<usize> = chain.into_iter().filter(|&i| !all[i].sidechain).collect();
+        all.iter()
+            .enumerate()
+            .filter_map(|(i, e)| render_entry(e).map(|p| refer(e, p, on_chain.contains(&i))))
+            .collect()
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -445,6 +486,8 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         tool_use_ids: Vec::new(),
         tool_result_ids: Vec::new(),
         has_tool_result: false,
+        compact_summary: truthy(last(&obj, "isCompactSummary")),
+        model: None,
         preserved: None,
         render: Render::None,
     };
@@ -456,6 +499,7 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
             };
             if kind == Kind::Assistant {
                 e.message_id = boxed(string(last(&msg, "id")).filter(|s| !s.is_empty()));
+                e.model = boxed(string(last(&msg, "model")).filter(|s| !s.is_empty()));
             }
             let content = last(&msg, "content");
             for b in content.map(blocks).unwrap_or_default() {
@@ -877,6 +921,11 @@ fn render(e: &Entry) -> Option<MessagePieces> {
     if e.sidechain {
         return None;
     }
+    render_entry(e)
+}
+
+/// An entry's message as `conversation.json` would show it, sidechain or not.
+fn render_entry(e: &Entry) -> Option<MessagePieces> {
     let text = |s: &str| Piece::Text(s.to_string());
     let range = |(start, len): (u64, u64)| Piece::Range { start, len };
     Some(match &e.render {

@@ -5,7 +5,7 @@
 mod neutral;
 pub use neutral::to_neutral;
 
-use super::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
+use super::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use crate::json::{RawObject, as_string, offset_in, quote};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -139,6 +139,22 @@ struct Item {
     /// The text legacy compaction keeps, for real user messages that are not a summary
     /// (`None` once older than the compaction budget: see `prune_user_texts`).
     user_text: Option<String>,
+    /// Where the item came from, for `messages`.
+    at: At,
+}
+
+/// The line an item came from and what it says of the item beyond its JSON.
+#[derive(Debug, Clone, Default)]
+struct At {
+    /// Byte offset of the line (a `compacted` line for the items it holds).
+    line: u64,
+    /// Creation order among every item the file made.
+    seq: u64,
+    timestamp: Option<Box<str>>,
+    /// A legacy compaction's summary message.
+    summary: bool,
+    /// The model of the turn (the latest `turn_context`), for assistant items.
+    model: Option<std::sync::Arc<str>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -146,6 +162,7 @@ struct Meta {
     id: String,
     cwd: String,
     timestamp: String,
+    model_provider: Option<String>,
 }
 
 /// Reader of one rollout file (see `ForeignReader`).
@@ -169,6 +186,12 @@ pub struct CodexReader {
     head_user: bool,
     head_failed: bool,
     history: Vec<Item>,
+    /// Items a compaction or a rollback took out of `history` (for `messages`).
+    past: Vec<Item>,
+    /// Items made so far.
+    made: u64,
+    /// The latest `turn_context`'s model.
+    model: Option<std::sync::Arc<str>>,
     compactions: u64,
     /// Absolute offset where the consumed lines end.
     end: u64,
@@ -314,6 +337,7 @@ impl CodexReader {
             return false;
         };
         let base = start + offset_in(text, payload.get()) as u64;
+        let ts = obj.get("timestamp").and_then(as_string);
         match kind.as_str() {
             "session_meta" => {
                 let Some(meta) = session_meta(&p) else {
@@ -337,7 +361,8 @@ impl CodexReader {
                 if self.first_item_time.is_none() {
                     self.first_item_time = obj.get("timestamp").and_then(as_string);
                 }
-                if let Some(item) = item {
+                if let Some(mut item) = item {
+                    self.stamp(&mut item, start, ts.as_deref());
                     self.push(item);
                 }
                 true
@@ -366,25 +391,35 @@ impl CodexReader {
                                 }
                             }
                         }
-                        self.history = items;
+                        for item in &mut items {
+                            self.stamp(item, start, ts.as_deref());
+                        }
+                        let old = std::mem::replace(&mut self.history, items);
+                        self.retire(old);
                     }
                     _ => {
                         let message = p.get("message").and_then(as_string).unwrap_or_default();
-                        self.legacy_compaction(&message);
+                        self.legacy_compaction(&message, start, ts.as_deref());
                     }
                 }
                 self.compactions += 1;
                 true
             }
-            "turn_context" => [
-                "cwd",
-                "approval_policy",
-                "sandbox_policy",
-                "model",
-                "summary",
-            ]
-            .iter()
-            .all(|k| p.get(k).is_some_and(|v| !crate::json::is_null(v))),
+            "turn_context" => {
+                let ok = [
+                    "cwd",
+                    "approval_policy",
+                    "sandbox_policy",
+                    "model",
+                    "summary",
+                ]
+                .iter()
+                .all(|k| p.get(k).is_some_and(|v| !crate::json::is_null(v)));
+                if ok && let Some(model) = p.get("model").and_then(as_string) {
+                    self.model = Some(model.into());
+                }
+                ok
+            }
             "event_msg" => self.event(&p, in_head),
             _ => false,
         }
@@ -468,6 +503,30 @@ impl CodexReader {
         }
     }
 
+    /// Records where `item` came from (the line at `line`, written at `ts`).
+    fn stamp(&mut self, item: &mut Item, line: u64, ts: Option<&str>) {
+        self.made += 1;
+        item.at = At {
+            line,
+            seq: self.made,
+            timestamp: ts.map(Into::into),
+            summary: item.at.summary,
+            model: (item.role == "assistant")
+                .then(|| self.model.clone())
+                .flatten(),
+        };
+    }
+
+    /// Keeps items taken out of the history, for `messages` (their texts for legacy
+    /// compaction are no longer needed).
+    fn retire(&mut self, items: Vec<Item>) {
+        self.past
+            .extend(items.into_iter().filter(|i| !i.ghost).map(|mut i| {
+                i.user_text = None;
+                i
+            }));
+    }
+
     fn push(&mut self, item: Item) {
         let has_text = item.user_text.is_some();
         self.history.push(item);
@@ -493,7 +552,7 @@ impl CodexReader {
 
     /// CX `compact.rs` `build_compacted_history`: the newest user messages within 20 000
     /// tokens (the oldest kept one cut in the middle), then the summary.
-    fn legacy_compaction(&mut self, summary: &str) {
+    fn legacy_compaction(&mut self, summary: &str, line: u64, ts: Option<&str>) {
         let mut remaining = COMPACT_USER_MESSAGE_MAX_TOKENS;
         let mut selected = Vec::new();
         for text in self
@@ -524,8 +583,14 @@ impl CodexReader {
             .into_iter()
             .map(|t| synthesized_user(t, true))
             .collect();
-        history.push(synthesized_user(summary.to_string(), false));
-        self.history = history;
+        let mut summary = synthesized_user(summary.to_string(), false);
+        summary.at.summary = true;
+        history.push(summary);
+        for item in &mut history {
+            self.stamp(item, line, ts);
+        }
+        let old = std::mem::replace(&mut self.history, history);
+        self.retire(old);
     }
 
     /// CX `history.rs` `drop_last_n_user_turns`.
@@ -545,7 +610,8 @@ impl CodexReader {
         while cut > first && self.history[cut - 1].contextual {
             cut -= 1;
         }
-        self.history.truncate(cut);
+        let dropped = self.history.split_off(cut);
+        self.retire(dropped);
     }
 
     /// This reader with the unterminated tail read as one more line, as
@@ -648,6 +714,43 @@ impl ForeignReader for CodexReader {
             .map(|i| i.pieces.clone())
             .collect()
     }
+
+    /// Entry ids are the byte offsets of the lines the items came from (decimal; the
+    /// items a `compacted` line holds share its offset), times the lines'. With
+    /// `history`: every item the file made, in the order it made them, those a
+    /// compaction or a rollback took out included.
+    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
+        let r = self.with_tail(tail, self.consumed_end());
+        let resumable = r.not_resumable().is_none();
+        let provider = r.meta.as_ref().and_then(|m| m.model_provider.clone());
+        let refer = |i: &Item, in_conversation: bool| MessageRef {
+            pieces: i.pieces.clone(),
+            entry: Some(i.at.line.to_string()),
+            timestamp: i.at.timestamp.as_deref().map(str::to_string),
+            in_conversation,
+            injected: false,
+            summary: i.at.summary,
+            model: i.at.model.as_deref().map(|m| crate::neutral::ModelRef {
+                provider: provider.clone(),
+                api: None,
+                model: m.to_string(),
+            }),
+        };
+        let current = r.history.iter().filter(|i| !i.ghost);
+        if !history {
+            return if resumable {
+                current.map(|i| refer(i, true)).collect()
+            } else {
+                Vec::new()
+            };
+        }
+        let mut all: Vec<(u64, MessageRef)> = current
+            .map(|i| (i.at.seq, refer(i, resumable)))
+            .chain(r.past.iter().map(|i| (i.at.seq, refer(i, false))))
+            .collect();
+        all.sort_by_key(|(seq, _)| *seq);
+        all.into_iter().map(|(_, m)| m).collect()
+    }
 }
 
 fn is_str(v: &RawValue) -> bool {
@@ -688,7 +791,12 @@ fn session_meta(p: &RawObject) -> Option<Meta> {
     if !is_null_or(p.get("forked_from_id"), is_uuid) || !is_null_or(p.get("source"), source_ok) {
         return None;
     }
-    Some(Meta { id, cwd, timestamp })
+    Some(Meta {
+        id,
+        cwd,
+        timestamp,
+        model_provider: p.get("model_provider").and_then(as_string),
+    })
 }
 
 fn source_ok(v: &RawValue) -> bool {
@@ -849,6 +957,7 @@ fn other_item(base: u64, text: &str, p: &RawObject) -> Item {
         turn_boundary: false,
         contextual: false,
         user_text: None,
+        at: At::default(),
     }
 }
 
@@ -915,6 +1024,7 @@ fn message_item(base: u64, text: &str, p: &RawObject) -> Option<Option<Item>> {
         turn_boundary,
         contextual,
         user_text,
+        at: At::default(),
     }))
 }
 
@@ -947,6 +1057,7 @@ fn synthesized_user(text: String, keep: bool) -> Item {
         turn_boundary: true,
         contextual: false,
         user_text: keep.then_some(text),
+        at: At::default(),
     }
 }
 

@@ -74,17 +74,17 @@ pub trait ForeignReader: Send {
             .into_iter()
             .map(|pieces| MessageRef {
                 pieces,
-                entry: None,
-                timestamp: None,
                 in_conversation: true,
+                ..MessageRef::default()
             })
             .collect()
     }
 }
 
 /// One message a reader found: its JSON object as pieces, and what the file says of
-/// it.
-#[derive(Debug, Clone, PartialEq)]
+/// it beyond the message itself (the neutral message takes these over what its JSON
+/// alone tells).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MessageRef {
     pub pieces: MessagePieces,
     /// The id of the entry (line) it came from, by the agent's rule.
@@ -93,6 +93,15 @@ pub struct MessageRef {
     pub timestamp: Option<String>,
     /// Whether it is one of the conversation's messages.
     pub in_conversation: bool,
+    /// The entry says it is context the agent injected (Claude Code's attachments,
+    /// local commands and `isMeta` caveats).
+    pub injected: bool,
+    /// The entry says it is a compaction's summary (Claude Code's `isCompactSummary`,
+    /// Codex's summary message).
+    pub summary: bool,
+    /// The model the entry names, when the message itself does not (Claude Code's
+    /// `message.model`, Codex's `turn_context.model`).
+    pub model: Option<crate::neutral::ModelRef>,
 }
 
 /// Joins one message's pieces against the file's bytes (`file` from offset 0).

@@ -13,6 +13,8 @@
 //! (device, inode, size, mtime) is unchanged. The first index is built by a
 //! background thread, so `mount` returns at once; a listing waits for it.
 
+mod messages;
+
 use super::agents::{self, AgentRoot};
 use super::foreign::{ForeignReader, ForeignSummary};
 use super::{NamespaceIndex, SessionSource, SessionStat};
@@ -154,6 +156,8 @@ pub struct ForeignSource {
     conversations: Mutex<(u64, HashMap<PathBuf, Conversation>)>,
     /// fen's store, for persisted conversation layouts of large files.
     fen_root: Option<PathBuf>,
+    /// `conversation.md` of recently read sessions, one rendering per file state.
+    markdown: crate::views::markdown::MarkdownCache,
 }
 
 /// A file's `conversation.json` as of one stamp.
@@ -195,6 +199,7 @@ impl ForeignSource {
             ready: Condvar::new(),
             readers: Mutex::new((0, HashMap::new())),
             watch: None,
+            markdown: Default::default(),
         }
     }
 
@@ -1100,6 +1105,9 @@ impl SessionSource for ForeignSource {
     }
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {
+        if kind == ViewKind::Markdown {
+            return Ok(self.markdown(ns, dir)?.len() as u64);
+        }
         if kind == ViewKind::Conversation {
             let (path, _) = self.session(ns, dir)?;
             return Ok(self.conversation(&path)?.1.size());
@@ -1119,7 +1127,17 @@ impl SessionSource for ForeignSource {
             }
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
             ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
+            ViewKind::Markdown => Snapshot::Bytes(self.markdown(ns, dir)?),
         })
+    }
+
+    fn messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<crate::neutral::SessionMessages> {
+        self.neutral_messages(ns, dir, history)
     }
 
     fn persist(&self) {

@@ -11,7 +11,7 @@ mod neutral;
 pub use neutral::{to_neutral, vendor_of};
 
 use crate::json::{RawObject, offset_in};
-use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, Piece};
+use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -805,7 +805,7 @@ impl View<'_> {
 
     /// Why `SessionManager.open` + `buildSessionContext` would not give this file's
     /// conversation, or the messages it gives.
-    fn resolve<'s>(&'s self) -> Result<(Vec<Out<'s>>, u64), String> {
+    fn resolve<'s>(&'s self) -> Result<(Vec<(usize, Out<'s>)>, u64), String> {
         let Some(h) = &self.header else {
             return Err(
                 "the file holds no JSON line, so pi would start a new session over it".into(),
@@ -873,8 +873,9 @@ impl View<'_> {
             .iter()
             .filter(|&&i| matches!(self.get(i).body, Body::Compaction(_)))
             .count() as u64;
-        let mut out: Vec<Out<'s>> = Vec::new();
-        let push = |out: &mut Vec<Out<'s>>, i: usize| self.emit(out, i);
+        let mut out: Vec<(usize, Out<'s>)> = Vec::new();
+        let push =
+            |out: &mut Vec<(usize, Out<'s>)>, i: usize| out.extend(self.emit(i).map(|o| (i, o)));
         match compaction {
             None => path.iter().for_each(|&i| push(&mut out, i)),
             Some(last) => {
@@ -882,7 +883,7 @@ impl View<'_> {
                 let Body::Compaction(c) = &ce.body else {
                     unreachable!()
                 };
-                out.push(Out::Compaction(c, ce.time));
+                out.push((path[last], Out::Compaction(c, ce.time)));
                 // findIndex: the first compaction on the path with the same id.
                 let same = |pos: usize| {
                     let e = self.get(path[pos]);
@@ -908,13 +909,23 @@ impl View<'_> {
 
 impl View<'_> {
     /// `appendMessage` of buildSessionContext: what entry `i` adds to the context.
-    fn emit<'s>(&'s self, out: &mut Vec<Out<'s>>, i: usize) {
+    fn emit(&self, i: usize) -> Option<Out<'_>> {
         let e = self.get(i);
         match &e.body {
-            Body::Message(Some(m)) => out.push(Out::Stored(m)),
-            Body::CustomMessage(f) => out.push(Out::Synth("custom", f, e.time)),
-            Body::BranchSummary(f) if f.truthy => out.push(Out::Synth("branchSummary", f, e.time)),
-            _ => {}
+            Body::Message(Some(m)) => Some(Out::Stored(m)),
+            Body::CustomMessage(f) => Some(Out::Synth("custom", f, e.time)),
+            Body::BranchSummary(f) if f.truthy => Some(Out::Synth("branchSummary", f, e.time)),
+            _ => None,
+        }
+    }
+
+    /// The message entry `i` stands for anywhere in the file (a compaction's is its
+    /// summary message).
+    fn message_of(&self, i: usize) -> Option<Out<'_>> {
+        let e = self.get(i);
+        match &e.body {
+            Body::Compaction(c) => Some(Out::Compaction(c, e.time)),
+            _ => self.emit(i),
         }
     }
 }
@@ -1066,7 +1077,7 @@ impl ForeignReader for PiReader {
                 s.messages = out.len() as u64;
                 s.compactions = compactions;
                 let mut roles = BTreeMap::new();
-                for o in &out {
+                for (_, o) in &out {
                     if let Some(r) = o.role() {
                         *roles.entry(r.to_string()).or_insert(0) += 1;
                     }
@@ -1081,9 +1092,42 @@ impl ForeignReader for PiReader {
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
         let v = self.with_tail(tail);
         match v.resolve() {
-            Ok((out, _)) => out.iter().map(Out::pieces).collect(),
+            Ok((out, _)) => out.iter().map(|(_, o)| o.pieces()).collect(),
             Err(_) => Vec::new(),
         }
+    }
+
+    /// Entry ids are pi's entry ids (none for a version 1 file, whose ids pi makes up
+    /// when it migrates it), times the entries'. With `history`: every entry that
+    /// stands for a message, in file order, other branches and compacted ones
+    /// included.
+    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
+        let v = self.with_tail(tail);
+        let conversation = v.resolve().map(|(out, _)| out).unwrap_or_default();
+        let refer = |i: usize, o: &Out, in_conversation: bool| {
+            let e = v.get(i);
+            MessageRef {
+                pieces: o.pieces(),
+                entry: match &e.id {
+                    Key::Str(s) => Some(s.to_string()),
+                    Key::Num(bits) => Some(format!("{}", f64::from_bits(*bits))),
+                    _ => None,
+                },
+                timestamp: e.time.and_then(iso),
+                in_conversation,
+                ..MessageRef::default()
+            }
+        };
+        if !history {
+            return conversation
+                .iter()
+                .map(|(i, o)| refer(*i, o, true))
+                .collect();
+        }
+        let kept: std::collections::HashSet<usize> = conversation.iter().map(|(i, _)| *i).collect();
+        (0..v.len())
+            .filter_map(|i| Some(refer(i, &v.message_of(i)?, kept.contains(&i))))
+            .collect()
     }
 }
 

@@ -644,6 +644,52 @@ impl SessionIndex {
     }
 }
 
+/// Streams the entries among `file`'s complete lines up to `len`, in file order,
+/// parsed exactly as the index parses them: `f(line_start, text_start, text, entry)`,
+/// where `text` (at file offset `text_start`) is the line the entry was parsed from
+/// (for `json::offset_in` of its borrowed parts). Reads in chunks: memory holds one
+/// chunk and the longest line, never the file.
+pub fn for_each_entry(
+    file: &File,
+    len: u64,
+    mut f: impl FnMut(u64, u64, &str, Entry<'_>),
+) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut buf_start = 0u64;
+    let mut pos = 0u64;
+    while pos < len {
+        let want = ((len - pos) as usize).min(READ_CHUNK);
+        let at = buf.len();
+        buf.resize(at + want, 0);
+        let n = file
+            .read_at(&mut buf[at..], pos)
+            .map_err(|e| Error::io("read transcript", &e))?;
+        buf.truncate(at + n);
+        if n == 0 {
+            break;
+        }
+        pos += n as u64;
+        let Some(last_nl) = memchr::memrchr(b'\n', &buf) else {
+            continue;
+        };
+        for (off, line) in lines_of(&buf[..=last_nl]) {
+            let parsed = parse_at(buf_start + off as u64, line);
+            if let LineKind::Entry {
+                text_start,
+                text,
+                entry,
+            } = parsed.kind
+            {
+                f(parsed.start, text_start, text, entry);
+            }
+        }
+        buf.drain(..=last_nl);
+        buf_start += last_nl as u64 + 1;
+    }
+    Ok(())
+}
+
 /// Below this many bytes of complete lines, `ingest` parses on the calling thread.
 const PARALLEL_MIN: usize = 1 << 20;
 

@@ -53,8 +53,9 @@ pub const CTL: &str = "ctl";
 
 /// The files of a session folder, in `ls` order, with their kind codes (`ctl` is
 /// listed only in writable sessions).
-pub const SESSION_FILES: [(&str, u64); 5] = [
+pub const SESSION_FILES: [(&str, u64); 6] = [
     (ViewKind::Conversation.file_name(), 2),
+    (ViewKind::Markdown.file_name(), 6),
     (CTL, 5),
     (ViewKind::Meta.file_name(), 4),
     (ViewKind::Summary.file_name(), 3),
@@ -67,6 +68,7 @@ fn view_of(code: u64) -> Option<ViewKind> {
         2 => ViewKind::Conversation,
         3 => ViewKind::Summary,
         4 => ViewKind::Meta,
+        6 => ViewKind::Markdown,
         _ => return None,
     })
 }
@@ -77,6 +79,7 @@ fn code_of(kind: ViewKind) -> u64 {
         ViewKind::Conversation => 2,
         ViewKind::Summary => 3,
         ViewKind::Meta => 4,
+        ViewKind::Markdown => 6,
     }
 }
 
@@ -214,6 +217,7 @@ mod tests {
             Node::SessionCtl("--a--".into(), "d".into()),
             Node::View("--a--".into(), "d".into(), ViewKind::Meta),
             Node::View("--b--".into(), "e".into(), ViewKind::Transcript),
+            Node::View("--b--".into(), "e".into(), ViewKind::Markdown),
             Node::SearchRoot,
             Node::SearchQuery("flaky test".into()),
             Node::SearchHits("flaky test".into()),

@@ -3,6 +3,7 @@
 
 pub mod conversation;
 pub mod listing;
+pub mod markdown;
 pub mod meta;
 pub mod pieces;
 pub mod summary;
@@ -20,6 +21,8 @@ pub enum ViewKind {
     Conversation,
     Summary,
     Meta,
+    /// `conversation.md` (§9).
+    Markdown,
 }
 
 impl ViewKind {
@@ -30,17 +33,22 @@ impl ViewKind {
             ViewKind::Conversation => "conversation.json",
             ViewKind::Summary => "summary.txt",
             ViewKind::Meta => "meta.json",
+            ViewKind::Markdown => "conversation.md",
         }
     }
 
-    /// The view a short name (`conversation`, `meta`, `summary`, `transcript`) or
-    /// file name stands for (`fen-fs show --view`).
+    /// The view a short name (`conversation`, `meta`, `summary`, `transcript`, `md`)
+    /// or file name stands for (`fen-fs show --view`).
     pub fn from_name(name: &str) -> Option<ViewKind> {
+        if name == "md" {
+            return Some(ViewKind::Markdown);
+        }
         [
             ViewKind::Transcript,
             ViewKind::Conversation,
             ViewKind::Summary,
             ViewKind::Meta,
+            ViewKind::Markdown,
         ]
         .into_iter()
         .find(|k| {
@@ -114,6 +122,12 @@ pub fn snapshot(session: &Session, kind: ViewKind, writers: u64) -> Result<Snaps
     let idx = session.current()?;
     Ok(match kind {
         ViewKind::Transcript => unreachable!("served above"),
+        ViewKind::Markdown => {
+            return Err(Error::new(
+                libc::ENOTSUP,
+                "conversation.md is rendered by the session's source",
+            ));
+        }
         ViewKind::Conversation => Snapshot::Conversation(ConversationSnapshot::new(&idx, file)?),
         ViewKind::Meta => Snapshot::Bytes(meta::render(session, &idx, writers).into()),
         ViewKind::Summary => Snapshot::Bytes(summary::render(session, &idx, &file).into()),

@@ -235,6 +235,23 @@ impl PieceSnapshot {
     }
 }
 
+/// Joins pieces against `file`, reading each range with `pread`.
+pub fn read_joined(file: &File, pieces: &[Piece]) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.len() as usize).sum());
+    for p in pieces {
+        match p {
+            Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
+            Piece::Range { start, len } => {
+                let at = out.len();
+                out.resize(at + *len as usize, 0);
+                file.read_exact_at(&mut out[at..], *start)
+                    .map_err(|e| Error::io("read session file", &e))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Joins pieces against a file's bytes held in memory (tests, one-shot tools).
 pub fn render(pieces: &[Piece], file: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();

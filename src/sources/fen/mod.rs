@@ -3,6 +3,8 @@
 //! namespaces).
 
 pub mod catalog;
+mod messages;
+pub use messages::session_messages;
 pub mod neutral;
 
 use super::foreign::Agent;
@@ -20,6 +22,8 @@ use std::time::SystemTime;
 pub struct FenSource {
     store: Arc<Store>,
     catalog: Catalog,
+    /// `conversation.md` of recently read sessions, one rendering per file state.
+    markdown: crate::views::markdown::MarkdownCache,
 }
 
 fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
@@ -32,6 +36,7 @@ impl FenSource {
         FenSource {
             store,
             catalog: Catalog::watching(),
+            markdown: Default::default(),
         }
     }
 
@@ -40,6 +45,7 @@ impl FenSource {
         FenSource {
             store,
             catalog: Catalog::default(),
+            markdown: Default::default(),
         }
     }
 
@@ -140,11 +146,15 @@ impl SessionSource for FenSource {
                 let table = idx.messages.read().unwrap();
                 Ok(Projection::of(&idx).size(&table))
             }
+            ViewKind::Markdown => Ok(self.markdown(ns, dir)?.len() as u64),
             _ => self.snapshot(ns, dir, kind, writers).map(|s| s.size()),
         }
     }
 
     fn snapshot(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<Snapshot> {
+        if kind == ViewKind::Markdown {
+            return Ok(Snapshot::Bytes(self.markdown(ns, dir)?));
+        }
         let session = self.store.session(ns, dir)?;
         views::snapshot(&session, kind, writers)
     }
@@ -155,6 +165,15 @@ impl SessionSource for FenSource {
 
     fn trash(&self, ns: &str, dir: &str) -> Result<()> {
         self.store.trash_session(ns, dir).map(|_| ())
+    }
+
+    fn messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<crate::neutral::SessionMessages> {
+        self.neutral_messages(ns, dir, history)
     }
 
     /// Large sessions' indexes, so the next mount need not re-parse them.

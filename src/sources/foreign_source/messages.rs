@@ -1,0 +1,88 @@
+//! Another agent's session as neutral messages (`SessionSource::messages`): the
+//! reader's messages rendered from the file, each converted by its agent's
+//! `to_neutral`, with what the file says of it (entry id, time, flags, model).
+
+use super::ForeignSource;
+use crate::error::Result;
+use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
+use crate::sources::agents;
+use crate::sources::foreign::MessageRef;
+use std::path::Path;
+use std::sync::Arc;
+
+impl ForeignSource {
+    pub(super) fn neutral_messages(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+    ) -> Result<SessionMessages> {
+        let (path, e) = self.session(ns, dir)?;
+        let facts = self.facts(ns, dir, &path, &e);
+        let (file, _, refs) = self.with_reader(&path, |r, tail| r.messages(tail, history))?;
+        let mut messages = Vec::with_capacity(refs.len());
+        for r in refs {
+            let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
+            messages.push(neutral(self.agent, &bytes, r));
+        }
+        crate::neutral::fill_tool_names(&mut messages);
+        Ok(SessionMessages { facts, messages })
+    }
+
+    /// What the session's listing says of it.
+    fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::FileEntry) -> SessionFacts {
+        let listing = {
+            let idx = self.index.lock().unwrap();
+            self.listing(&idx, path, e)
+        };
+        let s = &e.summary;
+        SessionFacts {
+            agent: self.agent,
+            id: s.id.clone(),
+            namespace: ns.to_string(),
+            dir: dir.to_string(),
+            cwd: s.cwd.clone(),
+            title: listing.as_ref().and_then(|l| l.title.clone()),
+            preview: s.preview.clone(),
+            created_at: listing.as_ref().and_then(|l| l.created_at.clone()),
+            updated_at: listing.as_ref().and_then(|l| l.updated_at.clone()),
+            source_path: path.to_path_buf(),
+            resumable: s.resumable,
+            not_resumable_reason: s.not_resumable_reason.clone(),
+        }
+    }
+
+    /// `conversation.md`, rendered once per state of the session's file (and title).
+    pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Arc<Vec<u8>>> {
+        let (path, e) = self.session(ns, dir)?;
+        let facts = self.facts(ns, dir, &path, &e);
+        self.markdown.get_or_render(&path, e.stamp, &facts, || {
+            self.neutral_messages(ns, dir, false)
+        })
+    }
+}
+
+/// One message of `agent`'s `conversation.json` and what its reader knows of it.
+pub fn neutral(agent: crate::agent::Agent, bytes: &[u8], r: MessageRef) -> Message {
+    let mut m = crate::sources::convert::parse_message(bytes)
+        .and_then(|v| agents::to_neutral(agent, &v))
+        .unwrap_or_else(|| {
+            Message::new(
+                Role::Other("message".into()),
+                vec![Part::Text {
+                    text: String::from_utf8_lossy(bytes).into_owned(),
+                }],
+            )
+        });
+    m.entry = r.entry;
+    if r.timestamp.is_some() {
+        m.timestamp = r.timestamp;
+    }
+    m.in_conversation = r.in_conversation;
+    m.injected |= r.injected;
+    m.summary |= r.summary;
+    if m.model.is_none() {
+        m.model = r.model;
+    }
+    m
+}

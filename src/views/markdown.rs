@@ -1,0 +1,645 @@
+//! `conversation.md` (SPEC §9): a session's conversation as Markdown for a person,
+//! rendered from its neutral messages (`SessionSource::messages`), whatever agent
+//! wrote it.
+//!
+//! Rules, each a test below: a title line (title, else preview) and the session's
+//! agent, id, cwd and dates in local time; a compaction's summary as a quoted block
+//! at the top; per message a heading with its role and local time (a message made of
+//! tool results only is headed `tool`, whatever role its agent gave it); text as
+//! written; a tool call as a fenced block naming the tool, with its input as pretty
+//! JSON (a string input as it is); a tool result as a fenced block cut after 40 lines
+//! (and each line after 1,000 characters), with what was left out said below it;
+//! thinking or reasoning as one line saying it is left out; an image as
+//! `[image: TYPE, N bytes]`; context the agent injected left out with a one-line note.
+//! A fence is longer than any run of backticks in what it holds, so content with
+//! ```` ``` ```` never ends it.
+
+use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
+use crate::store::index::FileStamp;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Lines of a tool result shown before the rest is left out.
+pub const RESULT_LINES: usize = 40;
+/// Characters of one tool-result line shown before the rest of it is left out.
+pub const RESULT_LINE_CHARS: usize = 1000;
+
+/// The whole document.
+pub fn render(sm: &SessionMessages) -> String {
+    let mut out = String::new();
+    header(&mut out, &sm.facts);
+    let (summaries, rest): (Vec<&Message>, Vec<&Message>) =
+        sm.messages.iter().partition(|m| m.summary);
+    for s in summaries {
+        summary(&mut out, s);
+    }
+    if rest.is_empty() {
+        out.push_str("_(no messages)_\n");
+    }
+    for m in rest {
+        message(&mut out, m);
+    }
+    out
+}
+
+fn header(out: &mut String, f: &SessionFacts) {
+    let title = f
+        .title
+        .as_deref()
+        .or(f.preview.as_deref())
+        .map(|t| crate::store::index::one_line(t, 200))
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "(untitled session)".into());
+    let _ = writeln!(out, "# {title}\n");
+    let _ = writeln!(out, "- agent: {}", f.agent.name());
+    let _ = writeln!(out, "- id: {}", f.id);
+    let _ = writeln!(out, "- cwd: {}", f.cwd.as_deref().unwrap_or("(unknown)"));
+    if let Some(t) = &f.created_at {
+        let _ = writeln!(out, "- created: {}", super::local_time(t));
+    }
+    if let Some(t) = &f.updated_at {
+        let _ = writeln!(out, "- updated: {}", super::local_time(t));
+    }
+    out.push('\n');
+}
+
+fn summary(out: &mut String, m: &Message) {
+    let when = m
+        .timestamp
+        .as_deref()
+        .map(|t| format!(" ({})", super::local_time(t)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "> **Summary of the conversation before this point**{when}\n>"
+    );
+    let text = m.plain_text();
+    for line in text.lines() {
+        if line.is_empty() {
+            out.push_str(">\n");
+        } else {
+            let _ = writeln!(out, "> {line}");
+        }
+    }
+    out.push('\n');
+}
+
+fn role_heading(m: &Message) -> &str {
+    let results_only =
+        !m.parts.is_empty() && m.parts.iter().all(|p| matches!(p, Part::ToolResult { .. }));
+    if results_only { "tool" } else { m.role.name() }
+}
+
+fn message(out: &mut String, m: &Message) {
+    if m.injected {
+        let chars = m.plain_text().chars().count();
+        let role = match m.role {
+            Role::System => "system",
+            _ => m.role.name(),
+        };
+        let _ = writeln!(
+            out,
+            "_(left out: a {role} message the agent injected, {chars} characters)_\n"
+        );
+        return;
+    }
+    match m.timestamp.as_deref() {
+        Some(t) => {
+            let _ = writeln!(out, "## {} · {}\n", role_heading(m), super::local_time(t));
+        }
+        None => {
+            let _ = writeln!(out, "## {}\n", role_heading(m));
+        }
+    }
+    if m.parts.is_empty() {
+        out.push_str("_(empty)_\n\n");
+        return;
+    }
+    let mut last_reasoning = false;
+    for p in &m.parts {
+        if matches!(p, Part::Reasoning { .. }) {
+            if !last_reasoning {
+                out.push_str("_(thinking left out)_\n\n");
+            }
+            last_reasoning = true;
+            continue;
+        }
+        last_reasoning = false;
+        part(out, p);
+    }
+}
+
+fn part(out: &mut String, p: &Part) {
+    match p {
+        Part::Text { text } => {
+            if text.trim().is_empty() {
+                return;
+            }
+            out.push_str(text.trim_end_matches('\n'));
+            out.push_str("\n\n");
+        }
+        Part::Image { .. } => {
+            let _ = writeln!(out, "{}\n", image(p));
+        }
+        Part::ToolCall { name, input, .. } => {
+            let _ = writeln!(out, "Tool call `{}`:\n", inline(name));
+            match input {
+                serde_json::Value::String(s) => fenced(out, "", s),
+                serde_json::Value::Null => fenced(out, "", ""),
+                v => fenced(
+                    out,
+                    "json",
+                    &serde_json::to_string_pretty(v).unwrap_or_default(),
+                ),
+            }
+        }
+        Part::ToolResult {
+            name,
+            content,
+            is_error,
+            ..
+        } => {
+            let what = match name {
+                Some(n) => format!("Result of `{}`", inline(n)),
+                None => "Tool result".to_string(),
+            };
+            let error = if *is_error { " (error)" } else { "" };
+            let _ = writeln!(out, "{what}{error}:\n");
+            tool_result(out, content);
+        }
+        Part::Reasoning { .. } => out.push_str("_(thinking left out)_\n\n"),
+        Part::Other { what, text } => {
+            let text = text.trim_end_matches('\n');
+            if text.is_empty() {
+                let _ = writeln!(out, "[{what}]\n");
+            } else if !text.contains('\n') {
+                let _ = writeln!(out, "[{what}: {text}]\n");
+            } else {
+                let _ = writeln!(out, "[{what}]:\n");
+                fenced(out, "", text);
+            }
+        }
+    }
+}
+
+/// A tool's name in an inline code span (backticks would end it).
+fn inline(name: &str) -> String {
+    name.replace('`', "'")
+}
+
+/// `[image: TYPE, N bytes]` (N decoded from base64), or `[image: URL]`.
+pub fn image(p: &Part) -> String {
+    let Part::Image { mime, data, url } = p else {
+        return String::new();
+    };
+    let ty = if mime.is_empty() { "image" } else { mime };
+    match (data, url) {
+        (Some(d), _) => format!("[image: {ty}, {} bytes]", base64_len(d)),
+        (None, Some(u)) => format!("[image: {ty}, {u}]"),
+        (None, None) => format!("[image: {ty}]"),
+    }
+}
+
+/// Bytes that `data` (base64) decodes to.
+fn base64_len(data: &str) -> usize {
+    let d = data.trim_end();
+    let pad = d.bytes().rev().take_while(|&b| b == b'=').count();
+    let chars = d.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+    (chars * 3 / 4).saturating_sub(pad)
+}
+
+fn tool_result(out: &mut String, content: &[Part]) {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for c in content {
+        match c {
+            Part::Image { .. } => images.push(image(c)),
+            other => {
+                let t = Message::new(Role::Tool, vec![other.clone()]).plain_text();
+                if !t.is_empty() {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&t);
+                }
+            }
+        }
+    }
+    if !text.is_empty() || images.is_empty() {
+        let lines: Vec<&str> = text.trim_end_matches('\n').lines().collect();
+        let shown: Vec<String> = lines
+            .iter()
+            .take(RESULT_LINES)
+            .map(|l| cut_line(l))
+            .collect();
+        fenced(out, "", &shown.join("\n"));
+        if lines.len() > RESULT_LINES {
+            let n = lines.len() - RESULT_LINES;
+            let s = if n == 1 { "" } else { "s" };
+            let _ = writeln!(out, "_({n} more line{s} left out)_\n");
+        }
+    }
+    for i in images {
+        let _ = writeln!(out, "{i}\n");
+    }
+}
+
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(RESULT_LINE_CHARS) {
+        None => line.to_string(),
+        Some((at, _)) => {
+            let rest = line[at..].chars().count();
+            format!("{}… ({rest} more characters)", &line[..at])
+        }
+    }
+}
+
+/// A fenced block whose fence is longer than every backtick run in `body`.
+fn fenced(out: &mut String, info: &str, body: &str) {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    let body = body.trim_end_matches('\n');
+    if body.is_empty() {
+        let _ = write!(out, "{fence}{info}\n{fence}\n\n");
+    } else {
+        let _ = write!(out, "{fence}{info}\n{body}\n{fence}\n\n");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One rendering per state of a session file
+// ---------------------------------------------------------------------------
+
+/// Renderings kept (at most this many, and at most `CACHE_BYTES` in all; the newest
+/// is always kept).
+const CACHE_ENTRIES: usize = 32;
+const CACHE_BYTES: usize = 64 << 20;
+
+/// `conversation.md` of recently read sessions, each for one state of its file
+/// (stamp) and facts: `stat` and every `open` of an unchanged session share one
+/// rendering, so a request costs a look-up, not a pass over the session.
+#[derive(Default)]
+pub struct MarkdownCache {
+    inner: Mutex<CacheInner>,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    tick: u64,
+    bytes: usize,
+    map: HashMap<PathBuf, Cached>,
+}
+
+struct Cached {
+    stamp: FileStamp,
+    facts: SessionFacts,
+    text: Arc<Vec<u8>>,
+    used: u64,
+}
+
+impl MarkdownCache {
+    /// The rendering of `path` as of `stamp` and `facts`, made by `make` (which gives
+    /// the session's messages) when there is none.
+    pub fn get_or_render(
+        &self,
+        path: &Path,
+        stamp: FileStamp,
+        facts: &SessionFacts,
+        make: impl FnOnce() -> crate::error::Result<SessionMessages>,
+    ) -> crate::error::Result<Arc<Vec<u8>>> {
+        {
+            let mut c = self.inner.lock().unwrap();
+            c.tick += 1;
+            let tick = c.tick;
+            if let Some(e) = c.map.get_mut(path)
+                && e.stamp == stamp
+                && e.facts == *facts
+            {
+                e.used = tick;
+                return Ok(e.text.clone());
+            }
+        }
+        let mut sm = make()?;
+        // The facts the key was checked against: they describe the state `stamp`.
+        sm.facts = facts.clone();
+        let text = Arc::new(render(&sm).into_bytes());
+        let mut c = self.inner.lock().unwrap();
+        c.tick += 1;
+        let used = c.tick;
+        if let Some(old) = c.map.insert(
+            path.to_path_buf(),
+            Cached {
+                stamp,
+                facts: facts.clone(),
+                text: text.clone(),
+                used,
+            },
+        ) {
+            c.bytes -= old.text.len();
+        }
+        c.bytes += text.len();
+        while c.map.len() > 1 && (c.map.len() > CACHE_ENTRIES || c.bytes > CACHE_BYTES) {
+            let Some(oldest) = c
+                .map
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(p, _)| p.clone())
+            else {
+                break;
+            };
+            if let Some(e) = c.map.remove(&oldest) {
+                c.bytes -= e.text.len();
+            }
+        }
+        Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Agent;
+    use crate::neutral::Vendor;
+    use serde_json::json;
+
+    fn facts() -> SessionFacts {
+        SessionFacts {
+            agent: Agent::Claude,
+            id: "abc".into(),
+            namespace: "--p--".into(),
+            dir: "d".into(),
+            cwd: Some("/p".into()),
+            title: Some("Fix the flag".into()),
+            preview: Some("first request".into()),
+            created_at: Some("2026-01-02T03:04:05Z".into()),
+            updated_at: Some("2026-01-02T04:05:06Z".into()),
+            ..SessionFacts::default()
+        }
+    }
+
+    fn doc(messages: Vec<Message>) -> String {
+        render(&SessionMessages {
+            facts: facts(),
+            messages,
+        })
+    }
+
+    fn msg(role: Role, parts: Vec<Part>) -> Message {
+        Message::new(role, parts)
+    }
+
+    fn text(t: &str) -> Part {
+        Part::Text { text: t.into() }
+    }
+
+    #[test]
+    fn title_line_and_facts() {
+        let d = doc(vec![]);
+        let lt = |t: &str| crate::views::local_time(t);
+        assert!(d.starts_with("# Fix the flag\n\n- agent: claude\n- id: abc\n- cwd: /p\n"));
+        assert!(d.contains(&format!("- created: {}\n", lt("2026-01-02T03:04:05Z"))));
+        assert!(d.contains(&format!("- updated: {}\n", lt("2026-01-02T04:05:06Z"))));
+        assert!(d.contains("_(no messages)_"));
+        let mut f = facts();
+        f.title = None;
+        let d = render(&SessionMessages {
+            facts: f.clone(),
+            messages: vec![],
+        });
+        assert!(d.starts_with("# first request\n"));
+        f.preview = Some("a\nmultiline   preview".into());
+        let d = render(&SessionMessages {
+            facts: f,
+            messages: vec![],
+        });
+        assert!(d.starts_with("# a multiline preview\n"));
+    }
+
+    #[test]
+    fn headings_have_role_and_local_time_and_text_is_as_written() {
+        let mut u = msg(
+            Role::User,
+            vec![text("Add a `--verbose` flag\n\n* keep *it* short\n")],
+        );
+        u.timestamp = Some("2026-01-02T03:04:05Z".into());
+        let a = msg(Role::Assistant, vec![text("Done.")]);
+        let d = doc(vec![u, a]);
+        let t = crate::views::local_time("2026-01-02T03:04:05Z");
+        assert!(d.contains(&format!(
+            "## user · {t}\n\nAdd a `--verbose` flag\n\n* keep *it* short\n\n## assistant\n\nDone.\n"
+        )));
+    }
+
+    #[test]
+    fn tool_calls_are_fenced_and_name_the_tool() {
+        let call = Part::ToolCall {
+            id: "t".into(),
+            name: "Bash".into(),
+            input: json!({"command": "ls -l", "timeout": 5}),
+        };
+        let patch = Part::ToolCall {
+            id: "c".into(),
+            name: "apply_patch".into(),
+            input: json!("*** Begin Patch\n+x\n*** End Patch"),
+        };
+        let d = doc(vec![msg(Role::Assistant, vec![call, patch])]);
+        assert!(d.contains(
+            "Tool call `Bash`:\n\n```json\n{\n  \"command\": \"ls -l\",\n  \"timeout\": 5\n}\n```\n"
+        ));
+        assert!(d.contains(
+            "Tool call `apply_patch`:\n\n```\n*** Begin Patch\n+x\n*** End Patch\n```\n"
+        ));
+    }
+
+    #[test]
+    fn tool_results_are_cut_after_40_lines() {
+        let long: Vec<String> = (1..=45).map(|i| format!("line {i}")).collect();
+        let r = |content: &str, err| Part::ToolResult {
+            call_id: "t".into(),
+            name: Some("Bash".into()),
+            content: vec![text(content)],
+            is_error: err,
+        };
+        let d = doc(vec![msg(
+            Role::User,
+            vec![r(&long.join("\n"), false), r("boom", true)],
+        )]);
+        assert!(
+            d.contains("## tool\n"),
+            "a message of results only is headed tool"
+        );
+        assert!(d.contains("Result of `Bash`:\n\n```\nline 1\n"));
+        assert!(d.contains("line 40\n```\n\n_(5 more lines left out)_\n"));
+        assert!(!d.contains("line 41"));
+        assert!(d.contains("Result of `Bash` (error):\n\n```\nboom\n```\n"));
+        let exactly: Vec<String> = (1..=40).map(|i| format!("l{i}")).collect();
+        let d = doc(vec![msg(Role::Tool, vec![r(&exactly.join("\n"), false)])]);
+        assert!(d.contains("l40\n```\n\n") && !d.contains("left out"));
+        let wide = "x".repeat(1500);
+        let d = doc(vec![msg(Role::Tool, vec![r(&wide, false)])]);
+        assert!(d.contains(&format!("{}… (500 more characters)\n", "x".repeat(1000))));
+        let anon = Part::ToolResult {
+            call_id: "t".into(),
+            name: None,
+            content: vec![],
+            is_error: false,
+        };
+        assert!(doc(vec![msg(Role::Tool, vec![anon])]).contains("Tool result:\n\n```\n```\n"));
+    }
+
+    #[test]
+    fn thinking_is_one_line_left_out() {
+        let r = |t: &str| Part::Reasoning {
+            vendor: Vendor::Anthropic,
+            text: t.into(),
+            opaque: Some(json!({"signature": "s"})),
+        };
+        let d = doc(vec![msg(
+            Role::Assistant,
+            vec![r("secret plan"), r("more"), text("ok")],
+        )]);
+        assert_eq!(d.matches("_(thinking left out)_").count(), 1);
+        assert!(!d.contains("secret plan") && !d.contains("\"s\""));
+        assert!(d.contains("_(thinking left out)_\n\nok\n"));
+    }
+
+    #[test]
+    fn images_are_placeholders() {
+        let img = Part::Image {
+            mime: "image/png".into(),
+            data: Some("iVBORw0KGgo=".into()),
+            url: None,
+        };
+        let linked = Part::Image {
+            mime: String::new(),
+            data: None,
+            url: Some("https://x/y.png".into()),
+        };
+        let in_result = Part::ToolResult {
+            call_id: "t".into(),
+            name: Some("Read".into()),
+            content: vec![text("see"), img.clone()],
+            is_error: false,
+        };
+        let d = doc(vec![msg(Role::User, vec![img, linked, in_result])]);
+        assert!(d.contains("[image: image/png, 8 bytes]\n"));
+        assert!(d.contains("[image: image, https://x/y.png]\n"));
+        assert!(d.contains("```\nsee\n```\n\n[image: image/png, 8 bytes]\n"));
+        assert!(!d.contains("iVBOR"));
+    }
+
+    #[test]
+    fn the_summary_is_quoted_at_the_top() {
+        let first = msg(Role::User, vec![text("before")]);
+        let mut s = msg(Role::User, vec![text("We fixed X.\n\nThen Y.")]);
+        s.summary = true;
+        let d = doc(vec![first, s]);
+        let quote = "> **Summary of the conversation before this point**\n>\n> We fixed X.\n>\n> Then Y.\n\n";
+        let at = d.find(quote).expect("quoted summary");
+        assert!(at < d.find("## user").unwrap());
+    }
+
+    #[test]
+    fn injected_context_is_a_one_line_note() {
+        let mut ctx = msg(
+            Role::User,
+            vec![text("<environment_context>cwd</environment_context>")],
+        );
+        ctx.injected = true;
+        let mut dev = msg(Role::System, vec![text("perm")]);
+        dev.injected = true;
+        let d = doc(vec![ctx, dev, msg(Role::User, vec![text("hi")])]);
+        assert!(d.contains("_(left out: a user message the agent injected, 46 characters)_\n"));
+        assert!(d.contains("_(left out: a system message the agent injected, 4 characters)_\n"));
+        assert!(!d.contains("environment_context"));
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_in_content() {
+        let body = "```rust\nfn main() {}\n```\nand ```` four";
+        let r = Part::ToolResult {
+            call_id: "t".into(),
+            name: Some("Read".into()),
+            content: vec![text(body)],
+            is_error: false,
+        };
+        let call = Part::ToolCall {
+            id: "c".into(),
+            name: "Write".into(),
+            input: json!("````\n`````"),
+        };
+        let d = doc(vec![
+            msg(Role::Tool, vec![r]),
+            msg(Role::Assistant, vec![call]),
+        ]);
+        assert!(d.contains(&format!("`````\n{body}\n`````\n")));
+        assert!(d.contains("``````\n````\n`````\n``````\n"));
+    }
+
+    #[test]
+    fn other_parts_say_what_they_were() {
+        let d = doc(vec![msg(
+            Role::Assistant,
+            vec![
+                Part::Other {
+                    what: "web_search".into(),
+                    text: "rust fuse".into(),
+                },
+                Part::Other {
+                    what: "compaction".into(),
+                    text: String::new(),
+                },
+                Part::Other {
+                    what: "document".into(),
+                    text: "a\nb".into(),
+                },
+            ],
+        )]);
+        assert!(d.contains("[web_search: rust fuse]\n"));
+        assert!(d.contains("[compaction]\n"));
+        assert!(d.contains("[document]:\n\n```\na\nb\n```\n"));
+    }
+
+    #[test]
+    fn the_cache_renders_once_per_state() {
+        let cache = MarkdownCache::default();
+        let stamp = FileStamp {
+            size: 10,
+            ..FileStamp::default()
+        };
+        let calls = std::cell::Cell::new(0);
+        let get = |stamp: FileStamp, f: &SessionFacts| {
+            cache
+                .get_or_render(Path::new("/s"), stamp, f, || {
+                    calls.set(calls.get() + 1);
+                    Ok(SessionMessages {
+                        facts: f.clone(),
+                        messages: vec![msg(Role::User, vec![text("hi")])],
+                    })
+                })
+                .unwrap()
+        };
+        let a = get(stamp, &facts());
+        let b = get(stamp, &facts());
+        assert!(Arc::ptr_eq(&a, &b));
+        let grown = FileStamp { size: 11, ..stamp };
+        let c = get(grown, &facts());
+        assert!(!Arc::ptr_eq(&a, &c));
+        let mut renamed = facts();
+        renamed.title = Some("New".into());
+        let d = get(grown, &renamed);
+        assert!(String::from_utf8_lossy(&d).starts_with("# New\n"));
+        assert_eq!(calls.get(), 3);
+    }
+}
