@@ -89,7 +89,8 @@ pub struct Engine {
     pub fields: Fields,
     pub storage: Storage,
     reader: IndexReader,
-    writer: Mutex<Option<IndexWriter>>,
+    /// Shared by the threads adding documents; taken whole to commit.
+    writer: RwLock<Option<IndexWriter>>,
     /// Bumped whenever what a search sees may have changed.
     generation: AtomicU64,
     /// The commit payload as of the reader's last reload.
@@ -115,7 +116,7 @@ impl Engine {
             fields,
             storage,
             reader,
-            writer: Mutex::new(None),
+            writer: RwLock::new(None),
             generation: AtomicU64::new(1),
             stamp: RwLock::new(stamp),
             meta_seen: Mutex::new(None),
@@ -170,15 +171,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Runs `f` with the writer, made now if there is none.
-    pub fn with_writer<T>(&self, f: impl FnOnce(&mut IndexWriter) -> Result<T>) -> Result<T> {
+    fn make_writer(&self, w: &mut Option<IndexWriter>) -> Result<()> {
         if !self.storage.writable() {
             return Err(Error::new(
                 libc::EBUSY,
                 "another process writes the search index",
             ));
         }
-        let mut w = self.writer.lock().unwrap();
         if w.is_none() {
             let options = tantivy::indexer::IndexWriterOptions::builder()
                 .num_worker_threads(WRITER_THREADS)
@@ -192,30 +191,49 @@ impl Engine {
                 .map_err(|e| index_error("open the writer", e))?;
             *w = Some(writer);
         }
-        f(w.as_mut().expect("made above"))
+        Ok(())
+    }
+
+    /// Runs `f` with the writer (made now if there is none); several threads may.
+    pub fn with_writer<T>(&self, f: impl FnOnce(&IndexWriter) -> Result<T>) -> Result<T> {
+        {
+            let w = self.writer.read().unwrap();
+            if let Some(w) = w.as_ref() {
+                return f(w);
+            }
+        }
+        self.make_writer(&mut self.writer.write().unwrap())?;
+        let w = self.writer.read().unwrap();
+        f(w.as_ref().expect("made above"))
     }
 
     /// Commits what was added, with `stamp` as its payload, and makes it searchable.
     pub fn commit(&self, stamp: &Stamp) -> Result<()> {
         let payload = serde_json::to_string(stamp).expect("stamp serializes");
-        self.with_writer(|w| {
+        {
+            let mut w = self.writer.write().unwrap();
+            self.make_writer(&mut w)?;
+            let w = w.as_mut().expect("made above");
             let mut prepared = w
                 .prepare_commit()
                 .map_err(|e| index_error("prepare a commit", e))?;
             prepared.set_payload(&payload);
             prepared.commit().map_err(|e| index_error("commit", e))?;
-            Ok(())
-        })?;
+        }
         self.reload()?;
         if let Place::Disk { folder, .. } = &self.storage.place {
             super::storage::mark_checked(folder, &self.storage.index);
         }
+        // What the batch's threads freed goes back to the system (glibc keeps
+        // per-thread arenas otherwise).
+        // SAFETY: glibc call with no preconditions.
+        unsafe { libc::malloc_trim(0) };
         Ok(())
     }
 
     /// Drops the writer (after its merges finish), giving its memory back.
     pub fn release_writer(&self) {
-        let w = self.writer.lock().unwrap().take();
+        let w = self.writer.write().unwrap().take();
         if let Some(w) = w {
             if let Err(e) = w.wait_merging_threads() {
                 log::warn!("search index: merging: {e}");
@@ -231,7 +249,7 @@ impl Engine {
     }
 
     pub fn has_writer(&self) -> bool {
-        self.writer.lock().unwrap().is_some()
+        self.writer.read().unwrap().is_some()
     }
 
     /// Every session the index holds, by `sid`.

@@ -36,6 +36,8 @@ use sync::{Complaints, Live, SourceRef};
 
 /// Hits per search unless asked otherwise (and in the mount's `search/`).
 pub const DEFAULT_LIMIT: usize = 20;
+/// Threads reading and converting sessions while the index takes their documents.
+const INDEX_THREADS: usize = 2;
 /// How often a daemon looks for sessions changed behind its back.
 const SWEEP: Duration = Duration::from_millis(400);
 /// During a build, a commit at least this often (what is indexed becomes searchable,
@@ -321,8 +323,8 @@ impl Search {
             return Ok(());
         }
         let mut known = engine.known()?;
-        let mut complaints = Complaints::default();
-        self.full_pass(&engine, &mut known, &mut complaints, report, false)?;
+        let complaints = Complaints::default();
+        self.full_pass(&engine, &mut known, &complaints, report, false)?;
         engine.release_writer();
         Ok(())
     }
@@ -333,22 +335,22 @@ impl Search {
         &self,
         engine: &Engine,
         known: &mut HashMap<u64, Known>,
-        complaints: &mut Complaints,
+        complaints: &Complaints,
         report: &mut dyn FnMut(Building),
         touched_too: bool,
     ) -> Result<()> {
         let first = !self.settled.load(Ordering::Relaxed);
+        let started = Instant::now();
         let (live, failed) = sync::scan(&self.sources);
         let (todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
         if todo.is_empty() && gone.is_empty() && !first {
             return Ok(());
         }
         let total = live.len() as u64;
-        let mut done = total - todo.len() as u64;
         let mut progress = Progress {
             complete: todo.is_empty(),
             sessions: total,
-            indexed: done,
+            indexed: total - todo.len() as u64,
         };
         if first {
             *self.progress.lock().unwrap() = Some(progress);
@@ -360,48 +362,107 @@ impl Search {
             }
             Ok(())
         })?;
-        let mut last_commit = Instant::now();
-        let mut bytes = 0u64;
-        let mut said = Instant::now();
-        for l in &todo {
-            if self.pending.lock().unwrap().stop {
-                break;
+        let mut effort = sync::Effort::default();
+        let queue = Mutex::new(todo.into_iter());
+        loop {
+            // A batch: every worker takes sessions until the queue is empty or it is
+            // time to commit (what is indexed becomes searchable, progress visible).
+            let batch = Instant::now();
+            let bytes = std::sync::atomic::AtomicU64::new(0);
+            let results = Mutex::new(Vec::new());
+            let failure = Mutex::new(None);
+            std::thread::scope(|scope| {
+                let n: usize = std::env::var("FEN_FS_SEARCH_THREADS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(INDEX_THREADS);
+                let workers: Vec<_> = (0..n)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut mine = sync::Effort::default();
+                            loop {
+                                if batch.elapsed() >= COMMIT_EVERY
+                                    || bytes.load(Ordering::Relaxed) >= COMMIT_BYTES
+                                    || self.pending.lock().unwrap().stop
+                                    || failure.lock().unwrap().is_some()
+                                {
+                                    break;
+                                }
+                                let Some(l) = queue.lock().unwrap().next() else {
+                                    break;
+                                };
+                                let before = mine.bytes;
+                                let src = &self.sources[l.source];
+                                let r = engine.with_writer(|w| {
+                                    sync::index_session(
+                                        engine,
+                                        w,
+                                        src,
+                                        &l,
+                                        known.get(&l.sid),
+                                        complaints,
+                                        &mut mine,
+                                    )
+                                });
+                                bytes.fetch_add(mine.bytes - before, Ordering::Relaxed);
+                                match r {
+                                    Ok(k) => results.lock().unwrap().push((l.sid, k)),
+                                    Err(e) => *failure.lock().unwrap() = Some(e),
+                                }
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                for w in workers {
+                    if let Ok(e) = w.join() {
+                        effort.add(&e);
+                    }
+                }
+            });
+            if let Some(e) = failure.into_inner().unwrap() {
+                return Err(e);
             }
-            let src = &self.sources[l.source];
-            let (k, b) = engine.with_writer(|w| {
-                sync::index_session(engine, w, src, l, known.get(&l.sid), complaints)
-            })?;
-            match k {
-                Some(k) => known.insert(l.sid, k),
-                None => known.remove(&l.sid),
-            };
-            bytes += b;
-            done += 1;
-            progress.indexed = done;
+            for (sid, k) in results.into_inner().unwrap() {
+                progress.indexed += 1;
+                match k {
+                    Some(k) => known.insert(sid, k),
+                    None => known.remove(&sid),
+                };
+            }
+            let empty = queue.lock().unwrap().len() == 0;
+            let stopping = self.pending.lock().unwrap().stop;
+            progress.complete = empty && !stopping;
             if first {
                 *self.progress.lock().unwrap() = Some(progress);
             }
-            if bytes >= COMMIT_BYTES || last_commit.elapsed() >= COMMIT_EVERY {
-                engine.commit(&self.stamp_now(progress))?;
-                bytes = 0;
-                last_commit = Instant::now();
-                // A long build lets `ctl` appends in between commits.
-                if touched_too && let Err(e) = self.index_touched(engine, known, complaints) {
-                    log::warn!("search: {}", e.reason);
-                }
+            engine.commit(&self.stamp_now(progress))?;
+            if empty || stopping {
+                break;
             }
-            if said.elapsed() >= Duration::from_secs(5) {
-                report(Building {
-                    indexed: done,
-                    sessions: total,
-                });
-                said = Instant::now();
+            report(Building {
+                indexed: progress.indexed,
+                sessions: total,
+            });
+            // A long build lets `ctl` appends in between batches.
+            if touched_too && let Err(e) = self.index_touched(engine, known, complaints) {
+                log::warn!("search: {}", e.reason);
             }
         }
-        progress.complete = true;
-        engine.commit(&self.stamp_now(progress))?;
         *self.progress.lock().unwrap() = Some(progress);
         self.settled.store(true, Ordering::Relaxed);
+        if effort.sessions > 0 {
+            log::info!(
+                "search: {} of {total} sessions indexed in {:?}: {} messages, {} MB of text; \
+                 reading them {:?}, adding them {:?} (over {INDEX_THREADS} threads)",
+                effort.sessions,
+                started.elapsed(),
+                effort.messages,
+                effort.bytes >> 20,
+                effort.reading,
+                effort.adding,
+            );
+        }
         Ok(())
     }
 
@@ -410,12 +471,13 @@ impl Search {
         &self,
         engine: &Engine,
         known: &mut HashMap<u64, Known>,
-        complaints: &mut Complaints,
+        complaints: &Complaints,
     ) -> Result<bool> {
         let touched = std::mem::take(&mut self.pending.lock().unwrap().touched);
         if touched.is_empty() {
             return Ok(false);
         }
+        let mut effort = sync::Effort::default();
         for (ns, dir) in touched {
             for (i, s) in self.sources.iter().enumerate() {
                 let Ok(stat) = s.source.session_stat(&ns, &dir) else {
@@ -432,8 +494,16 @@ impl Search {
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_nanos() as i64),
                 };
-                let (k, _) = engine.with_writer(|w| {
-                    sync::index_session(engine, w, s, &live, known.get(&live.sid), complaints)
+                let k = engine.with_writer(|w| {
+                    sync::index_session(
+                        engine,
+                        w,
+                        s,
+                        &live,
+                        known.get(&live.sid),
+                        complaints,
+                        &mut effort,
+                    )
                 })?;
                 match k {
                     Some(k) => known.insert(live.sid, k),
@@ -503,9 +573,9 @@ impl Search {
         }
         let engine = self.engine();
         let mut known = engine.known()?;
-        let mut complaints = Complaints::default();
+        let complaints = Complaints::default();
         let started = Instant::now();
-        self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, true)?;
+        self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, true)?;
         log::info!(
             "search index up to date in {:?} ({} sessions)",
             started.elapsed(),
@@ -527,12 +597,12 @@ impl Search {
                     }
                 }
             }
-            let wrote = match self.index_touched(&engine, &mut known, &mut complaints) {
+            let wrote = match self.index_touched(&engine, &mut known, &complaints) {
                 Ok(true) => true,
                 Ok(false) => {
                     let t = Instant::now();
                     let before = engine.generation();
-                    self.full_pass(&engine, &mut known, &mut complaints, &mut |_| {}, false)?;
+                    self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, false)?;
                     sweep_cost = t.elapsed();
                     engine.generation() != before
                 }

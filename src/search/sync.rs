@@ -8,7 +8,6 @@
 use super::engine::{Engine, Known, SessionInfo};
 use super::extract::{MessageInfo, identity, message_text};
 use crate::error::{Error, Result};
-use crate::neutral::Message;
 use crate::sources::SessionSource;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -147,10 +146,8 @@ pub fn changes(
 /// `Known::count` of a session whose messages could not be read.
 pub const UNREAD: u64 = u64::MAX;
 
-/// The chained identity of `msgs` (what a grown session's old part must still match).
-fn chain(msgs: &[Message]) -> u64 {
-    msgs.iter().fold(0x5eed, |h, m| identity(m, h))
-}
+/// Where the chained identity of a session's messages starts (`extract::identity`).
+const CHAIN_SEED: u64 = 0x5eed;
 
 fn millis_of(rfc3339: Option<&str>) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(rfc3339?)
@@ -165,93 +162,199 @@ pub fn remove(engine: &Engine, writer: &IndexWriter, sid: u64) {
 
 /// Sources whose `messages` failed, logged once each.
 #[derive(Default)]
-pub struct Complaints(HashSet<u64>);
+pub struct Complaints(std::sync::Mutex<HashSet<u64>>);
 
-/// (Re)indexes session `live` of `src`. Returns what the index now knows of it (None:
-/// it is gone) and the bytes of text added.
+/// What indexing a session added, for the log.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Effort {
+    pub sessions: u64,
+    pub messages: u64,
+    /// Bytes of text indexed.
+    pub bytes: u64,
+    /// Time spent reading and converting messages (`each_message`), and adding them.
+    pub reading: std::time::Duration,
+    pub adding: std::time::Duration,
+}
+
+impl Effort {
+    pub fn add(&mut self, o: &Effort) {
+        self.sessions += o.sessions;
+        self.messages += o.messages;
+        self.bytes += o.bytes;
+        self.reading += o.reading;
+        self.adding += o.adding;
+    }
+}
+
+/// The fields every document of one session shares, known from its facts.
+struct Common {
+    cwd: Option<String>,
+    updated_ms: i64,
+}
+
+impl Common {
+    fn of(facts: &crate::neutral::SessionFacts, live: &Live) -> Common {
+        Common {
+            cwd: facts
+                .cwd
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(crate::store::naming::normalize_cwd),
+            updated_ms: millis_of(facts.updated_at.as_deref()).unwrap_or(live.mtime / 1_000_000),
+        }
+    }
+}
+
+/// How one pass over a session's messages ended.
+enum Pass {
+    Done(Option<Known>),
+    /// The messages already indexed changed: index the whole session again.
+    Again,
+}
+
+/// (Re)indexes session `live` of `src`: only its new messages when its earlier ones
+/// are unchanged (`known`), else all of it. Returns what the index now knows of it
+/// (None: it is gone).
 pub fn index_session(
     engine: &Engine,
     writer: &IndexWriter,
     src: &SourceRef,
     live: &Live,
     known: Option<&Known>,
-    complaints: &mut Complaints,
-) -> Result<(Option<Known>, u64)> {
+    complaints: &Complaints,
+    effort: &mut Effort,
+) -> Result<Option<Known>> {
+    let grow = known
+        .filter(|k| k.count > 0 && k.count != UNREAD)
+        .map(|k| (k.count, k.prefix));
+    effort.sessions += 1;
+    if grow.is_some()
+        && let Pass::Done(k) = pass(engine, writer, src, live, grow, complaints, effort)?
+    {
+        return Ok(k);
+    }
+    match pass(engine, writer, src, live, None, complaints, effort)? {
+        Pass::Done(k) => Ok(k),
+        Pass::Again => Err(Error::new(
+            libc::EIO,
+            "search: a session changed while read",
+        )),
+    }
+}
+
+#[derive(PartialEq)]
+enum State {
+    /// Reading the messages indexed before, to see whether they are the same.
+    Checking,
+    Adding,
+    Changed,
+}
+
+fn pass(
+    engine: &Engine,
+    writer: &IndexWriter,
+    src: &SourceRef,
+    live: &Live,
+    grow: Option<(u64, u64)>,
+    complaints: &Complaints,
+    effort: &mut Effort,
+) -> Result<Pass> {
     let f = &engine.fields;
     let sid = live.sid;
-    let read = src.source.messages(&live.ns, &live.dir, true);
-    let mut unread = false;
-    let session = match read {
-        Ok(s) => s,
+    let agent = src.source.agent().name();
+    if grow.is_none() {
+        remove(engine, writer, sid);
+    }
+    let started = std::time::Instant::now();
+    let mut adding = std::time::Duration::ZERO;
+    let mut state = if grow.is_some() {
+        State::Checking
+    } else {
+        State::Adding
+    };
+    let (count, prefix) = grow.unwrap_or((0, 0));
+    let mut n = 0u64;
+    let mut h = CHAIN_SEED;
+    let mut common: Option<Common> = None;
+    let mut failed: Option<Error> = None;
+    let read = src
+        .source
+        .each_message(&live.ns, &live.dir, true, &mut |facts, m| {
+            n += 1;
+            h = identity(&m, h);
+            match state {
+                State::Checking => {
+                    if n == count {
+                        state = if h == prefix {
+                            State::Adding
+                        } else {
+                            State::Changed
+                        };
+                    }
+                    return;
+                }
+                State::Changed => return,
+                State::Adding => {}
+            }
+            if failed.is_some() {
+                return;
+            }
+            let t = std::time::Instant::now();
+            let c = common.get_or_insert_with(|| Common::of(facts, live));
+            let text = message_text(&m);
+            if text.trim().is_empty() {
+                return;
+            }
+            effort.messages += 1;
+            effort.bytes += text.len() as u64;
+            let mut doc = TantivyDocument::new();
+            doc.add_text(f.text, &text);
+            drop(text);
+            shared_fields(f, &mut doc, sid, src.src, agent, c.cwd.as_deref());
+            doc.add_i64(
+                f.ts,
+                millis_of(m.timestamp.as_deref()).unwrap_or(c.updated_ms),
+            );
+            let info = serde_json::to_string(&MessageInfo::of(&m)).expect("info serializes");
+            doc.add_text(f.info, info);
+            if let Err(e) = writer.add_document(doc) {
+                failed = Some(Error::new(libc::EIO, format!("search index: add: {e}")));
+            }
+            adding += t.elapsed();
+        });
+    effort.adding += adding;
+    effort.reading += started.elapsed().saturating_sub(adding);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let (facts, unread) = match read {
+        Ok(facts) => (facts, false),
         Err(e) if e.errno == libc::ENOENT => {
             remove(engine, writer, sid);
-            return Ok((None, 0));
+            return Ok(Pass::Done(None));
         }
         Err(e) => {
-            if complaints.0.insert(src.src) {
+            if complaints.0.lock().unwrap().insert(src.src) {
                 log::warn!(
                     "search: {} gives no messages ({}): its sessions are not searchable",
                     src.label,
                     e.reason
                 );
             }
-            unread = true;
-            crate::neutral::SessionMessages::default()
+            if grow.is_some() {
+                return Ok(Pass::Again);
+            }
+            (crate::neutral::SessionFacts::default(), true)
         }
     };
-    let facts = &session.facts;
-    let msgs = &session.messages;
-    let (from, whole) = match known {
-        Some(k)
-            if k.count > 0
-                && k.count != UNREAD
-                && msgs.len() as u64 >= k.count
-                && chain(&msgs[..k.count as usize]) == k.prefix =>
-        {
-            (k.count as usize, false)
-        }
-        _ => (0, true),
-    };
-    if whole {
-        remove(engine, writer, sid);
-    } else {
+    if state != State::Adding {
+        // Fewer messages than were indexed, or other ones.
+        return Ok(Pass::Again);
+    }
+    if grow.is_some() {
         writer.delete_term(Term::from_field_u64(f.session_of, sid));
     }
-    let agent = src.source.agent().name();
-    let cwd = facts
-        .cwd
-        .as_deref()
-        .filter(|c| !c.is_empty())
-        .map(crate::store::naming::normalize_cwd);
-    let updated_ms = millis_of(facts.updated_at.as_deref()).unwrap_or(live.mtime / 1_000_000);
-    let common = |doc: &mut TantivyDocument, ts: i64| {
-        doc.add_u64(f.sid, sid);
-        doc.add_u64(f.src, src.src);
-        doc.add_text(f.agent, agent);
-        if let Some(c) = &cwd {
-            doc.add_text(f.cwd, c);
-        }
-        doc.add_i64(f.ts, ts);
-    };
-    let mut bytes = 0u64;
-    for m in &msgs[from..] {
-        let text = message_text(m);
-        if text.trim().is_empty() {
-            continue;
-        }
-        bytes += text.len() as u64;
-        let mut doc = TantivyDocument::new();
-        doc.add_text(f.text, &text);
-        common(
-            &mut doc,
-            millis_of(m.timestamp.as_deref()).unwrap_or(updated_ms),
-        );
-        let info = serde_json::to_string(&MessageInfo::of(m)).expect("info serializes");
-        doc.add_text(f.info, info);
-        writer
-            .add_document(doc)
-            .map_err(|e| Error::new(libc::EIO, format!("search index: add: {e}")))?;
-    }
+    let c = common.unwrap_or_else(|| Common::of(&facts, live));
     let info = SessionInfo {
         agent: agent.to_string(),
         id: if facts.id.is_empty() {
@@ -271,15 +374,15 @@ pub fn index_session(
         src: src.src,
         size: live.size,
         mtime: live.mtime,
-        count: if unread { UNREAD } else { msgs.len() as u64 },
-        prefix: chain(msgs),
+        count: if unread { UNREAD } else { n },
+        prefix: h,
     };
     let mut doc = TantivyDocument::new();
     if let Some(t) = facts.title.as_deref().filter(|t| !t.trim().is_empty()) {
         doc.add_text(f.text, t);
-        bytes += t.len() as u64;
     }
-    common(&mut doc, updated_ms);
+    shared_fields(f, &mut doc, sid, src.src, agent, c.cwd.as_deref());
+    doc.add_i64(f.ts, c.updated_ms);
     doc.add_u64(f.session_of, sid);
     doc.add_u64(f.kind, 1);
     doc.add_text(
@@ -293,5 +396,21 @@ pub fn index_session(
     writer
         .add_document(doc)
         .map_err(|e| Error::new(libc::EIO, format!("search index: add: {e}")))?;
-    Ok((Some(k), bytes))
+    Ok(Pass::Done(Some(k)))
+}
+
+fn shared_fields(
+    f: &super::schema::Fields,
+    doc: &mut TantivyDocument,
+    sid: u64,
+    src: u64,
+    agent: &str,
+    cwd: Option<&str>,
+) {
+    doc.add_u64(f.sid, sid);
+    doc.add_u64(f.src, src);
+    doc.add_text(f.agent, agent);
+    if let Some(c) = cwd {
+        doc.add_text(f.cwd, c);
+    }
 }

@@ -986,6 +986,9 @@ fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
         following.consumed += used as u64;
         buf.drain(..used.min(buf.len()));
     }
+    // The cached reader keeps only the unterminated tail, not the chunk's capacity
+    // (32 cached readers of 8 MiB each showed up as the search build's heap).
+    buf.shrink_to_fit();
     following.tail = buf;
     Ok(())
 }
@@ -1138,6 +1141,16 @@ impl SessionSource for ForeignSource {
         history: bool,
     ) -> Result<crate::neutral::SessionMessages> {
         self.neutral_messages(ns, dir, history)
+    }
+
+    fn each_message(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+        each: &mut dyn FnMut(&crate::neutral::SessionFacts, crate::neutral::Message),
+    ) -> Result<crate::neutral::SessionFacts> {
+        self.neutral_each(ns, dir, history, each)
     }
 
     fn persist(&self) {
