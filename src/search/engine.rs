@@ -16,7 +16,7 @@ use std::sync::{Mutex, RwLock};
 use tantivy::collector::{Collector, DocSetCollector, SegmentCollector};
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query as TQuery,
-    RangeQuery, RegexQuery, TermQuery, TermSetQuery,
+    RangeQuery, RegexQuery, TermQuery,
 };
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{
@@ -359,10 +359,8 @@ impl Engine {
                 Bound::Unbounded,
             ))));
         }
-        if let Some(sources) = &filters.sources {
-            let terms = sources.iter().map(|s| Term::from_field_u64(f.src, *s));
-            clauses.push(filter(Box::new(TermSetQuery::new(terms))));
-        }
+        // Sources are filtered by the collector, on the matches only (a set query
+        // would first mark every document of every source).
         Box::new(BooleanQuery::new(clauses))
     }
 
@@ -372,7 +370,12 @@ impl Engine {
         let searcher = self.searcher();
         let q = self.to_query(query, filters);
         let best = searcher
-            .search(&*q, &BestPerSession)
+            .search(
+                &*q,
+                &BestPerSession {
+                    sources: filters.sources.clone(),
+                },
+            )
             .map_err(|e| index_error("search", e))?;
         let mut best: Vec<(u64, Best)> = best.into_iter().collect();
         best.sort_by(|a, b| {
@@ -471,18 +474,43 @@ impl Best {
     }
 }
 
-/// Keeps each session's best-scoring document (by the `sid` column).
-struct BestPerSession;
+/// Keeps each session's best-scoring document (by the `sid` column), of documents
+/// from `sources` only (by the `src` column).
+struct BestPerSession {
+    sources: Option<Vec<u64>>,
+}
+
+/// Session ids are hashes already: they are their own hash.
+#[derive(Default)]
+struct SidHasher(u64);
+
+impl std::hash::Hasher for SidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type BySid<V> = HashMap<u64, V, std::hash::BuildHasherDefault<SidHasher>>;
 
 struct BestInSegment {
     segment: SegmentOrdinal,
     sid: tantivy::columnar::Column<u64>,
+    src: tantivy::columnar::Column<u64>,
+    sources: Option<Vec<u64>>,
     ts: tantivy::columnar::Column<i64>,
-    best: HashMap<u64, Best>,
+    best: BySid<Best>,
 }
 
 impl Collector for BestPerSession {
-    type Fruit = HashMap<u64, Best>;
+    type Fruit = BySid<Best>;
     type Child = BestInSegment;
 
     fn for_segment(
@@ -493,8 +521,10 @@ impl Collector for BestPerSession {
         Ok(BestInSegment {
             segment,
             sid: reader.fast_fields().u64("sid")?,
+            src: reader.fast_fields().u64("src")?,
+            sources: self.sources.clone(),
             ts: reader.fast_fields().i64("ts")?,
-            best: HashMap::new(),
+            best: BySid::default(),
         })
     }
 
@@ -502,8 +532,8 @@ impl Collector for BestPerSession {
         true
     }
 
-    fn merge_fruits(&self, fruits: Vec<HashMap<u64, Best>>) -> tantivy::Result<Self::Fruit> {
-        let mut out: HashMap<u64, Best> = HashMap::new();
+    fn merge_fruits(&self, fruits: Vec<BySid<Best>>) -> tantivy::Result<Self::Fruit> {
+        let mut out = BySid::<Best>::default();
         for fruit in fruits {
             for (sid, b) in fruit {
                 match out.get(&sid) {
@@ -519,12 +549,17 @@ impl Collector for BestPerSession {
 }
 
 impl SegmentCollector for BestInSegment {
-    type Fruit = HashMap<u64, Best>;
+    type Fruit = BySid<Best>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
         let Some(sid) = self.sid.first(doc) else {
             return;
         };
+        if let Some(sources) = &self.sources
+            && !self.src.first(doc).is_some_and(|s| sources.contains(&s))
+        {
+            return;
+        }
         let b = Best {
             score,
             ts: self.ts.first(doc).unwrap_or(0),

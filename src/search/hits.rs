@@ -44,6 +44,9 @@ pub struct Building {
 
 impl Building {
     pub fn say(&self) -> String {
+        if self.sessions == 0 {
+            return "the search index is being built (finding the sessions first): results may be incomplete".into();
+        }
         format!(
             "the search index is being built ({} of {} sessions so far): results may be incomplete",
             self.indexed, self.sessions
