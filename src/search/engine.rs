@@ -189,6 +189,7 @@ impl Engine {
                 .index
                 .writer_with_options(options)
                 .map_err(|e| index_error("open the writer", e))?;
+            writer.set_merge_policy(Box::new(BoundedMerges));
             *w = Some(writer);
         }
         Ok(())
@@ -444,6 +445,57 @@ impl Engine {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         Ok(serde_json::from_str(&info).ok())
+    }
+}
+
+/// Merges small segments into bounded ones, and never beyond: a merge maps every
+/// input segment and reads it whole, and those pages count in the daemon's memory
+/// (Tantivy's default policy ends a big build by merging most of the index at once).
+#[derive(Debug)]
+struct BoundedMerges;
+
+/// A merge's output holds at most this many documents (~70 MB of index).
+const MERGE_MAX_DOCS: u32 = 32_000;
+/// Fewer small segments than this are left as they are.
+const MERGE_MIN_SEGMENTS: usize = 6;
+
+impl tantivy::indexer::MergePolicy for BoundedMerges {
+    fn compute_merge_candidates(
+        &self,
+        segments: &[tantivy::index::SegmentMeta],
+    ) -> Vec<tantivy::indexer::MergeCandidate> {
+        use tantivy::indexer::MergeCandidate;
+        let mut out = Vec::new();
+        // A segment that is mostly deleted documents is rewritten alone.
+        for s in segments {
+            if s.max_doc() > 0 && s.num_deleted_docs() * 2 > s.max_doc() {
+                out.push(MergeCandidate(vec![s.id()]));
+            }
+        }
+        let mut small: Vec<_> = segments
+            .iter()
+            .filter(|s| {
+                s.num_docs() < MERGE_MAX_DOCS / 2 && s.num_deleted_docs() * 2 <= s.max_doc()
+            })
+            .collect();
+        small.sort_by_key(|s| s.num_docs());
+        let mut group = Vec::new();
+        let mut docs = 0u32;
+        for s in small {
+            if docs + s.num_docs() > MERGE_MAX_DOCS {
+                if group.len() >= MERGE_MIN_SEGMENTS {
+                    out.push(MergeCandidate(std::mem::take(&mut group)));
+                }
+                group.clear();
+                docs = 0;
+            }
+            group.push(s.id());
+            docs += s.num_docs();
+        }
+        if group.len() >= MERGE_MIN_SEGMENTS {
+            out.push(MergeCandidate(group));
+        }
+        out
     }
 }
 

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 /// A tool call's input or a tool result longer than this (bytes) is indexed by its
 /// first `TOOL_HEAD` and last `TOOL_TAIL` bytes: build logs and test runs put what
 /// matters at both ends, and whole outputs would make the index as big as the history.
-pub const TOOL_MAX: usize = 8 * 1024;
-pub const TOOL_HEAD: usize = 6 * 1024;
-pub const TOOL_TAIL: usize = 2 * 1024;
+pub const TOOL_MAX: usize = 32 * 1024;
+pub const TOOL_HEAD: usize = 24 * 1024;
+pub const TOOL_TAIL: usize = 8 * 1024;
 /// Any message's indexed text is cut here (a pasted file of megabytes).
 pub const MESSAGE_MAX: usize = 256 * 1024;
 

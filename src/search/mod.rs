@@ -43,8 +43,9 @@ const SWEEP: Duration = Duration::from_millis(400);
 /// During a build, a commit at least this often (what is indexed becomes searchable,
 /// and the progress visible to other processes)...
 const COMMIT_EVERY: Duration = Duration::from_secs(5);
-/// ...or after this much text.
-const COMMIT_BYTES: u64 = 256 << 20;
+/// ...or after this much text: a commit waits for the index to take every document
+/// sent, so this also bounds the documents waiting in its queue (their memory).
+const COMMIT_BYTES: u64 = 32 << 20;
 /// An idle writer is dropped after this long (its memory goes back).
 const WRITER_IDLE: Duration = Duration::from_secs(10);
 /// A mount's answers to one query are reused this long if the index did not change

@@ -307,7 +307,9 @@ fn pass(
             }
             effort.messages += 1;
             effort.bytes += text.len() as u64;
-            let mut doc = TantivyDocument::new();
+            // Sized once: documents wait in the index's queue, and a doubled buffer
+            // doubled what waits there.
+            let mut doc = TantivyDocument::with_capacity(text.len() + 256);
             doc.add_text(f.text, &text);
             drop(text);
             shared_fields(f, &mut doc, sid, src.src, agent, c.cwd.as_deref());
