@@ -108,6 +108,11 @@ pub struct Search {
     settled: AtomicBool,
     /// The index on disk is opened by the indexer thread (`start`), not yet.
     deferred: AtomicBool,
+    /// How long the last look at every session's stamp took: a daemon's sweeps are
+    /// spaced so that they cost at most a tenth of a core.
+    scan_cost: Mutex<Duration>,
+    /// A daemon's: big passes yield to the mount (lower priorities).
+    yields: bool,
 }
 
 impl Search {
@@ -123,9 +128,8 @@ impl Search {
             Some(root) => storage::open(root, &fields, write),
             None => storage::memory(&fields, "no store: the index is kept in memory".into()),
         };
-        let s = Search::with_storage(store_root, sources, fields, storage);
-        s.say_notes();
-        s
+        // The caller says the storage's notes (a command on stderr, once).
+        Search::with_storage(store_root, sources, fields, storage)
     }
 
     /// For a daemon: the index on disk is opened and checked by the indexer thread
@@ -137,8 +141,9 @@ impl Search {
             notes: Vec::new(),
             ..storage::memory(&fields, String::new())
         };
-        let s = Search::with_storage(Some(store_root), sources, fields, placeholder);
+        let mut s = Search::with_storage(Some(store_root), sources, fields, placeholder);
         s.deferred.store(true, Ordering::Relaxed);
+        s.yields = true;
         s
     }
 
@@ -164,6 +169,8 @@ impl Search {
             said: Mutex::new(HashSet::new()),
             settled: AtomicBool::new(false),
             deferred: AtomicBool::new(false),
+            scan_cost: Mutex::new(Duration::ZERO),
+            yields: false,
         }
     }
 
@@ -342,7 +349,9 @@ impl Search {
     ) -> Result<()> {
         let first = !self.settled.load(Ordering::Relaxed);
         let started = Instant::now();
+        let scan_started = Instant::now();
         let (live, failed) = sync::scan(&self.sources);
+        *self.scan_cost.lock().unwrap() = scan_started.elapsed();
         let (todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
         if todo.is_empty() && gone.is_empty() && !first {
             return Ok(());
@@ -364,6 +373,19 @@ impl Search {
             Ok(())
         })?;
         let mut effort = sync::Effort::default();
+        // A daemon's big pass (its first build, or many changed sessions) yields to
+        // the mount: its threads, and the index's own (made here, they inherit it),
+        // run at a lower priority; small updates keep the normal one, to be fresh.
+        let background = self.yields && (first || todo.len() > 16);
+        if background {
+            engine.release_writer();
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    lower_priority();
+                    engine.with_writer(|_| Ok(()))
+                });
+            });
+        }
         let queue = Mutex::new(todo.into_iter());
         loop {
             // A batch: every worker takes sessions until the queue is empty or it is
@@ -434,10 +456,12 @@ impl Search {
             let empty = queue.lock().unwrap().len() == 0;
             let stopping = self.pending.lock().unwrap().stop;
             progress.complete = empty && !stopping;
+            // Said once searchable: the commit waits for the index to take every
+            // document, and a search until then sees the last commit.
+            engine.commit(&self.stamp_now(progress))?;
             if first {
                 *self.progress.lock().unwrap() = Some(progress);
             }
-            engine.commit(&self.stamp_now(progress))?;
             if empty || stopping {
                 break;
             }
@@ -452,6 +476,10 @@ impl Search {
         }
         *self.progress.lock().unwrap() = Some(progress);
         self.settled.store(true, Ordering::Relaxed);
+        if background {
+            // The next writer is made at the normal priority.
+            engine.release_writer();
+        }
         if effort.sessions > 0 {
             log::info!(
                 "search: {} of {total} sessions indexed in {:?}: {} messages, {} MB of text; \
@@ -523,7 +551,6 @@ impl Search {
         std::thread::Builder::new()
             .name("fen-search".into())
             .spawn(move || {
-                lower_priority();
                 if let Err(e) = me.run() {
                     log::error!("search indexer stopped: {}", e.reason);
                 }
@@ -583,10 +610,9 @@ impl Search {
             known.len()
         );
         let mut last_write = Instant::now();
-        let mut sweep_cost = Duration::ZERO;
         loop {
             {
-                let wait = SWEEP.max(sweep_cost * 10);
+                let wait = SWEEP.max(*self.scan_cost.lock().unwrap() * 10);
                 let p = self.pending.lock().unwrap();
                 if p.stop {
                     break;
@@ -601,10 +627,8 @@ impl Search {
             let wrote = match self.index_touched(&engine, &mut known, &complaints) {
                 Ok(true) => true,
                 Ok(false) => {
-                    let t = Instant::now();
                     let before = engine.generation();
                     self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, false)?;
-                    sweep_cost = t.elapsed();
                     engine.generation() != before
                 }
                 Err(e) => {
@@ -628,8 +652,8 @@ impl Search {
     }
 }
 
-/// The indexer yields to everything else: a lower CPU priority for this thread (and
-/// the index's worker threads it starts, which inherit it) and idle I/O priority.
+/// A big pass yields to everything else: a lower CPU priority for the calling thread
+/// (and the threads it starts, which inherit it) and the idle I/O class.
 fn lower_priority() {
     // SAFETY: plain syscalls on the calling thread.
     unsafe {
