@@ -446,7 +446,7 @@ fn a_damaged_index_is_rebuilt_with_a_warning_and_an_unwritable_one_kept_in_memor
     let store = tmp.path().join("store");
     std::fs::create_dir(&store).unwrap();
     let claude = format!("claude={}", fixtures().join("claude").display());
-    let src = vec!["--source".to_string(), claude, "--no-detect".into()];
+    let src = ["--source".to_string(), claude, "--no-detect".into()];
     let q = |store: &Path| {
         let mut args = vec!["search".to_string(), "--json".into()];
         args.extend(src.iter().cloned());
