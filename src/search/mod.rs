@@ -46,6 +46,10 @@ const COMMIT_EVERY: Duration = Duration::from_secs(5);
 /// ...or after this much text: a commit waits for the index to take every document
 /// sent, so this also bounds the documents waiting in its queue (their memory).
 const COMMIT_BYTES: u64 = 32 << 20;
+/// Sessions appended to through `ctl` are indexed at most this often...
+const TOUCH_MIN: Duration = Duration::from_millis(200);
+/// ...and at least this often while appends go on (they are found within a second).
+const TOUCH_MAX: Duration = Duration::from_millis(600);
 /// An idle writer is dropped after this long (its memory goes back).
 const WRITER_IDLE: Duration = Duration::from_secs(10);
 /// A mount's answers to one query are reused this long if the index did not change
@@ -113,6 +117,8 @@ pub struct Search {
     scan_cost: Mutex<Duration>,
     /// A daemon's: big passes yield to the mount (lower priorities).
     yields: bool,
+    /// The indexer thread (`start`), joined by `stop`.
+    indexer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Search {
@@ -171,6 +177,7 @@ impl Search {
             deferred: AtomicBool::new(false),
             scan_cost: Mutex::new(Duration::ZERO),
             yields: false,
+            indexer: Mutex::new(None),
         }
     }
 
@@ -317,10 +324,14 @@ impl Search {
         self.wake.notify_one();
     }
 
-    /// Stops the background indexer (at unmount).
+    /// Stops the background indexer (at unmount) and waits for it: what it indexed is
+    /// committed, its writer's merges finish, and its files are left private.
     pub fn stop(&self) {
         self.pending.lock().unwrap().stop = true;
         self.wake.notify_all();
+        if let Some(h) = self.indexer.lock().unwrap().take() {
+            let _ = h.join();
+        }
     }
 
     /// Brings the index up to date with every session of the sources (a one-shot
@@ -548,14 +559,15 @@ impl Search {
     /// come (`ctl` appends at once, other writers' within a sweep).
     pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
         let me = self.clone();
-        std::thread::Builder::new()
+        let h = std::thread::Builder::new()
             .name("fen-search".into())
             .spawn(move || {
                 if let Err(e) = me.run() {
                     log::error!("search indexer stopped: {}", e.reason);
                 }
-            })
-            .map(|_| ())
+            })?;
+        *self.indexer.lock().unwrap() = Some(h);
+        Ok(())
     }
 
     /// Waits until this process may write the index (another process may hold it).
@@ -610,40 +622,61 @@ impl Search {
             known.len()
         );
         let mut last_write = Instant::now();
-        loop {
-            {
-                let wait = SWEEP.max(*self.scan_cost.lock().unwrap() * 10);
-                let p = self.pending.lock().unwrap();
-                if p.stop {
-                    break;
-                }
-                if p.touched.is_empty() {
-                    let (p, _) = self.wake.wait_timeout(p, wait).unwrap();
+        let mut sweep_at = Instant::now() + SWEEP;
+        let mut touch_after = Instant::now();
+        'serve: loop {
+            // Wait for touched sessions (no sooner than `touch_after`: a burst of
+            // appends is indexed a few times a second, not once per append) or the
+            // next sweep.
+            let touched = {
+                let mut p = self.pending.lock().unwrap();
+                loop {
                     if p.stop {
-                        break;
+                        break 'serve;
                     }
-                }
-            }
-            let wrote = match self.index_touched(&engine, &mut known, &complaints) {
-                Ok(true) => true,
-                Ok(false) => {
-                    let before = engine.generation();
-                    self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, false)?;
-                    engine.generation() != before
-                }
-                Err(e) => {
-                    log::warn!("search: {}", e.reason);
-                    false
+                    let now = Instant::now();
+                    if !p.touched.is_empty() && now >= touch_after {
+                        break true;
+                    }
+                    if now >= sweep_at {
+                        break false;
+                    }
+                    let mut until = sweep_at - now;
+                    if !p.touched.is_empty() {
+                        until = until.min(touch_after - now);
+                    }
+                    p = self.wake.wait_timeout(p, until).unwrap().0;
                 }
             };
-            if wrote && engine.has_writer() {
-                let p = self.progress.lock().unwrap().unwrap_or_default();
-                engine.commit(&self.stamp_now(Progress {
-                    complete: true,
-                    ..p
-                }))?;
+            if touched {
+                let t = Instant::now();
+                let done = self
+                    .index_touched(&engine, &mut known, &complaints)
+                    .and_then(|wrote| {
+                        if !wrote {
+                            return Ok(());
+                        }
+                        let p = self.progress.lock().unwrap().unwrap_or_default();
+                        engine.commit(&self.stamp_now(Progress {
+                            complete: true,
+                            ..p
+                        }))
+                    });
+                if let Err(e) = done {
+                    log::warn!("search: {}", e.reason);
+                }
+                // Indexing appends takes at most about a quarter of the time.
+                touch_after = Instant::now() + (t.elapsed() * 3).clamp(TOUCH_MIN, TOUCH_MAX);
                 last_write = Instant::now();
-            } else if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
+                continue;
+            }
+            let before = engine.generation();
+            self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, false)?;
+            if engine.generation() != before {
+                last_write = Instant::now();
+            }
+            sweep_at = Instant::now() + SWEEP.max(*self.scan_cost.lock().unwrap() * 10);
+            if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
                 engine.release_writer();
             }
         }

@@ -362,9 +362,30 @@ fn verify_segments(
     Ok(())
 }
 
+/// Makes every file in the folder 0600: Tantivy creates its files under the umask,
+/// and fen-fs's own files are private whatever the umask (the folder is 0700 too).
+/// Files are opened without following links and changed through the descriptor.
+pub fn make_private(folder: &Dir) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(names) = folder.read_dir() else {
+        return;
+    };
+    for (name, kind) in names {
+        if !kind.is_file() {
+            continue;
+        }
+        if let Ok((f, meta)) = folder.open_file(&name)
+            && meta.permissions().mode() & 0o777 != 0o600
+        {
+            let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
+        }
+    }
+}
+
 /// Records the current segment files as verified (the writer calls this after a
 /// commit: it wrote them itself).
 pub fn mark_checked(folder: &Dir, index: &Index) {
+    make_private(folder);
     let Ok(metas) = index.load_metas() else {
         return;
     };
@@ -402,6 +423,7 @@ fn rebuild(folder: &Dir, fields: &Fields) -> std::io::Result<Index> {
         .settings(settings())
         .open_or_create(dir)
         .map_err(std::io::Error::other)?;
+    make_private(folder);
     Ok(with_tokenizer(index))
 }
 

@@ -67,7 +67,8 @@ impl Tree {
         let mut a = match node {
             Node::SearchRoot => {
                 self.search_service()?;
-                self.attr(ino, FileKind::Directory, 0o555, 0, now)
+                // The root's: `ls -t` of the root sorts by the namespaces' activity.
+                self.attr(ino, FileKind::Directory, 0o555, 0, self.root_mtime())
             }
             Node::SearchQuery(q) => {
                 self.search_answer(q)?;
