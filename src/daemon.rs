@@ -288,7 +288,11 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         sources.push(foreign);
     }
     // The search index is opened, checked and brought up to date in the background.
-    let search = Arc::new(crate::search::Search::open_deferred(&root, sources.clone()));
+    let search = Arc::new(crate::search::Search::open_deferred(
+        &root,
+        &args.mountpoint,
+        sources.clone(),
+    ));
     let tree =
         Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid).with_search(search.clone()));
     let config = crate::fuse::MountConfig {

@@ -717,5 +717,8 @@ fn a_bad_query_fails_its_lookup_with_einval() {
         t.tree.change_structure(search, OsStr::new("x")).errno,
         libc::EPERM
     );
+    let hits = t.lookup("search/flaky/hits.jsonl").unwrap();
+    let e = t.tree.open(hits, libc::O_WRONLY, 1).unwrap_err();
+    assert_eq!(e.errno, libc::EACCES);
     let _ = &t.w;
 }

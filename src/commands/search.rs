@@ -119,7 +119,13 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
         }
     }
     let mut answer = search.answer(&request)?;
-    let mount = mount_of(&root);
+    // The daemon that keeps the index says where it mounted the store (one look at the
+    // mount table to be sure); else every mount's daemon is asked.
+    let mount = (!search.writable())
+        .then(|| search.writer_mount())
+        .flatten()
+        .filter(|m| crate::mount_table::entry_at(m).is_some_and(|e| e.fen))
+        .or_else(|| mount_of(&root));
     if let Some(m) = &mount {
         for h in &mut answer.hits {
             h.path = m.join(&h.path).to_string_lossy().into_owned();

@@ -97,6 +97,9 @@ pub struct Engine {
     stamp: RwLock<Option<Stamp>>,
     /// meta.json's stamp at the last reload (a reader follows another writer).
     meta_seen: Mutex<Option<(i64, u64, u64)>>,
+    /// When segment files written just now may be checked again, to be trusted by
+    /// their stamps from then on (`storage::recheck`).
+    recheck_at: Mutex<Option<std::time::SystemTime>>,
 }
 
 impl Engine {
@@ -120,6 +123,7 @@ impl Engine {
             generation: AtomicU64::new(1),
             stamp: RwLock::new(stamp),
             meta_seen: Mutex::new(None),
+            recheck_at: Mutex::new(None),
         };
         *e.meta_seen.lock().unwrap() = e.meta_stat();
         Ok(e)
@@ -222,9 +226,7 @@ impl Engine {
             prepared.commit().map_err(|e| index_error("commit", e))?;
         }
         self.reload()?;
-        if let Place::Disk { folder, .. } = &self.storage.place {
-            super::storage::mark_checked(folder, &self.storage.index);
-        }
+        self.mark_checked();
         // What the batch's threads freed goes back to the system (glibc keeps
         // per-thread arenas otherwise).
         // SAFETY: glibc call with no preconditions.
@@ -240,12 +242,33 @@ impl Engine {
                 log::warn!("search index: merging: {e}");
             }
             // Merges removed files and wrote new ones.
-            if let Place::Disk { folder, .. } = &self.storage.place {
+            if let Place::Disk { .. } = &self.storage.place {
                 let _ = self.reload();
-                super::storage::mark_checked(folder, &self.storage.index);
+                self.mark_checked();
             }
             // SAFETY: glibc call with no preconditions; returns freed heap to the system.
             unsafe { libc::malloc_trim(0) };
+        }
+    }
+
+    fn mark_checked(&self) {
+        if let Place::Disk { folder, .. } = &self.storage.place {
+            *self.recheck_at.lock().unwrap() =
+                super::storage::mark_checked(folder, &self.storage.index);
+        }
+    }
+
+    /// The writer's upkeep: files written just now are checked again once they may
+    /// be trusted by their stamps (until then, every reader checks them).
+    pub fn upkeep(&self) {
+        let due = self
+            .recheck_at
+            .lock()
+            .unwrap()
+            .is_some_and(|t| std::time::SystemTime::now() >= t);
+        if due && let Place::Disk { folder, .. } = &self.storage.place {
+            *self.recheck_at.lock().unwrap() =
+                super::storage::recheck(folder, &self.storage.index);
         }
     }
 

@@ -50,6 +50,10 @@ const COMMIT_BYTES: u64 = 32 << 20;
 const TOUCH_MIN: Duration = Duration::from_millis(200);
 /// ...and at least this often while appends go on (they are found within a second).
 const TOUCH_MAX: Duration = Duration::from_millis(600);
+/// A big pass waits while the mount served a read within this long...
+const BUSY: Duration = Duration::from_millis(150);
+/// ...but at most this long before each session it reads.
+const BUSY_WAIT: Duration = Duration::from_secs(2);
 /// An idle writer is dropped after this long (its memory goes back).
 const WRITER_IDLE: Duration = Duration::from_secs(10);
 /// A mount's answers to one query are reused this long if the index did not change
@@ -119,6 +123,12 @@ pub struct Search {
     yields: bool,
     /// The indexer thread (`start`), joined by `stop`.
     indexer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// A daemon's mount point (said in each commit).
+    mount: Option<PathBuf>,
+    /// When the mount last served a read (ms after `epoch`): a big pass waits while
+    /// it is busy (the I/O scheduler may not honour the idle class).
+    activity_ms: std::sync::atomic::AtomicU64,
+    epoch: Instant,
 }
 
 impl Search {
@@ -141,7 +151,11 @@ impl Search {
     /// For a daemon: the index on disk is opened and checked by the indexer thread
     /// (`start`), so the mount is ready at once; until then a search finds nothing and
     /// says the index is being built.
-    pub fn open_deferred(store_root: &Path, sources: Vec<Arc<dyn SessionSource>>) -> Search {
+    pub fn open_deferred(
+        store_root: &Path,
+        mount: &Path,
+        sources: Vec<Arc<dyn SessionSource>>,
+    ) -> Search {
         let fields = Fields::new();
         let placeholder = storage::Storage {
             notes: Vec::new(),
@@ -150,6 +164,7 @@ impl Search {
         let mut s = Search::with_storage(Some(store_root), sources, fields, placeholder);
         s.deferred.store(true, Ordering::Relaxed);
         s.yields = true;
+        s.mount = Some(std::path::absolute(mount).unwrap_or_else(|_| mount.to_path_buf()));
         s
     }
 
@@ -178,6 +193,9 @@ impl Search {
             scan_cost: Mutex::new(Duration::ZERO),
             yields: false,
             indexer: Mutex::new(None),
+            mount: None,
+            activity_ms: std::sync::atomic::AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 
@@ -227,7 +245,14 @@ impl Search {
             sessions: p.sessions,
             indexed: p.indexed,
             sources: self.sources.iter().map(|s| s.label.clone()).collect(),
+            mount: self.mount.clone(),
         }
+    }
+
+    /// Where the index's writer has the store mounted, as its last commit says (the
+    /// caller checks that it still is).
+    pub fn writer_mount(&self) -> Option<PathBuf> {
+        self.engine().stamp().and_then(|s| s.mount)
     }
 
     /// How far the index is, if it is not complete.
@@ -315,6 +340,26 @@ impl Search {
             );
         }
         Ok(answer)
+    }
+
+    /// The mount is serving someone (an open or a read): a big pass lets it be.
+    pub fn mount_busy(&self) {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        self.activity_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// Waits while the mount served someone in the last `BUSY` (at most `BUSY_WAIT`
+    /// per session read, so a busy mount slows a build down, never stops it).
+    fn let_the_mount_go_first(&self) {
+        let started = Instant::now();
+        while started.elapsed() < BUSY_WAIT {
+            let last = self.activity_ms.load(Ordering::Relaxed);
+            let now = self.epoch.elapsed().as_millis() as u64;
+            if now.saturating_sub(last) >= BUSY.as_millis() as u64 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Session `ns/dir` was just appended to (through `ctl`): index it soon.
@@ -421,6 +466,9 @@ impl Search {
                                     || failure.lock().unwrap().is_some()
                                 {
                                     break;
+                                }
+                                if background {
+                                    self.let_the_mount_go_first();
                                 }
                                 let Some(l) = queue.lock().unwrap().next() else {
                                     break;
@@ -676,6 +724,7 @@ impl Search {
                 last_write = Instant::now();
             }
             sweep_at = Instant::now() + SWEEP.max(*self.scan_cost.lock().unwrap() * 10);
+            engine.upkeep();
             if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
                 engine.release_writer();
             }

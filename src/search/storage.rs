@@ -38,6 +38,9 @@ pub struct Stamp {
     /// The sources this index covers (`agent:root`).
     #[serde(default)]
     pub sources: Vec<String>,
+    /// Where the writer (a daemon) has the store mounted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<PathBuf>,
 }
 
 pub const FORMAT: &str = "fen-fs search";
@@ -286,22 +289,58 @@ fn file_stamp(m: &std::fs::Metadata) -> FileStamp {
     }
 }
 
-/// The segment files known to be intact, and when that was established.
+/// The segment files known to be intact: each with its stamp and when that was
+/// established.
 #[derive(Serialize, Deserialize, Default)]
 struct Checked {
+    files: HashMap<String, CheckedFile>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+struct CheckedFile {
+    stamp: FileStamp,
     at_ns: i64,
-    files: HashMap<String, FileStamp>,
 }
 
 /// File times have the granularity of the kernel's clock tick: a file changed in the
-/// same tick as its check keeps its stamp. Only files older than this at their check
-/// are trusted by stamp (as git treats "racily clean" files).
+/// same tick as its check keeps its stamp. A file is trusted by its stamp only once it
+/// was checked well after it was last written (as git treats "racily clean" files);
+/// until then every reader checks it, and the writer checks it again once it is old
+/// enough (`recheck`).
 const RACY_NS: i64 = 2_000_000_000;
 
 fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
+}
+
+impl CheckedFile {
+    fn written_ns(&self) -> i64 {
+        self.stamp.mtime_ns.max(self.stamp.ctime_ns)
+    }
+
+    fn racy(&self) -> bool {
+        self.written_ns() + RACY_NS >= self.at_ns
+    }
+
+    fn trusts(&self, stamp: &FileStamp) -> bool {
+        self.stamp == *stamp && !self.racy()
+    }
+}
+
+fn load_checked(folder: &Dir) -> Checked {
+    folder
+        .read_file(CHECKED, 16 << 20)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn save_checked(folder: &Dir, checked: &Checked) {
+    if let Ok(bytes) = serde_json::to_vec(checked) {
+        let _ = folder.replace_file(CHECKED, &bytes);
+    }
 }
 
 /// Every file of the committed segments exists and matches its own checksum. A file
@@ -314,11 +353,7 @@ fn verify_segments(
     metas: &tantivy::IndexMeta,
     writer: bool,
 ) -> Result<(), Damage> {
-    let checked: Checked = folder
-        .read_file(CHECKED, 16 << 20)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let checked = load_checked(folder);
     let started = now_ns();
     let mut known = HashMap::new();
     let mut changed = false;
@@ -330,19 +365,24 @@ fn verify_segments(
             continue;
         };
         let stamp = file_stamp(&meta);
-        let trusted = checked.files.get(&name) == Some(&stamp)
-            && stamp.mtime_ns.max(stamp.ctime_ns) + RACY_NS < checked.at_ns;
-        if !trusted {
-            let ok = index
-                .directory()
-                .validate_checksum(&path)
-                .map_err(|e| Damage::Other(format!("{name} is unreadable ({e})")))?;
-            if !ok {
-                return Err(Damage::Other(format!("{name} fails its checksum")));
+        let entry = match checked.files.get(&name) {
+            Some(c) if c.trusts(&stamp) => *c,
+            _ => {
+                let ok = index
+                    .directory()
+                    .validate_checksum(&path)
+                    .map_err(|e| Damage::Other(format!("{name} is unreadable ({e})")))?;
+                if !ok {
+                    return Err(Damage::Other(format!("{name} fails its checksum")));
+                }
+                changed = true;
+                CheckedFile {
+                    stamp,
+                    at_ns: started,
+                }
             }
-            changed = true;
-        }
-        known.insert(name, stamp);
+        };
+        known.insert(name, entry);
     }
     // Every segment must open too (a truncated file fails here).
     index
@@ -351,13 +391,7 @@ fn verify_segments(
         .try_into()
         .map_err(|e| Damage::Other(format!("a segment does not open ({e})")))?;
     if writer && (changed || known.len() != checked.files.len()) {
-        let checked = Checked {
-            at_ns: started,
-            files: known,
-        };
-        if let Ok(bytes) = serde_json::to_vec(&checked) {
-            let _ = folder.replace_file(CHECKED, &bytes);
-        }
+        save_checked(folder, &Checked { files: known });
     }
     Ok(())
 }
@@ -382,26 +416,70 @@ pub fn make_private(folder: &Dir) {
     }
 }
 
-/// Records the current segment files as verified (the writer calls this after a
-/// commit: it wrote them itself).
-pub fn mark_checked(folder: &Dir, index: &Index) {
+/// Records the current segment files (the writer calls this after a commit or a
+/// merge: it wrote them itself). Returns when the newest of them may be checked again
+/// to be trusted by its stamp (`recheck`), if any is still racy.
+pub fn mark_checked(folder: &Dir, index: &Index) -> Option<std::time::SystemTime> {
     make_private(folder);
-    let Ok(metas) = index.load_metas() else {
-        return;
-    };
-    let mut checked = Checked {
-        at_ns: now_ns(),
-        files: HashMap::new(),
-    };
+    let metas = index.load_metas().ok()?;
+    let old = load_checked(folder);
+    let now = now_ns();
+    let mut checked = Checked::default();
     for path in metas.list_segment_files() {
         let name = path.to_string_lossy().into_owned();
         if let Ok((_, meta)) = folder.open_file(&name) {
-            checked.files.insert(name, file_stamp(&meta));
+            let stamp = file_stamp(&meta);
+            let entry = match old.files.get(&name) {
+                Some(c) if c.stamp == stamp => *c,
+                _ => CheckedFile { stamp, at_ns: now },
+            };
+            checked.files.insert(name, entry);
         }
     }
-    if let Ok(bytes) = serde_json::to_vec(&checked) {
-        let _ = folder.replace_file(CHECKED, &bytes);
+    save_checked(folder, &checked);
+    racy_until(&checked)
+}
+
+fn racy_until(checked: &Checked) -> Option<std::time::SystemTime> {
+    checked
+        .files
+        .values()
+        .filter(|c| c.racy())
+        .map(|c| c.written_ns() + RACY_NS + 1)
+        .max()
+        .map(|ns| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns.max(0) as u64))
+}
+
+/// Checks again (their checksums) the files that were racily clean, now that they are
+/// old enough to be trusted by their stamp afterwards, so readers stop checking them.
+/// A file that fails is left untrusted (the next open rebuilds the index). Returns
+/// when to call again, if some file is still racy.
+pub fn recheck(folder: &Dir, index: &Index) -> Option<std::time::SystemTime> {
+    let mut checked = load_checked(folder);
+    let now = now_ns();
+    let mut changed = false;
+    for (name, c) in checked.files.iter_mut() {
+        if !c.racy() || c.written_ns() + RACY_NS >= now {
+            continue;
+        }
+        let Ok((_, meta)) = folder.open_file(name) else {
+            continue;
+        };
+        if file_stamp(&meta) != c.stamp {
+            continue;
+        }
+        match index.directory().validate_checksum(Path::new(name)) {
+            Ok(true) => {
+                c.at_ns = now;
+                changed = true;
+            }
+            _ => log::warn!("search index: {name} fails its checksum"),
+        }
     }
+    if changed {
+        save_checked(folder, &checked);
+    }
+    racy_until(&checked)
 }
 
 /// Empties the folder (but the lock) and creates a fresh index in it.

@@ -38,6 +38,9 @@ pub struct DirEntry {
 /// An open file or folder.
 enum OpenFile {
     View(Snapshot),
+    /// A search's `hits.jsonl` (reading it is not the mount being busy: see
+    /// `serving`).
+    Hits(Snapshot),
     Ctl(Mutex<CtlHandle>),
     Dir(Arc<Vec<DirEntry>>),
 }
@@ -421,7 +424,7 @@ impl Tree {
     pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: Option<u32>) -> Result<Attr> {
         let handle = fh.and_then(|fh| self.handle(fh));
         let opened = match (handle.as_deref(), &self.ctl) {
-            (Some(OpenFile::View(s)), _) => Some(s.size()),
+            (Some(OpenFile::View(s) | OpenFile::Hits(s)), _) => Some(s.size()),
             (Some(OpenFile::Ctl(h)), Some(ctl)) => Some(ctl.handle_size(&h.lock().unwrap())),
             _ => None,
         };
@@ -540,6 +543,15 @@ impl Tree {
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        if let Node::SearchHits(_) = node {
+            if writing || flags & libc::O_TRUNC != 0 {
+                return Err(Error::access("a search's hits are read-only"));
+            }
+            let (snapshot, cache) = self.search_open(&node)?;
+            let fh = self.add_handle(OpenFile::Hits(snapshot));
+            return Ok(Opened { fh, cache });
+        }
+        self.serving();
         let _moving = matches!(node, Node::SessionCtl(..)).then(|| self.trashing.lock().unwrap());
         let ctl_target = match &node {
             Node::RootCtl => Some(CtlTarget::Root),
@@ -587,7 +599,6 @@ impl Tree {
                 };
                 (snap, cache)
             }
-            Node::SearchHits(_) => self.search_open(&node)?,
             _ => return Err(Error::new(libc::EISDIR, "is a folder")),
         };
         Ok(Opened {
@@ -599,7 +610,11 @@ impl Tree {
     /// Up to `size` bytes at `offset` of an open view, or a `ctl`'s replies.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         match self.handle(fh).as_deref() {
-            Some(OpenFile::View(s)) => s.read_at(offset, size as usize),
+            Some(OpenFile::View(s)) => {
+                self.serving();
+                s.read_at(offset, size as usize)
+            }
+            Some(OpenFile::Hits(s)) => s.read_at(offset, size as usize),
             Some(OpenFile::Ctl(h)) => {
                 let ctl = self.ctl_service()?;
                 Ok(ctl.read(&mut h.lock().unwrap(), offset, size as usize))
@@ -769,6 +784,15 @@ impl Tree {
             bsize: s.f_bsize as u32,
             namelen: 255,
             frsize: s.f_frsize as u32,
+        }
+    }
+
+    /// Someone is being served (an open or a read of a session's view, not a search's
+    /// own answers, which are how a build is watched): a search index build lets them
+    /// go first.
+    fn serving(&self) {
+        if let Some(s) = &self.search {
+            s.mount_busy();
         }
     }
 
