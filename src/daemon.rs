@@ -268,6 +268,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
     raise_open_file_limit();
+    limit_malloc_arenas();
     let store = match Store::open(&root, args.fsync) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&mut ready, e),
@@ -456,6 +457,15 @@ fn sd_notify(state: &str) {
     if let Err(e) = send() {
         log::warn!("sd_notify {state} to {}: {e}", socket.to_string_lossy());
     }
+}
+
+/// Two malloc arenas, not glibc's eight per core: the search index's build spreads its
+/// allocations over several threads, and each thread's arena kept what it freed (the
+/// daemon's peak RSS over a 2.5 GB build: 254 MB with the default, 190 MB with two;
+/// the build took as long).
+fn limit_malloc_arenas() {
+    // SAFETY: glibc call, before the daemon starts its threads.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
 }
 
 /// Each session appended to keeps its descriptor open, and each open view holds one:

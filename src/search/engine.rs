@@ -25,7 +25,7 @@ use tantivy::{
 };
 
 /// The writer's memory: per indexing thread (Tantivy's minimum is 15 MB).
-pub const WRITER_HEAP_PER_THREAD: usize = 24 << 20;
+pub const WRITER_HEAP_PER_THREAD: usize = 20 << 20;
 /// Indexing threads of the writer (the conversion of messages runs beside them).
 pub const WRITER_THREADS: usize = 1;
 
@@ -267,8 +267,7 @@ impl Engine {
             .unwrap()
             .is_some_and(|t| std::time::SystemTime::now() >= t);
         if due && let Place::Disk { folder, .. } = &self.storage.place {
-            *self.recheck_at.lock().unwrap() =
-                super::storage::recheck(folder, &self.storage.index);
+            *self.recheck_at.lock().unwrap() = super::storage::recheck(folder);
         }
     }
 
@@ -477,8 +476,8 @@ impl Engine {
 #[derive(Debug)]
 struct BoundedMerges;
 
-/// A merge's output holds at most this many documents (~70 MB of index).
-const MERGE_MAX_DOCS: u32 = 32_000;
+/// A merge's output holds at most this many documents (~45 MB of index).
+const MERGE_MAX_DOCS: u32 = 20_000;
 /// Fewer small segments than this are left as they are.
 const MERGE_MIN_SEGMENTS: usize = 6;
 

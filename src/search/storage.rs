@@ -343,6 +343,46 @@ fn save_checked(folder: &Dir, checked: &Checked) {
     }
 }
 
+/// Whether segment file `name` matches the checksum in its own footer (Tantivy's:
+/// the body, then a JSON footer `{"version":…,"crc":N}`, its length and a magic
+/// number, both little-endian u32). Read with `pread`, not through the index's memory
+/// maps, whose pages would then count in this process's memory for as long as the
+/// segment is open.
+fn checksum_ok(folder: &Dir, name: &str) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let (f, meta) = folder.open_file(name)?;
+    let len = meta.len();
+    let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
+    if len < 8 {
+        return Err(bad("shorter than its footer"));
+    }
+    let mut tail = [0u8; 8];
+    f.read_exact_at(&mut tail, len - 8)?;
+    let footer_len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")));
+    let magic = u32::from_le_bytes(tail[4..].try_into().expect("4 bytes"));
+    if magic != 1337 || footer_len > 50_000 || footer_len + 8 > len {
+        return Err(bad("no valid footer"));
+    }
+    let body_len = len - 8 - footer_len;
+    let mut footer = vec![0u8; footer_len as usize];
+    f.read_exact_at(&mut footer, body_len)?;
+    #[derive(Deserialize)]
+    struct Footer {
+        crc: u32,
+    }
+    let footer: Footer = serde_json::from_slice(&footer).map_err(|_| bad("unreadable footer"))?;
+    let mut crc = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < body_len {
+        let n = ((body_len - at) as usize).min(buf.len());
+        f.read_exact_at(&mut buf[..n], at)?;
+        crc.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(crc.finalize() == footer.crc)
+}
+
 /// Every file of the committed segments exists and matches its own checksum. A file
 /// verified before (same size, times and inode, and not racily so) is not read again:
 /// segment files never change once written, so a changed stamp means someone else
@@ -368,9 +408,7 @@ fn verify_segments(
         let entry = match checked.files.get(&name) {
             Some(c) if c.trusts(&stamp) => *c,
             _ => {
-                let ok = index
-                    .directory()
-                    .validate_checksum(&path)
+                let ok = checksum_ok(folder, &name)
                     .map_err(|e| Damage::Other(format!("{name} is unreadable ({e})")))?;
                 if !ok {
                     return Err(Damage::Other(format!("{name} fails its checksum")));
@@ -454,7 +492,7 @@ fn racy_until(checked: &Checked) -> Option<std::time::SystemTime> {
 /// old enough to be trusted by their stamp afterwards, so readers stop checking them.
 /// A file that fails is left untrusted (the next open rebuilds the index). Returns
 /// when to call again, if some file is still racy.
-pub fn recheck(folder: &Dir, index: &Index) -> Option<std::time::SystemTime> {
+pub fn recheck(folder: &Dir) -> Option<std::time::SystemTime> {
     let mut checked = load_checked(folder);
     let now = now_ns();
     let mut changed = false;
@@ -468,7 +506,7 @@ pub fn recheck(folder: &Dir, index: &Index) -> Option<std::time::SystemTime> {
         if file_stamp(&meta) != c.stamp {
             continue;
         }
-        match index.directory().validate_checksum(Path::new(name)) {
+        match checksum_ok(folder, name) {
             Ok(true) => {
                 c.at_ns = now;
                 changed = true;
