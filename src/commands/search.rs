@@ -142,6 +142,8 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
     };
     let _ = out.write_all(&bytes);
     let _ = out.flush();
+    // The process ends now: unmapping every segment one by one would only cost time.
+    std::mem::forget(search);
     Ok(ExitCode::SUCCESS)
 }
 

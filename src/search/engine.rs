@@ -103,13 +103,16 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(fields: Fields, storage: Storage) -> Result<Engine> {
-        let reader = storage
-            .index
-            .reader_builder()
-            .reload_policy(tantivy::ReloadPolicy::Manual)
-            .try_into()
-            .map_err(|e| index_error("open a reader", e))?;
+    pub fn new(fields: Fields, mut storage: Storage) -> Result<Engine> {
+        let reader = match storage.reader.take() {
+            Some(r) => r,
+            None => storage
+                .index
+                .reader_builder()
+                .reload_policy(tantivy::ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e| index_error("open a reader", e))?,
+        };
         let stamp = storage
             .index
             .load_metas()

@@ -52,8 +52,9 @@ const TOUCH_MIN: Duration = Duration::from_millis(200);
 const TOUCH_MAX: Duration = Duration::from_millis(600);
 /// A big pass waits while the mount served a read within this long...
 const BUSY: Duration = Duration::from_millis(150);
-/// ...but at most this long before each session it reads.
-const BUSY_WAIT: Duration = Duration::from_secs(2);
+/// ...in steps of this long, for at most this much of every second.
+const YIELD_STEP: Duration = Duration::from_millis(10);
+const YIELD_SHARE: Duration = Duration::from_millis(500);
 /// An idle writer is dropped after this long (its memory goes back).
 const WRITER_IDLE: Duration = Duration::from_secs(10);
 /// A mount's answers to one query are reused this long if the index did not change
@@ -129,6 +130,8 @@ pub struct Search {
     /// it is busy (the I/O scheduler may not honour the idle class).
     activity_ms: std::sync::atomic::AtomicU64,
     epoch: Instant,
+    /// The second a big pass has been waiting in, and how long it waited.
+    yielded: Mutex<(Instant, Duration)>,
 }
 
 impl Search {
@@ -196,6 +199,7 @@ impl Search {
             mount: None,
             activity_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: Instant::now(),
+            yielded: Mutex::new((Instant::now(), Duration::ZERO)),
         }
     }
 
@@ -348,17 +352,26 @@ impl Search {
         self.activity_ms.store(now, Ordering::Relaxed);
     }
 
-    /// Waits while the mount served someone in the last `BUSY` (at most `BUSY_WAIT`
-    /// per session read, so a busy mount slows a build down, never stops it).
+    /// Waits while the mount served someone in the last `BUSY`, but for at most half
+    /// of every second: a busy mount slows a build down, never stops it.
     fn let_the_mount_go_first(&self) {
-        let started = Instant::now();
-        while started.elapsed() < BUSY_WAIT {
+        let busy = || {
             let last = self.activity_ms.load(Ordering::Relaxed);
             let now = self.epoch.elapsed().as_millis() as u64;
-            if now.saturating_sub(last) >= BUSY.as_millis() as u64 {
-                return;
+            now.saturating_sub(last) < BUSY.as_millis() as u64
+        };
+        while busy() {
+            {
+                let mut y = self.yielded.lock().unwrap();
+                if y.0.elapsed() >= Duration::from_secs(1) {
+                    *y = (Instant::now(), Duration::ZERO);
+                }
+                if y.1 >= YIELD_SHARE {
+                    return;
+                }
+                y.1 += YIELD_STEP;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(YIELD_STEP);
         }
     }
 
@@ -484,6 +497,11 @@ impl Search {
                                         known.get(&l.sid),
                                         complaints,
                                         &mut mine,
+                                        &|| {
+                                            if background {
+                                                self.let_the_mount_go_first();
+                                            }
+                                        },
                                     )
                                 });
                                 bytes.fetch_add(mine.bytes - before, Ordering::Relaxed);
@@ -591,6 +609,7 @@ impl Search {
                         known.get(&live.sid),
                         complaints,
                         &mut effort,
+                        &|| {},
                     )
                 })?;
                 match k {

@@ -69,6 +69,8 @@ pub struct Storage {
     pub place: Place,
     /// Said once (log, and the CLI's stderr): rebuilt, or kept in memory, and why.
     pub notes: Vec<String>,
+    /// The reader the checks opened (every segment opens), for the engine to keep.
+    pub reader: Option<tantivy::IndexReader>,
 }
 
 impl Storage {
@@ -104,6 +106,7 @@ pub fn memory(fields: &Fields, why: String) -> Storage {
         index: with_tokenizer(index),
         place: Place::Memory { why: why.clone() },
         notes: vec![why],
+        reader: None,
     }
 }
 
@@ -167,10 +170,11 @@ pub fn open(store_root: &Path, fields: &Fields, write: bool) -> Storage {
     let path = folder.path().to_path_buf();
     let mut notes = Vec::new();
     match (open_checked(&folder, fields, lock.is_some()), lock) {
-        (Ok(index), lock) => Storage {
+        (Ok((index, reader)), lock) => Storage {
             index,
             place: Place::Disk { path, folder, lock },
             notes,
+            reader: Some(reader),
         },
         (Err(why), Some(lock)) => {
             if why != Damage::Missing {
@@ -189,6 +193,7 @@ pub fn open(store_root: &Path, fields: &Fields, write: bool) -> Storage {
                         lock: Some(lock),
                     },
                     notes,
+                    reader: None,
                 },
                 Err(e) => {
                     let mut s = memory(
@@ -238,7 +243,11 @@ impl Damage {
 }
 
 /// Opens the index in `folder` if everything in it checks out.
-fn open_checked(folder: &Dir, fields: &Fields, writer: bool) -> Result<Index, Damage> {
+fn open_checked(
+    folder: &Dir,
+    fields: &Fields,
+    writer: bool,
+) -> Result<(Index, tantivy::IndexReader), Damage> {
     let names = folder
         .read_dir()
         .map_err(|e| Damage::Other(format!("cannot list it ({e})")))?;
@@ -268,8 +277,8 @@ fn open_checked(folder: &Dir, fields: &Fields, writer: bool) -> Result<Index, Da
         ));
     }
     let index = with_tokenizer(index);
-    verify_segments(folder, &index, &metas, writer)?;
-    Ok(index)
+    let reader = verify_segments(folder, &index, &metas, writer)?;
+    Ok((index, reader))
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
@@ -392,7 +401,7 @@ fn verify_segments(
     index: &Index,
     metas: &tantivy::IndexMeta,
     writer: bool,
-) -> Result<(), Damage> {
+) -> Result<tantivy::IndexReader, Damage> {
     let checked = load_checked(folder);
     let started = now_ns();
     let mut known = HashMap::new();
@@ -423,7 +432,7 @@ fn verify_segments(
         known.insert(name, entry);
     }
     // Every segment must open too (a truncated file fails here).
-    index
+    let reader = index
         .reader_builder()
         .reload_policy(tantivy::ReloadPolicy::Manual)
         .try_into()
@@ -431,7 +440,7 @@ fn verify_segments(
     if writer && (changed || known.len() != checked.files.len()) {
         save_checked(folder, &Checked { files: known });
     }
-    Ok(())
+    Ok(reader)
 }
 
 /// Makes every file in the folder 0600: Tantivy creates its files under the umask,

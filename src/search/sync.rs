@@ -223,17 +223,18 @@ pub fn index_session(
     known: Option<&Known>,
     complaints: &Complaints,
     effort: &mut Effort,
+    pause: &dyn Fn(),
 ) -> Result<Option<Known>> {
     let grow = known
         .filter(|k| k.count > 0 && k.count != UNREAD)
         .map(|k| (k.count, k.prefix));
     effort.sessions += 1;
     if grow.is_some()
-        && let Pass::Done(k) = pass(engine, writer, src, live, grow, complaints, effort)?
+        && let Pass::Done(k) = pass(engine, writer, src, live, grow, complaints, effort, pause)?
     {
         return Ok(k);
     }
-    match pass(engine, writer, src, live, None, complaints, effort)? {
+    match pass(engine, writer, src, live, None, complaints, effort, pause)? {
         Pass::Done(k) => Ok(k),
         Pass::Again => Err(Error::new(
             libc::EIO,
@@ -258,6 +259,7 @@ fn pass(
     grow: Option<(u64, u64)>,
     complaints: &Complaints,
     effort: &mut Effort,
+    pause: &dyn Fn(),
 ) -> Result<Pass> {
     let f = &engine.fields;
     let sid = live.sid;
@@ -280,6 +282,7 @@ fn pass(
     let read = src
         .source
         .each_message(&live.ns, &live.dir, true, &mut |facts, m| {
+            pause();
             n += 1;
             h = identity(&m, h);
             match state {

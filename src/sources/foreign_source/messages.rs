@@ -35,7 +35,14 @@ impl ForeignSource {
     ) -> Result<SessionFacts> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
-        let (file, _, refs) = self.with_reader(&path, |r, tail| r.messages(tail, history))?;
+        // A reader made just for this (search reads every session once) is not kept:
+        // it would push out the readers of sessions being followed.
+        let cached = self.readers.lock().unwrap().1.contains_key(&path);
+        let read = self.with_reader(&path, |r, tail| r.messages(tail, history));
+        if !cached {
+            self.readers.lock().unwrap().1.remove(&path);
+        }
+        let (file, _, refs) = read?;
         let mut names = std::collections::HashMap::new();
         for r in refs {
             let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
