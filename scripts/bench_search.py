@@ -13,15 +13,18 @@ Code, Codex and pi sessions; quick: a few MB).
   21b  the same, p99                                 -                            <= 200 ms
   22   index build throughput: history bytes /       -                            >= 50 MB/s
        (mount -> index complete), first mount
-  23   cold `cat conversation.json` of a ~10 MB      the same when idle (index    <= 2x time
-       Claude session during a build                 complete)
+  23   first `cat conversation.json` of a ~10 MB     the same of other sessions   <= 2x time
+       Claude session during a build (fen-fs has     of that size once the index
+       computed nothing of it; page cache warm)      is complete and idle
   24   index size / history size                     -                            <= 35 %
   25   daemon peak RSS (VmHWM) over the build        -                            <= 250 MB
   25b  daemon RSS once idle (writer dropped)         -                            <= 150 MB
 
 Words: the manifest's planted words and a few common ones. Row 22 also checks each
 planted word's hit count against the manifest (a note lists them). Row 23 runs on a
-second build (index deleted, remount) so that dropping caches does not slow row 22's.
+second build (index deleted, remount), with the page cache warm: the build's own disk
+reads compete with a cold `cat` on any disk, whatever fen-fs does, and the row is about
+the daemon staying responsive.
 """
 
 import json
@@ -47,8 +50,8 @@ def add_rows(add):
         "warm rg -l -i -F WORD over the history's files")
     add("21b", "ls search/<query>/, p99", "s", "<=", 0.2, "value", "")
     add("22", "index build, first mount", "MB/s", ">=", 50, "value", "")
-    add("23", "cold cat conversation.json, in a build", "s", "<=", 2, "fen/base",
-        "the same cold cat with the index complete and idle")
+    add("23", "first cat conversation.json, in a build", "s", "<=", 2, "fen/base",
+        "the same of sessions of that size with the index complete and idle")
     add("24", "index size / history size", "%", "<=", 35, "value", "")
     add("25", "daemon VmHWM over the build", "MB", "<=", 250, "value", "")
     add("25b", "daemon VmRSS once idle", "MB", "<=", 150, "value", "")
@@ -207,18 +210,23 @@ def scenario(B, P, R, rows, want):
     rows["25b"].notes.append("%d s after the build (the writer is dropped after 10 s idle)" % idle)
     m.down()
 
-    # 23: a cold cat during a second build, against the same once idle.
+    # 23: a first `cat conversation.json` of a session (nothing of it computed by fen-fs
+    # yet; the history warm in the page cache, as for 22) during a second build (the
+    # index deleted, remount), against the same of other sessions of about the same size
+    # once the index is complete and idle.
     shutil.rmtree(store / ".fen-cache" / "search")
-    big = None
-    for rel, sz in sorted(man["sizes"].items(), key=lambda kv: abs(kv[1] - 10_000_000)):
-        if rel.startswith("claude/"):
-            big = rel
-            break
+    n = max(3, R)
+    picks = sorted((kv for kv in man["sizes"].items() if kv[0].startswith("claude/")),
+                   key=lambda kv: abs(kv[1] - 10_000_000))[:2 * n]
+    if len(picks) < 2:
+        rows["23"].error = "too few Claude sessions in the history"
+        return
+    B.warm_files([h / rel for rel, _ in picks])
     m = B.Mount(store, fsync="no", extra=src)
     m.up()
 
-    def conv_path():
-        sid = Path(big).stem
+    def conv_path(rel):
+        sid = Path(rel).stem
         for ns in os.listdir(mp):
             d = mp / ns
             if ns in ("ctl", "search") or not d.is_dir():
@@ -228,21 +236,21 @@ def scenario(B, P, R, rows, want):
                     return d / s / "conversation.json"
         raise B.BenchError("session %s not found in the mount" % sid)
 
-    conv = conv_path()
+    paths = [conv_path(rel) for rel, _ in picks]
     during = []
-    while len(during) < max(3, R) and not index_state(mp)[0]:
-        if not B.drop_caches():
-            rows["23"].notes.append("drop_caches refused: ran warm")
-        during.append(B.cat(conv))
+    for p in paths[0::2]:
+        if index_state(mp)[0]:
+            break
+        during.append(B.cat(p))
+        time.sleep(0.5)
     if not during:
-        rows["23"].error = "the build ended before a cold cat could run (history too small)"
+        rows["23"].error = "the build ended before a first cat could run (history too small)"
     wait_complete(B, mp, 1800)
-    idle_s = []
-    for _ in range(max(3, R)):
-        B.drop_caches()
-        idle_s.append(B.cat(conv))
+    idle_s = [B.cat(p) for p in paths[1::2]]
     rows["23"].fen_samples = during
     rows["23"].base_samples = idle_s
-    rows["23"].notes.append("%s (%.1f MB); %d cold cats during the build" % (
-        big, man["sizes"][big] / 1e6, len(during)))
+    sizes = [sz for _, sz in picks]
+    rows["23"].notes.append("Claude sessions of %.1f-%.1f MB, each read once (fen-fs computes its "
+                            "conversation then); %d during the build, %d once idle" % (
+                                min(sizes) / 1e6, max(sizes) / 1e6, len(during), len(idle_s)))
     m.down()

@@ -495,13 +495,15 @@ impl Search {
                                         src,
                                         &l,
                                         known.get(&l.sid),
-                                        complaints,
-                                        &mut mine,
-                                        &|| {
-                                            if background {
-                                                self.let_the_mount_go_first();
-                                            }
+                                        &sync::Manners {
+                                            complaints,
+                                            pause: &|| {
+                                                if background {
+                                                    self.let_the_mount_go_first();
+                                                }
+                                            },
                                         },
+                                        &mut mine,
                                     )
                                 });
                                 bytes.fetch_add(mine.bytes - before, Ordering::Relaxed);
@@ -607,9 +609,11 @@ impl Search {
                         s,
                         &live,
                         known.get(&live.sid),
-                        complaints,
+                        &sync::Manners {
+                            complaints,
+                            pause: &|| {},
+                        },
                         &mut effort,
-                        &|| {},
                     )
                 })?;
                 match k {

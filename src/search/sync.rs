@@ -164,6 +164,13 @@ pub fn remove(engine: &Engine, writer: &IndexWriter, sid: u64) {
 #[derive(Default)]
 pub struct Complaints(std::sync::Mutex<HashSet<u64>>);
 
+/// What a pass over sessions shares: the complaints said so far, and what to call
+/// between messages (a big pass lets the mount go first there).
+pub struct Manners<'a> {
+    pub complaints: &'a Complaints,
+    pub pause: &'a dyn Fn(),
+}
+
 /// What indexing a session added, for the log.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Effort {
@@ -221,20 +228,19 @@ pub fn index_session(
     src: &SourceRef,
     live: &Live,
     known: Option<&Known>,
-    complaints: &Complaints,
+    manners: &Manners,
     effort: &mut Effort,
-    pause: &dyn Fn(),
 ) -> Result<Option<Known>> {
     let grow = known
         .filter(|k| k.count > 0 && k.count != UNREAD)
         .map(|k| (k.count, k.prefix));
     effort.sessions += 1;
     if grow.is_some()
-        && let Pass::Done(k) = pass(engine, writer, src, live, grow, complaints, effort, pause)?
+        && let Pass::Done(k) = pass(engine, writer, src, live, grow, manners, effort)?
     {
         return Ok(k);
     }
-    match pass(engine, writer, src, live, None, complaints, effort, pause)? {
+    match pass(engine, writer, src, live, None, manners, effort)? {
         Pass::Done(k) => Ok(k),
         Pass::Again => Err(Error::new(
             libc::EIO,
@@ -257,9 +263,8 @@ fn pass(
     src: &SourceRef,
     live: &Live,
     grow: Option<(u64, u64)>,
-    complaints: &Complaints,
+    manners: &Manners,
     effort: &mut Effort,
-    pause: &dyn Fn(),
 ) -> Result<Pass> {
     let f = &engine.fields;
     let sid = live.sid;
@@ -282,7 +287,7 @@ fn pass(
     let read = src
         .source
         .each_message(&live.ns, &live.dir, true, &mut |facts, m| {
-            pause();
+            (manners.pause)();
             n += 1;
             h = identity(&m, h);
             match state {
@@ -339,7 +344,7 @@ fn pass(
             return Ok(Pass::Done(None));
         }
         Err(e) => {
-            if complaints.0.lock().unwrap().insert(src.src) {
+            if manners.complaints.0.lock().unwrap().insert(src.src) {
                 log::warn!(
                     "search: {} gives no messages ({}): its sessions are not searchable",
                     src.label,
