@@ -268,6 +268,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
     raise_open_file_limit();
+    limit_malloc_arenas();
     let store = match Store::open(&root, args.fsync) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&mut ready, e),
@@ -287,7 +288,14 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
     }
-    let tree = Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid));
+    // The search index is opened, checked and brought up to date in the background.
+    let search = Arc::new(crate::search::Search::open_deferred(
+        &root,
+        &args.mountpoint,
+        sources.clone(),
+    ));
+    let tree =
+        Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid).with_search(search.clone()));
     let status = MountStatus {
         pid: std::process::id(),
         mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
@@ -357,6 +365,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         args.mountpoint.display(),
         ours.as_ref().map(|e| e.id)
     );
+    if let Err(e) = search.start() {
+        log::error!("search indexer thread: {e}");
+    }
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -371,6 +382,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         sd_notify("STOPPING=1");
         unmount_own(&args.mountpoint, ours.as_ref())
     };
+    search.stop();
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
@@ -502,6 +514,15 @@ fn sd_notify(state: &str) {
     if let Err(e) = send() {
         log::warn!("sd_notify {state} to {}: {e}", socket.to_string_lossy());
     }
+}
+
+/// Two malloc arenas, not glibc's eight per core: the search index's build spreads its
+/// allocations over several threads, and each thread's arena kept what it freed (the
+/// daemon's peak RSS over a 2.5 GB build: 254 MB with the default, 190 MB with two;
+/// the build took as long).
+fn limit_malloc_arenas() {
+    // SAFETY: glibc call, before the daemon starts its threads.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
 }
 
 /// Each session appended to keeps its descriptor open, and each open view holds one:

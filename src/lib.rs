@@ -33,6 +33,8 @@ pub mod neutral;
 #[cfg(feature = "full")]
 pub mod resume;
 #[cfg(feature = "full")]
+pub mod search;
+#[cfg(feature = "full")]
 pub mod sources;
 #[cfg(feature = "full")]
 pub mod tree;

@@ -223,7 +223,15 @@ pub struct SessionMessages {
 /// Names each tool result that names no tool (Claude's and Codex's do not) after the
 /// call it answers, when an earlier message holds that call.
 pub fn fill_tool_names(messages: &mut [Message]) {
-    let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    fill_tool_names_with(&mut std::collections::HashMap::new(), messages);
+}
+
+/// `fill_tool_names` over messages that come in several slices, in order: `names`
+/// carries the calls seen so far (call id → tool name) from one slice to the next.
+pub fn fill_tool_names_with(
+    names: &mut std::collections::HashMap<String, String>,
+    messages: &mut [Message],
+) {
     for m in messages.iter_mut() {
         for p in m.parts.iter_mut() {
             match p {

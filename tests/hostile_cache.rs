@@ -140,7 +140,8 @@ fn views(mp: &Path) -> Vec<(String, Vec<u8>)> {
     let mut nss: Vec<_> = std::fs::read_dir(mp)
         .unwrap()
         .flatten()
-        .filter(|e| e.file_type().unwrap().is_dir())
+        // Namespaces: every folder but `search/`, the queries' folder.
+        .filter(|e| e.file_type().unwrap().is_dir() && e.file_name() != "search")
         .map(|e| e.path())
         .collect();
     nss.sort();

@@ -235,7 +235,11 @@ fn symlinks_in_the_store_are_not_followed() {
     // The mount shows none of it.
     assert_eq!(
         names(&m.mp),
-        BTreeSet::from(["ctl".to_string(), "home-u-proj".to_string()])
+        BTreeSet::from([
+            "ctl".to_string(),
+            "home-u-proj".to_string(),
+            "search".to_string()
+        ])
     );
     for hidden in [
         "evil",

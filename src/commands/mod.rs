@@ -3,6 +3,7 @@
 
 pub mod list;
 pub mod resume;
+pub mod search;
 pub mod status;
 pub mod trash;
 
@@ -66,6 +67,13 @@ impl StoreArg {
 
 fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
     FsyncMode::from_name(s).ok_or_else(|| format!("one of {}", FsyncMode::NAMES.join(", ")))
+}
+
+fn parse_limit(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("a number of sessions, 1 or more".into()),
+    }
 }
 
 fn parse_view(s: &str) -> Result<ViewKind, String> {
@@ -287,6 +295,32 @@ enum Command {
         /// Run the printed command (in the session's working directory).
         #[arg(long)]
         exec: bool,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Find sessions by what was said in them, best first: words (all must match),
+    /// "a phrase", -word (excluded), word* (prefix). Exit 2 for a bad query.
+    Search {
+        /// The query: words, "phrases", -excluded, prefix*.
+        #[arg(required = true, value_name = "QUERY")]
+        words: Vec<String>,
+        /// One JSON object per line (while the index is built, a first line says how far).
+        #[arg(long)]
+        json: bool,
+        /// At most N sessions.
+        #[arg(long, default_value_t = crate::search::DEFAULT_LIMIT, value_parser = parse_limit)]
+        limit: usize,
+        /// Only this agent's sessions (fen, pi, claude, codex, ...).
+        #[arg(long, value_name = "KIND", value_parser = search::parse_agent)]
+        agent: Option<crate::agent::Agent>,
+        /// Only the sessions of this directory.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only messages since DATE (2026-11-01) or in the last DURATION (7d, 12h).
+        #[arg(long, value_name = "DATE", value_parser = search::parse_since)]
+        since: Option<i64>,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -555,6 +589,28 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Search {
+            words,
+            json,
+            limit,
+            agent,
+            cwd,
+            since,
+            store,
+            sources,
+        } => {
+            let store = store.existing()?;
+            let args = search::Args {
+                words,
+                json,
+                limit,
+                agent,
+                cwd: cwd.map(|c| list::absolute_dir(&c)),
+                since_ms: since,
+                foreign: sources.options(),
+            };
+            search::run(args, store)
+        }
         Command::Fsck { session, store } => {
             let store = store.existing()?;
             let report = crate::check::check_store(&store, session.as_deref())?;
@@ -616,9 +672,60 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
     out
 }
 
+/// `fen-fs search`'s `-word` exclusions are words, not options: every argument
+/// beginning with `-` that is not one of its options moves after a `--` (the order of
+/// a query's words does not matter).
+pub fn search_words_after_dashes(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const FLAGS: [&str; 4] = ["--json", "--no-detect", "--help", "-h"];
+    const VALUED: [&str; 6] = [
+        "--limit", "--agent", "--cwd", "--since", "--store", "--source",
+    ];
+    let Some(at) = args.iter().position(|a| a == "search") else {
+        return args;
+    };
+    // Only when `search` is the subcommand (nothing but options before it).
+    if args[1..at]
+        .iter()
+        .any(|a| !a.to_string_lossy().starts_with('-'))
+    {
+        return args;
+    }
+    let mut out: Vec<std::ffi::OsString> = args[..=at].to_vec();
+    let mut words = Vec::new();
+    let mut i = at + 1;
+    while i < args.len() {
+        let a = args[i].to_string_lossy().into_owned();
+        let name = a.split('=').next().unwrap_or("");
+        if a == "--" {
+            words.extend(args[i + 1..].iter().cloned());
+            break;
+        } else if FLAGS.contains(&a.as_str()) || (VALUED.contains(&name) && a.contains('=')) {
+            out.push(args[i].clone());
+        } else if VALUED.contains(&a.as_str()) {
+            out.push(args[i].clone());
+            if let Some(v) = args.get(i + 1) {
+                out.push(v.clone());
+                i += 1;
+            }
+        } else if a.starts_with('-') && a.len() > 1 {
+            words.push(args[i].clone());
+        } else {
+            out.push(args[i].clone());
+        }
+        i += 1;
+    }
+    if !words.is_empty() {
+        out.push("--".into());
+        out.extend(words);
+    }
+    out
+}
+
 /// The parsed command line of this process.
 pub fn parse() -> Cli {
-    <Cli as Parser>::parse_from(normalize_args(std::env::args_os().collect()))
+    <Cli as Parser>::parse_from(search_words_after_dashes(normalize_args(
+        std::env::args_os().collect(),
+    )))
 }
 
 #[cfg(test)]
@@ -685,5 +792,66 @@ mod tests {
                 .reason
                 .contains("colour")
         );
+    }
+}
+
+#[cfg(test)]
+mod search_args_tests {
+    use super::*;
+
+    fn words_json(args: &[&str]) -> (Vec<String>, bool) {
+        let mut all = vec!["fen-fs", "search"];
+        all.extend(args);
+        let all = search_words_after_dashes(all.into_iter().map(Into::into).collect());
+        match Cli::try_parse_from(all).unwrap().command {
+            Command::Search { words, json, .. } => (words, json),
+            _ => panic!("not search"),
+        }
+    }
+
+    #[test]
+    fn exclusions_are_words_and_options_are_options() {
+        assert_eq!(
+            words_json(&["foo", "-bar"]),
+            (vec!["foo".into(), "-bar".into()], false)
+        );
+        assert_eq!(words_json(&["foo", "--json"]), (vec!["foo".into()], true));
+        assert_eq!(
+            words_json(&["--json", "foo", "-bar"]),
+            (vec!["foo".into(), "-bar".into()], true)
+        );
+        assert_eq!(
+            words_json(&["-bar", "foo"]).0,
+            vec!["foo".to_string(), "-bar".into()]
+        );
+        assert_eq!(
+            words_json(&["foo", "--", "--json"]),
+            (vec!["foo".into(), "--json".into()], false)
+        );
+        let all = search_words_after_dashes(
+            ["fen-fs", "search", "--cwd", "-odd", "x", "--limit=3", "-y"]
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+        );
+        assert_eq!(
+            all,
+            [
+                "fen-fs",
+                "search",
+                "--cwd",
+                "-odd",
+                "x",
+                "--limit=3",
+                "--",
+                "-y"
+            ]
+        );
+        // Other commands are left alone.
+        let list: Vec<std::ffi::OsString> = ["fen-fs", "list", "--all"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        assert_eq!(search_words_after_dashes(list.clone()), list);
     }
 }

@@ -3,7 +3,7 @@
 //! [`mount`] starts a session with its notifier thread.
 
 use crate::error::Error;
-use crate::tree::attr::{Attr, CacheMode, ENTRY_TTL, FileKind};
+use crate::tree::attr::{Attr, CacheMode, FileKind};
 use crate::tree::invalidate::Stale;
 use crate::tree::{SetAttr, Tree};
 use fuser::{
@@ -132,7 +132,7 @@ fn fopen_flags(cache: CacheMode) -> FopenFlags {
 
 fn reply_entry(reply: ReplyEntry, r: crate::Result<Attr>) {
     match r {
-        Ok(a) => reply.entry_with_ttls(&a.ttl(), &ENTRY_TTL, &file_attr(&a), Generation(0)),
+        Ok(a) => reply.entry_with_ttls(&a.ttl(), &a.entry_ttl(), &file_attr(&a), Generation(0)),
         Err(e) => reply.error(errno(&e)),
     }
 }
@@ -458,7 +458,7 @@ impl Filesystem for FenFuse {
                 continue;
             };
             // One TTL serves name and attributes here: the shorter of the two.
-            let ttl = attr.ttl().min(ENTRY_TTL);
+            let ttl = attr.ttl().min(attr.entry_ttl());
             let fa = file_attr(&attr);
             if reply.add(
                 INodeNo(e.ino),

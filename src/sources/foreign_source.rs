@@ -837,8 +837,7 @@ impl ForeignSource {
             return None;
         }
         let mut reader = self.new_reader(path);
-        if head.consumed != stamp.size && !reader.follows_appends() || !reader.restore_state(body)
-        {
+        if head.consumed != stamp.size && !reader.follows_appends() || !reader.restore_state(body) {
             return None;
         }
         Some(Following {
@@ -1601,6 +1600,16 @@ impl SessionSource for ForeignSource {
         history: bool,
     ) -> Result<crate::neutral::SessionMessages> {
         self.neutral_messages(ns, dir, history)
+    }
+
+    fn each_message(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+        each: &mut dyn FnMut(&crate::neutral::SessionFacts, crate::neutral::Message),
+    ) -> Result<crate::neutral::SessionFacts> {
+        self.neutral_each(ns, dir, history, each)
     }
 
     fn persist(&self) {

@@ -25,7 +25,7 @@ pub mod watch;
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};
-use crate::neutral::SessionMessages;
+use crate::neutral::{Message, SessionFacts, SessionMessages};
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
 use std::path::Path;
@@ -113,6 +113,24 @@ pub trait SessionSource: Send + Sync {
             libc::ENOTSUP,
             format!("{ns}/{dir}: this source cannot give neutral messages yet"),
         ))
+    }
+
+    /// `messages`, one at a time and in the same order: `each` gets every message
+    /// with the session's facts, and nothing needs to hold them all (search reads
+    /// every session, some of hundreds of MB). Returns the facts. By default through
+    /// `messages`.
+    fn each_message(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+        each: &mut dyn FnMut(&SessionFacts, Message),
+    ) -> Result<SessionFacts> {
+        let s = self.messages(ns, dir, history)?;
+        for m in s.messages {
+            each(&s.facts, m);
+        }
+        Ok(s.facts)
     }
 }
 

@@ -108,20 +108,28 @@ pub fn normalize_cwd(cwd: &str) -> String {
 /// wrapping, so that no name in the mount begins with `-` (which `cd`, `ls`, `jq` and
 /// tab completion take for an option). `--home-u-proj--` → `home-u-proj`. A name that
 /// would be empty (the cwd `/`) or begin with `-` or `_` gets a `_` in front, so the
-/// mapping can be undone: `----` → `_`, `---x--` → `_-x`, `--_x--` → `__x`. The store
-/// on disk keeps the slug.
+/// mapping can be undone: `----` → `_`, `---x--` → `_-x`, `--_x--` → `__x`. So does a
+/// name the mount root itself uses (`ctl`, `search`: the cwds `/ctl` and `/search`
+/// show as `_ctl` and `_search`). The store on disk keeps the slug.
 pub fn mount_name(ns: &str) -> String {
     let body = match ns.strip_prefix("--").and_then(|b| b.strip_suffix("--")) {
         Some(body) if ns.len() >= 4 => body,
         // Not a slug (a folder fen-fs did not make): shown as it is, escaped the same way.
         _ => ns,
     };
-    if body.is_empty() || body.starts_with('-') || body.starts_with('_') {
+    if body.is_empty()
+        || body.starts_with('-')
+        || body.starts_with('_')
+        || ROOT_NAMES.contains(&body)
+    {
         format!("_{body}")
     } else {
         body.to_string()
     }
 }
+
+/// Names in the mount's root that are not namespaces.
+pub const ROOT_NAMES: [&str; 2] = ["ctl", "search"];
 
 /// The namespaces a mount folder name may stand for, most likely first: the slug it
 /// was made from, else a folder of that very name.
@@ -228,6 +236,9 @@ mod tests {
             ("/-x", "_-x"),
             ("/_x", "__x"),
             ("/a:b", "a-b"),
+            ("/search", "_search"),
+            ("/ctl", "_ctl"),
+            ("/search/x", "search-x"),
         ] {
             let ns = slug(cwd);
             assert_eq!(mount_name(&ns), name, "{cwd}");

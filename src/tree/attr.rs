@@ -21,6 +21,9 @@ pub struct Attr {
     pub mtime: SystemTime,
     pub uid: u32,
     pub gid: u32,
+    /// Never cached by the kernel, neither the name nor the attributes (the `search/`
+    /// folder: every lookup there is a fresh query).
+    pub volatile: bool,
 }
 
 impl Attr {
@@ -34,7 +37,9 @@ impl Attr {
 
     /// How long the kernel may keep these attributes.
     pub fn ttl(&self) -> Duration {
-        if self.kind == FileKind::Directory {
+        if self.volatile {
+            Duration::ZERO
+        } else if self.kind == FileKind::Directory {
             DIR_ATTR_TTL
         } else {
             FILE_ATTR_TTL
@@ -55,6 +60,17 @@ pub const DIR_ATTR_TTL: Duration = Duration::from_secs(1);
 /// a stale cached name only leads to ENOENT from `getattr`/`open`. New names are never
 /// negatively cached (ENOENT replies carry no TTL), so they show up immediately.
 pub const ENTRY_TTL: Duration = Duration::from_secs(1);
+
+impl Attr {
+    /// How long the kernel may keep the name that led here.
+    pub fn entry_ttl(&self) -> Duration {
+        if self.volatile {
+            Duration::ZERO
+        } else {
+            ENTRY_TTL
+        }
+    }
+}
 
 /// How an open file is to be served by the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,10 @@
 //! Inode numbers for the synthesized tree. Each namespace and each session gets a
 //! slot; its folder and the files in it are `slot << 3 | kind`, so one table entry
 //! serves a whole session folder. Slots are never reused during a mount, so an inode
-//! number always means the same thing.
+//! number always means the same thing. The `search/` folder's nodes (one per query
+//! asked) live in a table of their own, bounded: the oldest are forgotten, and their
+//! numbers then answer ENOENT (nothing under `search/` is cached by the kernel, so a
+//! path is looked up again by name).
 
 use crate::views::ViewKind;
 use std::collections::HashMap;
@@ -17,6 +20,14 @@ pub enum Node {
     SessionDir(String, String),
     View(String, String, ViewKind),
     SessionCtl(String, String),
+    /// `search/`.
+    SearchRoot,
+    /// `search/<query>/`.
+    SearchQuery(String),
+    /// `search/<query>/hits.jsonl`.
+    SearchHits(String),
+    /// `search/<query>/<NN-session dir>`: a link to the session's folder.
+    SearchLink(String, String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,6 +38,15 @@ enum Slot {
 
 pub const ROOT: u64 = 1;
 pub const ROOT_CTL: u64 = 2;
+pub const SEARCH_ROOT: u64 = 3;
+/// The search folder's nodes are numbered from here (far above any slot's).
+const SEARCH_BASE: u64 = 1 << 62;
+/// Search nodes remembered at once.
+const SEARCH_NODES: usize = 16_384;
+
+/// The search folder's name in the mount's root, and its hits file.
+pub const SEARCH: &str = "search";
+pub const HITS: &str = "hits.jsonl";
 
 /// The `ctl` file's name, in the root and in each writable session folder.
 pub const CTL: &str = "ctl";
@@ -66,6 +86,37 @@ fn code_of(kind: ViewKind) -> u64 {
 #[derive(Default)]
 pub struct InodeTable {
     inner: Mutex<Table>,
+    search: Mutex<SearchTable>,
+}
+
+/// Search nodes by number and back, oldest first out.
+#[derive(Default)]
+struct SearchTable {
+    next: u64,
+    by_node: HashMap<Node, u64>,
+    by_ino: HashMap<u64, Node>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl SearchTable {
+    fn ino(&mut self, node: &Node) -> u64 {
+        if let Some(&n) = self.by_node.get(node) {
+            return n;
+        }
+        self.next += 1;
+        let ino = SEARCH_BASE + self.next;
+        self.by_node.insert(node.clone(), ino);
+        self.by_ino.insert(ino, node.clone());
+        self.order.push_back(ino);
+        while self.order.len() > SEARCH_NODES {
+            if let Some(old) = self.order.pop_front()
+                && let Some(n) = self.by_ino.remove(&old)
+            {
+                self.by_node.remove(&n);
+            }
+        }
+        ino
+    }
 }
 
 #[derive(Default)]
@@ -93,10 +144,21 @@ pub fn folder_of(ino: u64) -> u64 {
 
 impl InodeTable {
     pub fn ino(&self, node: &Node) -> u64 {
+        match node {
+            Node::SearchRoot => return SEARCH_ROOT,
+            Node::SearchQuery(_) | Node::SearchHits(_) | Node::SearchLink(..) => {
+                return self.search.lock().unwrap().ino(node);
+            }
+            _ => {}
+        }
         let mut t = self.inner.lock().unwrap();
         match node {
             Node::Root => ROOT,
             Node::RootCtl => ROOT_CTL,
+            Node::SearchRoot
+            | Node::SearchQuery(_)
+            | Node::SearchHits(_)
+            | Node::SearchLink(..) => unreachable!("numbered above"),
             Node::Namespace(ns) => t.slot(Slot::Namespace(ns.clone())) << 3,
             Node::Latest(ns) => t.slot(Slot::Namespace(ns.clone())) << 3 | 1,
             Node::IndexJson(ns) => t.slot(Slot::Namespace(ns.clone())) << 3 | 2,
@@ -110,6 +172,8 @@ impl InodeTable {
         match ino {
             ROOT => return Some(Node::Root),
             ROOT_CTL => return Some(Node::RootCtl),
+            SEARCH_ROOT => return Some(Node::SearchRoot),
+            i if i > SEARCH_BASE => return self.search.lock().unwrap().by_ino.get(&i).cloned(),
             _ => {}
         }
         let t = self.inner.lock().unwrap();
@@ -154,11 +218,35 @@ mod tests {
             Node::View("--a--".into(), "d".into(), ViewKind::Meta),
             Node::View("--b--".into(), "e".into(), ViewKind::Transcript),
             Node::View("--b--".into(), "e".into(), ViewKind::Markdown),
+            Node::SearchRoot,
+            Node::SearchQuery("flaky test".into()),
+            Node::SearchHits("flaky test".into()),
+            Node::SearchLink("flaky test".into(), "01-d".into()),
         ];
         for n in &nodes {
             let ino = t.ino(n);
             assert_eq!(t.node(ino).as_ref(), Some(n), "{ino}");
         }
         assert_eq!(t.node(999), None);
+    }
+
+    #[test]
+    fn search_nodes_are_bounded_and_forgotten_oldest_first() {
+        let t = InodeTable::default();
+        let first = t.ino(&Node::SearchQuery("q0".into()));
+        for i in 1..=SEARCH_NODES {
+            t.ino(&Node::SearchQuery(format!("q{i}")));
+        }
+        assert_eq!(t.node(first), None, "forgotten");
+        let last = t.ino(&Node::SearchQuery(format!("q{SEARCH_NODES}")));
+        assert_eq!(
+            t.node(last),
+            Some(Node::SearchQuery(format!("q{SEARCH_NODES}")))
+        );
+        assert_ne!(
+            t.ino(&Node::SearchQuery("q0".into())),
+            first,
+            "never reused"
+        );
     }
 }

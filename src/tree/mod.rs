@@ -9,6 +9,7 @@
 pub mod attr;
 pub mod inodes;
 pub mod invalidate;
+mod search;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
@@ -37,6 +38,9 @@ pub struct DirEntry {
 /// An open file or folder.
 enum OpenFile {
     View(Snapshot),
+    /// A search's `hits.jsonl` (reading it is not the mount being busy: see
+    /// `serving`).
+    Hits(Snapshot),
     Ctl(Mutex<CtlHandle>),
     Dir(Arc<Vec<DirEntry>>),
 }
@@ -73,6 +77,8 @@ pub struct Tree {
     /// session `ctl` from its existence check to counting the writer: a `ctl` is then
     /// never opened on a session that is on its way to the trash.
     trashing: Mutex<()>,
+    /// Answers the `search/` folder's queries, and hears of `ctl` appends.
+    search: Option<Arc<crate::search::Search>>,
 }
 
 impl Tree {
@@ -94,7 +100,14 @@ impl Tree {
             gid,
             stale: Arc::new(Invalidations::default()),
             trashing: Mutex::new(()),
+            search: None,
         }
+    }
+
+    /// The same tree with a `search/` folder answered by `search`.
+    pub fn with_search(mut self, search: Arc<crate::search::Search>) -> Self {
+        self.search = Some(search);
+        self
     }
 
     /// Inodes whose kernel caches must be dropped (drained by the adapter's notifier).
@@ -112,6 +125,7 @@ impl Tree {
             mtime,
             uid: self.uid,
             gid: self.gid,
+            volatile: false,
         }
     }
 
@@ -205,6 +219,12 @@ impl Tree {
         pid: Option<u32>,
     ) -> Result<Attr> {
         Ok(match node {
+            Node::SearchRoot
+            | Node::SearchQuery(_)
+            | Node::SearchHits(_)
+            | Node::SearchLink(..) => {
+                return self.search_attr(ino, node, opened);
+            }
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
             Node::RootCtl => {
                 let size = opened.unwrap_or_else(|| self.ctl_size(None, pid));
@@ -268,6 +288,8 @@ impl Tree {
         let missing = || Error::not_found(format!("no {name}"));
         Ok(match parent {
             Node::Root if name == CTL => Node::RootCtl,
+            Node::Root if name == inodes::SEARCH && self.search.is_some() => Node::SearchRoot,
+            Node::SearchRoot | Node::SearchQuery(_) => return self.search_child(parent, name),
             Node::Root => {
                 // Mount names are the slugs without their `--` (naming::mount_name).
                 let ns = crate::store::naming::namespaces_of_mount_name(name)
@@ -313,6 +335,13 @@ impl Tree {
             Node::Root => {
                 if self.ctl.is_some() {
                     out.push(entry(&Node::RootCtl, FileKind::RegularFile, CTL));
+                }
+                if self.search.is_some() {
+                    out.push(entry(
+                        &Node::SearchRoot,
+                        FileKind::Directory,
+                        inodes::SEARCH,
+                    ));
                 }
                 let mut names = Vec::new();
                 for s in &self.sources {
@@ -365,6 +394,7 @@ impl Tree {
                     out.push(entry(&n, FileKind::RegularFile, name));
                 }
             }
+            Node::SearchRoot | Node::SearchQuery(_) => self.search_list(node, &mut out)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
         }
         Ok(out)
@@ -397,7 +427,7 @@ impl Tree {
     pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: Option<u32>) -> Result<Attr> {
         let handle = fh.and_then(|fh| self.handle(fh));
         let opened = match (handle.as_deref(), &self.ctl) {
-            (Some(OpenFile::View(s)), _) => Some(s.size()),
+            (Some(OpenFile::View(s) | OpenFile::Hits(s)), _) => Some(s.size()),
             (Some(OpenFile::Ctl(h)), Some(ctl)) => Some(ctl.handle_size(&h.lock().unwrap())),
             _ => None,
         };
@@ -427,6 +457,7 @@ impl Tree {
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         match self.node_of(ino)? {
             Node::Latest(ns) => Ok(self.latest(&ns)?.into_bytes()),
+            n @ Node::SearchLink(..) => self.search_readlink(&n),
             _ => Err(Error::invalid("not a symbolic link")),
         }
     }
@@ -515,6 +546,19 @@ impl Tree {
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        if let Node::SearchHits(_) = node {
+            if writing || flags & libc::O_TRUNC != 0 {
+                return Err(Error::access("a search's hits are read-only"));
+            }
+            let (snapshot, cache) = self.search_open(&node)?;
+            let fh = self.add_handle(OpenFile::Hits(snapshot));
+            return Ok(Opened {
+                fh,
+                cache,
+                backing: false,
+            });
+        }
+        self.serving();
         let _moving = matches!(node, Node::SessionCtl(..)).then(|| self.trashing.lock().unwrap());
         let ctl_target = match &node {
             Node::RootCtl => Some(CtlTarget::Root),
@@ -588,7 +632,11 @@ impl Tree {
     /// Up to `size` bytes at `offset` of an open view, or a `ctl`'s replies.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         match self.handle(fh).as_deref() {
-            Some(OpenFile::View(s)) => s.read_at(offset, size as usize),
+            Some(OpenFile::View(s)) => {
+                self.serving();
+                s.read_at(offset, size as usize)
+            }
+            Some(OpenFile::Hits(s)) => s.read_at(offset, size as usize),
             Some(OpenFile::Ctl(h)) => {
                 let ctl = self.ctl_service()?;
                 Ok(ctl.read(&mut h.lock().unwrap(), offset, size as usize))
@@ -767,15 +815,27 @@ impl Tree {
         }
     }
 
+    /// Someone is being served (an open or a read of a session's view, not a search's
+    /// own answers, which are how a build is watched): a search index build lets them
+    /// go first.
+    fn serving(&self) {
+        if let Some(s) = &self.search {
+            s.mount_busy();
+        }
+    }
+
     /// After a `ctl` write or flush appended on `ino`: if it is a session's `ctl`, the
     /// namespace's newest update moves, and the session and namespace folders' cached
     /// attributes (their mtimes) must go, so `ls -t` is right at once. The transcript
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
-        if let Ok(Node::SessionCtl(ns, _)) = self.node_of(ino) {
+        if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
             if let Some(s) = self.sources.iter().find(|s| s.writable()) {
                 s.appended(&ns);
+            }
+            if let Some(search) = &self.search {
+                search.touched(&ns, &dir);
             }
             self.stale.mark(inodes::folder_of(ino));
             self.stale.mark(self.inodes.ino(&Node::Namespace(ns)));

@@ -270,6 +270,22 @@ impl Mount {
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.tmp.path().join("daemon.log")).unwrap_or_default()
     }
+
+    /// Waits (up to 20 s) until the daemon's search index finds `word`: its
+    /// background indexer has then built, committed and settled, so a test that
+    /// measures the daemon (its memory, its requests) measures only what it does.
+    pub fn wait_indexed(&self, word: &str) {
+        let hits = self.path("search").join(word).join("hits.jsonl");
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            let text = std::fs::read_to_string(&hits).unwrap_or_default();
+            if text.lines().any(|l| l.contains("\"id\"")) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("search never found {word}; log:\n{}", self.daemon_log());
+    }
 }
 
 impl Drop for Mount {

@@ -17,16 +17,44 @@ impl ForeignSource {
         dir: &str,
         history: bool,
     ) -> Result<SessionMessages> {
+        let mut messages = Vec::new();
+        let facts = self.neutral_each(ns, dir, history, &mut |_, m| messages.push(m))?;
+        Ok(SessionMessages { facts, messages })
+    }
+
+    /// The messages one at a time (`SessionSource::each_message`): each is read from
+    /// the file and converted when its turn comes, so a session of hundreds of MB is
+    /// never in memory whole. Tool results are named after their calls on the way
+    /// (`neutral::fill_tool_names`, a call comes before its results).
+    pub(super) fn neutral_each(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+        each: &mut dyn FnMut(&SessionFacts, Message),
+    ) -> Result<SessionFacts> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
-        let (file, _, refs) = self.with_reader(&path, |r, tail| r.messages(tail, history))?;
-        let mut messages = Vec::with_capacity(refs.len());
+        // A reader made just for this (search reads every session once) is not kept
+        // in memory: it would push out the readers of sessions being followed. Its
+        // state goes to disk like the first index's.
+        let cached = self.readers.lock().unwrap().1.contains_key(&path);
+        let keep = if cached {
+            super::Keep::Memory
+        } else {
+            super::Keep::Disk
+        };
+        let (file, _, refs) =
+            self.with_reader_kept(&path, keep, |r, tail| r.messages(tail, history))?;
+        let mut names = std::collections::HashMap::new();
         for r in refs {
             let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
-            messages.push(neutral(self.agent, &bytes, r));
+            let mut one = [neutral(self.agent, &bytes, r)];
+            crate::neutral::fill_tool_names_with(&mut names, &mut one);
+            let [m] = one;
+            each(&facts, m);
         }
-        crate::neutral::fill_tool_names(&mut messages);
-        Ok(SessionMessages { facts, messages })
+        Ok(facts)
     }
 
     /// What the session's listing says of it.

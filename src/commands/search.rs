@@ -1,0 +1,236 @@
+//! `fen-fs search`: what it does apart from its options, so that it is testable.
+
+use crate::agent::Agent;
+use crate::error::Result;
+use crate::search::hits::{Answer, Hit};
+use crate::search::{Request, Search};
+use crate::sources::SessionSource;
+use crate::sources::fen::FenSource;
+use crate::store::Store;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// `--agent KIND`: fen, or one of the other agents' kinds.
+pub fn parse_agent(s: &str) -> std::result::Result<Agent, String> {
+    Agent::ALL
+        .into_iter()
+        .find(|a| a.name() == s)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Agent::ALL.iter().map(|a| a.name()).collect();
+            format!("unknown agent {s:?}: one of {}", names.join(", "))
+        })
+}
+
+/// `--since DATE`: `2026-11-01` (local midnight), an RFC 3339 time, or a duration
+/// back from now (`7d`, `12h`, `2w`, `1d12h`). Milliseconds since the epoch.
+pub fn parse_since(s: &str) -> std::result::Result<i64, String> {
+    let s = s.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp_millis());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        let midnight = d.and_hms_opt(0, 0, 0).expect("midnight exists");
+        use chrono::TimeZone;
+        let t = chrono::Local
+            .from_local_datetime(&midnight)
+            .earliest()
+            .map(|t| t.timestamp_millis())
+            .unwrap_or_else(|| midnight.and_utc().timestamp_millis());
+        return Ok(t);
+    }
+    match super::trash::parse_duration(s) {
+        Ok(d) => {
+            let now = chrono::Utc::now().timestamp_millis();
+            Ok(now.saturating_sub(d.as_millis().min(i64::MAX as u128) as i64))
+        }
+        Err(_) => Err(format!(
+            "{s:?} is not a date (2026-11-01, 2026-11-01T09:00:00Z) or a duration back from now (7d, 12h, 2w)"
+        )),
+    }
+}
+
+/// The folder of an active mount of `root`, if it is mounted.
+fn mount_of(root: &std::path::Path) -> Option<PathBuf> {
+    let canon = std::fs::canonicalize(root).ok()?;
+    crate::mount_table::fen_mounts()
+        .into_iter()
+        .find(|m| {
+            m.pid.is_some()
+                && m.store
+                    .as_deref()
+                    .is_some_and(|s| std::fs::canonicalize(s).ok().as_ref() == Some(&canon))
+        })
+        .map(|m| m.mountpoint)
+}
+
+/// What `fen-fs search` was asked.
+pub struct Args {
+    pub words: Vec<String>,
+    pub json: bool,
+    pub limit: usize,
+    pub agent: Option<Agent>,
+    pub cwd: Option<String>,
+    pub since_ms: Option<i64>,
+    pub foreign: crate::sources::ForeignOptions,
+}
+
+pub fn run(args: Args, store: Store) -> Result<ExitCode> {
+    let text = args.words.join(" ");
+    let query = match crate::search::query::parse(&text) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("fen-fs: {}", e.reason);
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let request = Request {
+        query,
+        agent: args.agent,
+        cwd: args.cwd,
+        since_ms: args.since_ms,
+        limit: args.limit,
+    };
+    let root = store.root.clone();
+    let store = Arc::new(store);
+    let foreign = crate::sources::foreign_sources(&args.foreign, &root, false);
+    let mut sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::new(store))];
+    sources.extend(foreign.iter().map(|f| f.clone() as Arc<dyn SessionSource>));
+    let search = Search::open(root.is_dir().then_some(root.as_path()), sources, true);
+    for note in search.notes() {
+        eprintln!("fen-fs: {note}");
+    }
+    if search.writable() {
+        // This process keeps the index: bring it up to date first.
+        std::thread::scope(|scope| {
+            for f in &foreign {
+                scope.spawn(|| f.build_index());
+            }
+        });
+        search.update(&mut |b| {
+            eprintln!("fen-fs: indexing: {} of {} sessions", b.indexed, b.sessions)
+        })?;
+    } else {
+        for label in search.uncovered() {
+            eprintln!(
+                "fen-fs: {label} is not indexed by the process that keeps this store's index (a mount without that source): its sessions are left out"
+            );
+        }
+    }
+    let mut answer = search.answer(&request)?;
+    // The daemon that keeps the index says where it mounted the store (one look at the
+    // mount table to be sure); else every mount's daemon is asked.
+    let mount = (!search.writable())
+        .then(|| search.writer_mount())
+        .flatten()
+        .filter(|m| crate::mount_table::entry_at(m).is_some_and(|e| e.fen))
+        .or_else(|| mount_of(&root));
+    if let Some(m) = &mount {
+        for h in &mut answer.hits {
+            h.path = m.join(&h.path).to_string_lossy().into_owned();
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let bytes = if args.json {
+        answer.jsonl()
+    } else {
+        if let Some(b) = &answer.building {
+            eprintln!("fen-fs: {}", b.say());
+        }
+        render_table(&answer, std::io::stdout().is_terminal()).into_bytes()
+    };
+    let _ = out.write_all(&bytes);
+    let _ = out.flush();
+    // The process ends now: unmapping every segment one by one would only cost time.
+    std::mem::forget(search);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `**word**` marks as bold on a terminal.
+fn marks(snippet: &str, tty: bool) -> String {
+    if !tty {
+        return snippet.to_string();
+    }
+    let mut out = String::new();
+    for (i, part) in snippet.split(crate::search::snippet::MARK).enumerate() {
+        if i % 2 == 1 {
+            out.push_str("\x1b[1m");
+            out.push_str(part);
+            out.push_str("\x1b[0m");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+fn updated(h: &Hit) -> String {
+    h.updated_at
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_else(|| "-".into())
+}
+
+/// One line per session: updated, agent, title or preview, snippet, folder.
+pub fn render_table(answer: &Answer, tty: bool) -> String {
+    let mut out = String::new();
+    let agent_w = answer.hits.iter().map(|h| h.agent.len()).max().unwrap_or(0);
+    for h in &answer.hits {
+        let title = h
+            .title
+            .as_deref()
+            .or(h.preview.as_deref())
+            .unwrap_or("(untitled)");
+        let title = crate::store::index::one_line(title, 40);
+        out.push_str(&format!(
+            "{}  {:<agent_w$}  {:<40}  {}  {}\n",
+            updated(h),
+            h.agent,
+            title,
+            marks(&h.snippet, tty),
+            h.path,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_dates_times_and_durations() {
+        assert_eq!(
+            parse_since("2026-11-01T00:00:00Z").unwrap(),
+            chrono::DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")
+                .unwrap()
+                .timestamp_millis()
+        );
+        assert!(parse_since("2026-11-01").is_ok());
+        let week = parse_since("7d").unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        assert!((now - week - 7 * 86_400_000).abs() < 10_000);
+        for bad in ["yesterday", "2026-13-01", "7x", ""] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn agents_by_name() {
+        assert_eq!(parse_agent("claude").unwrap(), Agent::Claude);
+        assert_eq!(parse_agent("fen").unwrap(), Agent::Fen);
+        assert!(parse_agent("vim").unwrap_err().contains("one of fen, pi"));
+    }
+
+    #[test]
+    fn marks_turn_bold_on_a_terminal_only() {
+        assert_eq!(marks("a **b** c", false), "a **b** c");
+        assert_eq!(marks("a **b** c", true), "a \x1b[1mb\x1b[0m c");
+    }
+}

@@ -1,0 +1,656 @@
+//! The open index: its reader (reloaded after every commit, ours or the writer
+//! process's), its writer (made when there is something to write, dropped when idle
+//! so its memory goes back), queries turned into Tantivy queries, and one best message
+//! per session.
+
+use super::extract::MessageInfo;
+use super::query::{Clause, Query};
+use super::schema::Fields;
+use super::storage::{Place, Stamp, Storage};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+use tantivy::collector::{Collector, DocSetCollector, SegmentCollector};
+use tantivy::query::{
+    BooleanQuery, ConstScoreQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query as TQuery,
+    RangeQuery, RegexQuery, TermQuery,
+};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{
+    DocAddress, DocId, IndexReader, IndexWriter, Score, Searcher, SegmentOrdinal, SegmentReader,
+    TantivyDocument, Term,
+};
+
+/// The writer's memory: per indexing thread (Tantivy's minimum is 15 MB).
+pub const WRITER_HEAP_PER_THREAD: usize = 20 << 20;
+/// Indexing threads of the writer (the conversion of messages runs beside them).
+pub const WRITER_THREADS: usize = 1;
+
+fn index_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(libc::EIO, format!("search index: {what}: {e}"))
+}
+
+/// What the index says of one session (its session document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    pub src: u64,
+    pub size: u64,
+    pub mtime: i64,
+    pub count: u64,
+    pub prefix: u64,
+}
+
+/// A session's facts as stored on its session document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub agent: String,
+    pub id: String,
+    /// As the store names it (`--home-u-proj--`).
+    pub namespace: String,
+    pub dir: String,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub preview: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+}
+
+/// One hit before it is shown: a session's best document.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub sid: u64,
+    pub score: Score,
+    pub doc: DocAddress,
+    pub session: SessionInfo,
+    pub message: MessageInfo,
+    pub text: String,
+}
+
+/// The filters of a search.
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    pub agent: Option<String>,
+    pub cwd: Option<String>,
+    /// Milliseconds since the epoch.
+    pub since_ms: Option<i64>,
+    /// Only these sources (the asking process's).
+    pub sources: Option<Vec<u64>>,
+}
+
+pub struct Engine {
+    pub fields: Fields,
+    pub storage: Storage,
+    reader: IndexReader,
+    /// Shared by the threads adding documents; taken whole to commit.
+    writer: RwLock<Option<IndexWriter>>,
+    /// Bumped whenever what a search sees may have changed.
+    generation: AtomicU64,
+    /// The commit payload as of the reader's last reload.
+    stamp: RwLock<Option<Stamp>>,
+    /// meta.json's stamp at the last reload (a reader follows another writer).
+    meta_seen: Mutex<Option<(i64, u64, u64)>>,
+    /// When segment files written just now may be checked again, to be trusted by
+    /// their stamps from then on (`storage::recheck`).
+    recheck_at: Mutex<Option<std::time::SystemTime>>,
+}
+
+impl Engine {
+    pub fn new(fields: Fields, mut storage: Storage) -> Result<Engine> {
+        let reader = match storage.reader.take() {
+            Some(r) => r,
+            None => storage
+                .index
+                .reader_builder()
+                .reload_policy(tantivy::ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e| index_error("open a reader", e))?,
+        };
+        let stamp = storage
+            .index
+            .load_metas()
+            .ok()
+            .and_then(|m| Stamp::parse(m.payload.as_deref()));
+        let e = Engine {
+            fields,
+            storage,
+            reader,
+            writer: RwLock::new(None),
+            generation: AtomicU64::new(1),
+            stamp: RwLock::new(stamp),
+            meta_seen: Mutex::new(None),
+            recheck_at: Mutex::new(None),
+        };
+        *e.meta_seen.lock().unwrap() = e.meta_stat();
+        Ok(e)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    pub fn stamp(&self) -> Option<Stamp> {
+        self.stamp.read().unwrap().clone()
+    }
+
+    fn meta_stat(&self) -> Option<(i64, u64, u64)> {
+        let Place::Disk { folder, .. } = &self.storage.place else {
+            return None;
+        };
+        let st = folder.stat("meta.json").ok()?;
+        Some((
+            st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+            st.st_size as u64,
+            st.st_ino,
+        ))
+    }
+
+    /// A searcher over the latest commit: a process that does not write reloads when
+    /// meta.json changed (one `stat`).
+    pub fn searcher(&self) -> Searcher {
+        if !self.storage.writable() {
+            let now = self.meta_stat();
+            let mut seen = self.meta_seen.lock().unwrap();
+            if now != *seen && self.reload().is_ok() {
+                *seen = now;
+            }
+        }
+        self.reader.searcher()
+    }
+
+    fn reload(&self) -> Result<()> {
+        self.reader.reload().map_err(|e| index_error("reload", e))?;
+        let stamp = self
+            .storage
+            .index
+            .load_metas()
+            .ok()
+            .and_then(|m| Stamp::parse(m.payload.as_deref()));
+        *self.stamp.write().unwrap() = stamp;
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn make_writer(&self, w: &mut Option<IndexWriter>) -> Result<()> {
+        if !self.storage.writable() {
+            return Err(Error::new(
+                libc::EBUSY,
+                "another process writes the search index",
+            ));
+        }
+        if w.is_none() {
+            let options = tantivy::indexer::IndexWriterOptions::builder()
+                .num_worker_threads(WRITER_THREADS)
+                .memory_budget_per_thread(WRITER_HEAP_PER_THREAD)
+                .num_merge_threads(1)
+                .build();
+            let writer = self
+                .storage
+                .index
+                .writer_with_options(options)
+                .map_err(|e| index_error("open the writer", e))?;
+            writer.set_merge_policy(Box::new(BoundedMerges));
+            *w = Some(writer);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the writer (made now if there is none); several threads may.
+    pub fn with_writer<T>(&self, f: impl FnOnce(&IndexWriter) -> Result<T>) -> Result<T> {
+        {
+            let w = self.writer.read().unwrap();
+            if let Some(w) = w.as_ref() {
+                return f(w);
+            }
+        }
+        self.make_writer(&mut self.writer.write().unwrap())?;
+        let w = self.writer.read().unwrap();
+        f(w.as_ref().expect("made above"))
+    }
+
+    /// Commits what was added, with `stamp` as its payload, and makes it searchable.
+    pub fn commit(&self, stamp: &Stamp) -> Result<()> {
+        let payload = serde_json::to_string(stamp).expect("stamp serializes");
+        {
+            let mut w = self.writer.write().unwrap();
+            self.make_writer(&mut w)?;
+            let w = w.as_mut().expect("made above");
+            let mut prepared = w
+                .prepare_commit()
+                .map_err(|e| index_error("prepare a commit", e))?;
+            prepared.set_payload(&payload);
+            prepared.commit().map_err(|e| index_error("commit", e))?;
+        }
+        self.reload()?;
+        self.mark_checked();
+        // What the batch's threads freed goes back to the system (glibc keeps
+        // per-thread arenas otherwise).
+        // SAFETY: glibc call with no preconditions.
+        unsafe { libc::malloc_trim(0) };
+        Ok(())
+    }
+
+    /// Drops the writer (after its merges finish), giving its memory back.
+    pub fn release_writer(&self) {
+        let w = self.writer.write().unwrap().take();
+        if let Some(w) = w {
+            if let Err(e) = w.wait_merging_threads() {
+                log::warn!("search index: merging: {e}");
+            }
+            // Merges removed files and wrote new ones.
+            if let Place::Disk { .. } = &self.storage.place {
+                let _ = self.reload();
+                self.mark_checked();
+            }
+            // SAFETY: glibc call with no preconditions; returns freed heap to the system.
+            unsafe { libc::malloc_trim(0) };
+        }
+    }
+
+    fn mark_checked(&self) {
+        if let Place::Disk { folder, .. } = &self.storage.place {
+            *self.recheck_at.lock().unwrap() =
+                super::storage::mark_checked(folder, &self.storage.index);
+        }
+    }
+
+    /// The writer's upkeep: files written just now are checked again once they may
+    /// be trusted by their stamps (until then, every reader checks them).
+    pub fn upkeep(&self) {
+        let due = self
+            .recheck_at
+            .lock()
+            .unwrap()
+            .is_some_and(|t| std::time::SystemTime::now() >= t);
+        if due && let Place::Disk { folder, .. } = &self.storage.place {
+            *self.recheck_at.lock().unwrap() = super::storage::recheck(folder);
+        }
+    }
+
+    pub fn has_writer(&self) -> bool {
+        self.writer.read().unwrap().is_some()
+    }
+
+    /// Every session the index holds, by `sid`.
+    pub fn known(&self) -> Result<HashMap<u64, Known>> {
+        let searcher = self.searcher();
+        let f = &self.fields;
+        let q = TermQuery::new(Term::from_field_u64(f.kind, 1), IndexRecordOption::Basic);
+        let docs = searcher
+            .search(&q, &DocSetCollector)
+            .map_err(|e| index_error("list sessions", e))?;
+        let mut by_segment: HashMap<u32, Vec<DocId>> = HashMap::new();
+        for d in docs {
+            by_segment.entry(d.segment_ord).or_default().push(d.doc_id);
+        }
+        let mut out = HashMap::new();
+        for (seg, docs) in by_segment {
+            let r = searcher.segment_reader(seg);
+            let ff = r.fast_fields();
+            let col = |name: &str| ff.u64(name).map_err(|e| index_error("read a column", e));
+            let (sid, src, size, count, prefix) = (
+                col("sid")?,
+                col("src")?,
+                col("size")?,
+                col("count")?,
+                col("prefix")?,
+            );
+            let mtime = ff
+                .i64("mtime")
+                .map_err(|e| index_error("read a column", e))?;
+            for d in docs {
+                let (Some(s), Some(src)) = (sid.first(d), src.first(d)) else {
+                    continue;
+                };
+                out.insert(
+                    s,
+                    Known {
+                        src,
+                        size: size.first(d).unwrap_or(0),
+                        mtime: mtime.first(d).unwrap_or(0),
+                        count: count.first(d).unwrap_or(0),
+                        prefix: prefix.first(d).unwrap_or(0),
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    fn clause_query(&self, c: &Clause) -> Box<dyn TQuery> {
+        let field = self.fields.text;
+        let terms: Vec<Term> = c
+            .words
+            .iter()
+            .map(|w| Term::from_field_text(field, w))
+            .collect();
+        match (terms.len(), c.prefix) {
+            (1, false) => Box::new(TermQuery::new(
+                terms.into_iter().next().expect("one"),
+                IndexRecordOption::WithFreqs,
+            )),
+            (1, true) => {
+                let pattern = format!("{}.*", regex_escape(&c.words[0]));
+                match RegexQuery::from_pattern(&pattern, field) {
+                    Ok(q) => Box::new(q),
+                    Err(_) => Box::new(tantivy::query::EmptyQuery),
+                }
+            }
+            (_, false) => Box::new(PhraseQuery::new(terms)),
+            (_, true) => {
+                let mut q = PhrasePrefixQuery::new(terms);
+                q.set_max_expansions(1000);
+                Box::new(q)
+            }
+        }
+    }
+
+    /// The Tantivy query for `query` under `filters`.
+    pub fn to_query(&self, query: &Query, filters: &Filters) -> Box<dyn TQuery> {
+        let f = &self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = Vec::new();
+        for c in &query.clauses {
+            let occur = if c.negated {
+                Occur::MustNot
+            } else {
+                Occur::Must
+            };
+            clauses.push((occur, self.clause_query(c)));
+        }
+        let filter = |q: Box<dyn TQuery>| -> (Occur, Box<dyn TQuery>) {
+            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
+        };
+        if let Some(agent) = &filters.agent {
+            clauses.push(filter(Box::new(TermQuery::new(
+                Term::from_field_text(f.agent, agent),
+                IndexRecordOption::Basic,
+            ))));
+        }
+        if let Some(cwd) = &filters.cwd {
+            clauses.push(filter(Box::new(TermQuery::new(
+                Term::from_field_text(f.cwd, cwd),
+                IndexRecordOption::Basic,
+            ))));
+        }
+        if let Some(ms) = filters.since_ms {
+            clauses.push(filter(Box::new(RangeQuery::new(
+                Bound::Included(Term::from_field_i64(f.ts, ms)),
+                Bound::Unbounded,
+            ))));
+        }
+        // Sources are filtered by the collector, on the matches only (a set query
+        // would first mark every document of every source).
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// The best document of each of the best `limit` sessions, best first (ties: the
+    /// newer message first).
+    pub fn search(&self, query: &Query, filters: &Filters, limit: usize) -> Result<Vec<Found>> {
+        let searcher = self.searcher();
+        let q = self.to_query(query, filters);
+        let best = searcher
+            .search(
+                &*q,
+                &BestPerSession {
+                    sources: filters.sources.clone(),
+                },
+            )
+            .map_err(|e| index_error("search", e))?;
+        let mut best: Vec<(u64, Best)> = best.into_iter().collect();
+        best.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then(b.1.ts.cmp(&a.1.ts))
+                .then(a.0.cmp(&b.0))
+        });
+        best.truncate(limit);
+        let mut out = Vec::new();
+        for (sid, b) in best {
+            let doc: TantivyDocument = searcher
+                .doc(b.doc)
+                .map_err(|e| index_error("read a document", e))?;
+            let text = doc
+                .get_first(self.fields.text)
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let info = doc
+                .get_first(self.fields.info)
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let is_session = doc.get_first(self.fields.kind).is_some();
+            let Some(session) = self.session_info(&searcher, sid)? else {
+                continue;
+            };
+            let message = if is_session {
+                MessageInfo {
+                    role: "title".into(),
+                    entry: None,
+                    timestamp: session.updated_at.clone(),
+                    in_conversation: true,
+                }
+            } else {
+                serde_json::from_str(&info).unwrap_or_default()
+            };
+            out.push(Found {
+                sid,
+                score: b.score,
+                doc: b.doc,
+                session,
+                message,
+                text,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The facts on session `sid`'s own document.
+    pub fn session_info(&self, searcher: &Searcher, sid: u64) -> Result<Option<SessionInfo>> {
+        let q = TermQuery::new(
+            Term::from_field_u64(self.fields.session_of, sid),
+            IndexRecordOption::Basic,
+        );
+        let docs = searcher
+            .search(&q, &DocSetCollector)
+            .map_err(|e| index_error("find a session", e))?;
+        let Some(addr) = docs.into_iter().next() else {
+            return Ok(None);
+        };
+        let doc: TantivyDocument = searcher
+            .doc(addr)
+            .map_err(|e| index_error("read a document", e))?;
+        let info = doc
+            .get_first(self.fields.info)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        Ok(serde_json::from_str(&info).ok())
+    }
+}
+
+/// Merges small segments into bounded ones, and never beyond: a merge maps every
+/// input segment and reads it whole, and those pages count in the daemon's memory
+/// (Tantivy's default policy ends a big build by merging most of the index at once).
+#[derive(Debug)]
+struct BoundedMerges;
+
+/// A merge's output holds at most this many documents (~45 MB of index).
+const MERGE_MAX_DOCS: u32 = 20_000;
+/// Fewer small segments than this are left as they are.
+const MERGE_MIN_SEGMENTS: usize = 6;
+
+impl tantivy::indexer::MergePolicy for BoundedMerges {
+    fn compute_merge_candidates(
+        &self,
+        segments: &[tantivy::index::SegmentMeta],
+    ) -> Vec<tantivy::indexer::MergeCandidate> {
+        use tantivy::indexer::MergeCandidate;
+        let mut out = Vec::new();
+        // A segment that is mostly deleted documents is rewritten alone.
+        for s in segments {
+            if s.max_doc() > 0 && s.num_deleted_docs() * 2 > s.max_doc() {
+                out.push(MergeCandidate(vec![s.id()]));
+            }
+        }
+        let mut small: Vec<_> = segments
+            .iter()
+            .filter(|s| {
+                s.num_docs() < MERGE_MAX_DOCS / 2 && s.num_deleted_docs() * 2 <= s.max_doc()
+            })
+            .collect();
+        small.sort_by_key(|s| s.num_docs());
+        let mut group = Vec::new();
+        let mut docs = 0u32;
+        for s in small {
+            if docs + s.num_docs() > MERGE_MAX_DOCS {
+                if group.len() >= MERGE_MIN_SEGMENTS {
+                    out.push(MergeCandidate(std::mem::take(&mut group)));
+                }
+                group.clear();
+                docs = 0;
+            }
+            group.push(s.id());
+            docs += s.num_docs();
+        }
+        if group.len() >= MERGE_MIN_SEGMENTS {
+            out.push(MergeCandidate(group));
+        }
+        out
+    }
+}
+
+/// Escapes what the regex syntax would read as an operator (analyzed words hold only
+/// letters and digits, but nothing here relies on it).
+fn regex_escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_punctuation() {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A session's best document so far.
+#[derive(Debug, Clone, Copy)]
+struct Best {
+    score: Score,
+    ts: i64,
+    doc: DocAddress,
+}
+
+impl Best {
+    fn better_than(&self, other: &Best) -> bool {
+        self.score > other.score || (self.score == other.score && self.ts > other.ts)
+    }
+}
+
+/// Keeps each session's best-scoring document (by the `sid` column), of documents
+/// from `sources` only (by the `src` column).
+struct BestPerSession {
+    sources: Option<Vec<u64>>,
+}
+
+/// Session ids are hashes already: they are their own hash.
+#[derive(Default)]
+struct SidHasher(u64);
+
+impl std::hash::Hasher for SidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type BySid<V> = HashMap<u64, V, std::hash::BuildHasherDefault<SidHasher>>;
+
+struct BestInSegment {
+    segment: SegmentOrdinal,
+    sid: tantivy::columnar::Column<u64>,
+    src: tantivy::columnar::Column<u64>,
+    sources: Option<Vec<u64>>,
+    ts: tantivy::columnar::Column<i64>,
+    best: BySid<Best>,
+}
+
+impl Collector for BestPerSession {
+    type Fruit = BySid<Best>;
+    type Child = BestInSegment;
+
+    fn for_segment(
+        &self,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<BestInSegment> {
+        Ok(BestInSegment {
+            segment,
+            sid: reader.fast_fields().u64("sid")?,
+            src: reader.fast_fields().u64("src")?,
+            sources: self.sources.clone(),
+            ts: reader.fast_fields().i64("ts")?,
+            best: BySid::default(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<BySid<Best>>) -> tantivy::Result<Self::Fruit> {
+        let mut out = BySid::<Best>::default();
+        for fruit in fruits {
+            for (sid, b) in fruit {
+                match out.get(&sid) {
+                    Some(old) if !b.better_than(old) => {}
+                    _ => {
+                        out.insert(sid, b);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl SegmentCollector for BestInSegment {
+    type Fruit = BySid<Best>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        let Some(sid) = self.sid.first(doc) else {
+            return;
+        };
+        if let Some(sources) = &self.sources
+            && !self.src.first(doc).is_some_and(|s| sources.contains(&s))
+        {
+            return;
+        }
+        let b = Best {
+            score,
+            ts: self.ts.first(doc).unwrap_or(0),
+            doc: DocAddress::new(self.segment, doc),
+        };
+        match self.best.get(&sid) {
+            Some(old) if !b.better_than(old) => {}
+            _ => {
+                self.best.insert(sid, b);
+            }
+        }
+    }
+
+    fn harvest(self) -> Self::Fruit {
+        self.best
+    }
+}

@@ -1,0 +1,102 @@
+//! A search's answer as people and tools get it: one hit per session (`--json` lines
+//! and `hits.jsonl`), and a first line saying how far the index is while it is built.
+
+use serde::Serialize;
+
+/// One session found, through its best message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub id: String,
+    pub agent: String,
+    pub cwd: Option<String>,
+    /// The namespace folder as the mount names it (`home-u-proj`).
+    pub namespace: String,
+    pub dir: String,
+    /// The session's folder relative to the mount's root (`namespace/dir`); the CLI
+    /// gives the absolute path when the store is mounted.
+    pub path: String,
+    pub title: Option<String>,
+    pub preview: Option<String>,
+    pub updated_at: Option<String>,
+    /// The matching message's role (`title` when the title matched).
+    pub role: String,
+    pub timestamp: Option<String>,
+    /// The entry (line) of the matching message, as its source identifies it.
+    pub entry: Option<String>,
+    /// Whether the message is still in `conversation.json` (false: a compaction,
+    /// rewind or undo took it out).
+    pub in_conversation: bool,
+    /// One line around the match, matched words marked `**like this**`.
+    pub snippet: String,
+    pub score: f32,
+    /// The namespace as the store names it (for the tree's links).
+    #[serde(skip)]
+    pub store_namespace: String,
+}
+
+/// How far an index being built is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Building {
+    /// Sessions indexed so far, of all the sessions found.
+    pub indexed: u64,
+    pub sessions: u64,
+}
+
+impl Building {
+    pub fn say(&self) -> String {
+        if self.sessions == 0 {
+            return "the search index is being built (finding the sessions first): results may be incomplete".into();
+        }
+        format!(
+            "the search index is being built ({} of {} sessions so far): results may be incomplete",
+            self.indexed, self.sessions
+        )
+    }
+}
+
+/// A search's answer.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub hits: Vec<Hit>,
+    /// Set while the index is being built.
+    pub building: Option<Building>,
+}
+
+#[derive(Serialize)]
+struct IndexLine<'a> {
+    index: IndexState<'a>,
+}
+
+#[derive(Serialize)]
+struct IndexState<'a> {
+    complete: bool,
+    indexed: u64,
+    sessions: u64,
+    note: &'a str,
+}
+
+impl Answer {
+    /// The `--json` lines: while the index is built, a first line
+    /// `{"index":{"complete":false,...}}`; then one hit per line, best first.
+    pub fn jsonl(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(b) = &self.building {
+            let note = b.say();
+            let line = IndexLine {
+                index: IndexState {
+                    complete: false,
+                    indexed: b.indexed,
+                    sessions: b.sessions,
+                    note: &note,
+                },
+            };
+            out.extend(serde_json::to_vec(&line).expect("serializes"));
+            out.push(b'\n');
+        }
+        for h in &self.hits {
+            out.extend(serde_json::to_vec(h).expect("hit serializes"));
+            out.push(b'\n');
+        }
+        out
+    }
+}
