@@ -41,6 +41,8 @@ pub struct Known {
     pub mtime: i64,
     pub count: u64,
     pub prefix: u64,
+    /// Where its source read its messages to (none for an index made before).
+    pub mark: crate::sources::MessageMark,
 }
 
 /// A session's facts as stored on its session document.
@@ -305,6 +307,12 @@ impl Engine {
             let mtime = ff
                 .i64("mtime")
                 .map_err(|e| index_error("read a column", e))?;
+            let marks = [
+                col(super::schema::MARK_FIELDS[0])?,
+                col(super::schema::MARK_FIELDS[1])?,
+                col(super::schema::MARK_FIELDS[2])?,
+                col(super::schema::MARK_FIELDS[3])?,
+            ];
             for d in docs {
                 let (Some(s), Some(src)) = (sid.first(d), src.first(d)) else {
                     continue;
@@ -317,6 +325,9 @@ impl Engine {
                         mtime: mtime.first(d).unwrap_or(0),
                         count: count.first(d).unwrap_or(0),
                         prefix: prefix.first(d).unwrap_or(0),
+                        mark: crate::sources::MessageMark(
+                            marks.each_ref().map(|c| c.first(d).unwrap_or(0)),
+                        ),
                     },
                 );
             }

@@ -25,7 +25,10 @@ pub const MAX_WORD_BYTES: usize = 48;
 
 /// Bumped whenever what is indexed or how changes: an index with another version is
 /// rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The fast fields of a session document's mark.
+pub const MARK_FIELDS: [&str; 4] = ["mark0", "mark1", "mark2", "mark3"];
 
 /// Words: runs of letters and digits (Unicode), lower-cased and folded to ASCII where
 /// a folding exists (`Café` → `cafe`). No stemming, no stop words.
@@ -73,6 +76,9 @@ pub struct Fields {
     pub mtime: Field,
     pub count: Field,
     pub prefix: Field,
+    /// The source's mark of where the session's messages were read to
+    /// (`SessionSource::each_message_since`), four numbers.
+    pub mark: [Field; 4],
 }
 
 impl Fields {
@@ -99,6 +105,7 @@ impl Fields {
         let mtime = b.add_i64_field("mtime", FAST);
         let count = b.add_u64_field("count", FAST);
         let prefix = b.add_u64_field("prefix", FAST);
+        let mark = MARK_FIELDS.map(|name| b.add_u64_field(name, FAST));
         Fields {
             schema: b.build(),
             text,
@@ -114,6 +121,7 @@ impl Fields {
             mtime,
             count,
             prefix,
+            mark,
         }
     }
 }

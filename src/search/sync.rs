@@ -233,7 +233,7 @@ pub fn index_session(
 ) -> Result<Option<Known>> {
     let grow = known
         .filter(|k| k.count > 0 && k.count != UNREAD)
-        .map(|k| (k.count, k.prefix));
+        .map(|k| (k.count, k.prefix, k.mark));
     effort.sessions += 1;
     if grow.is_some()
         && let Pass::Done(k) = pass(engine, writer, src, live, grow, manners, effort)?
@@ -262,7 +262,7 @@ fn pass(
     writer: &IndexWriter,
     src: &SourceRef,
     live: &Live,
-    grow: Option<(u64, u64)>,
+    grow: Option<(u64, u64, crate::sources::MessageMark)>,
     manners: &Manners,
     effort: &mut Effort,
 ) -> Result<Pass> {
@@ -279,15 +279,27 @@ fn pass(
     } else {
         State::Adding
     };
-    let (count, prefix) = grow.unwrap_or((0, 0));
+    let (count, prefix, since) = grow.unwrap_or_default();
     let mut n = 0u64;
     let mut h = CHAIN_SEED;
     let mut common: Option<Common> = None;
     let mut failed: Option<Error> = None;
     let read = src
         .source
-        .each_message(&live.ns, &live.dir, true, &mut |facts, m| {
+        .each_message_since(&live.ns, &live.dir, since, &mut |facts, at, m| {
             (manners.pause)();
+            if at != n {
+                // The source went on from the mark: the messages before it are the
+                // ones indexed (it proved they did not change).
+                if state == State::Checking && n == 0 && at == count {
+                    n = count;
+                    h = prefix;
+                    state = State::Adding;
+                } else {
+                    state = State::Changed;
+                    return;
+                }
+            }
             n += 1;
             h = identity(&m, h);
             match state {
@@ -337,8 +349,16 @@ fn pass(
     if let Some(e) = failed {
         return Err(e);
     }
-    let (facts, unread) = match read {
-        Ok(facts) => (facts, false),
+    let (facts, unread, mark) = match read {
+        Ok(r) => {
+            if r.resumed && state == State::Checking && n == 0 {
+                // Gone on from the mark with nothing new.
+                n = count;
+                h = prefix;
+                state = State::Adding;
+            }
+            (r.facts, false, r.mark)
+        }
         Err(e) if e.errno == libc::ENOENT => {
             remove(engine, writer, sid);
             return Ok(Pass::Done(None));
@@ -354,7 +374,11 @@ fn pass(
             if grow.is_some() {
                 return Ok(Pass::Again);
             }
-            (crate::neutral::SessionFacts::default(), true)
+            (
+                crate::neutral::SessionFacts::default(),
+                true,
+                crate::sources::MessageMark::default(),
+            )
         }
     };
     if state != State::Adding {
@@ -386,6 +410,7 @@ fn pass(
         mtime: live.mtime,
         count: if unread { UNREAD } else { n },
         prefix: h,
+        mark,
     };
     let mut doc = TantivyDocument::new();
     if let Some(t) = facts.title.as_deref().filter(|t| !t.trim().is_empty()) {
@@ -403,6 +428,9 @@ fn pass(
     doc.add_i64(f.mtime, k.mtime);
     doc.add_u64(f.count, k.count);
     doc.add_u64(f.prefix, k.prefix);
+    for (field, v) in f.mark.iter().zip(k.mark.0) {
+        doc.add_u64(*field, v);
+    }
     writer
         .add_document(doc)
         .map_err(|e| Error::new(libc::EIO, format!("search index: add: {e}")))?;

@@ -1612,6 +1612,16 @@ impl SessionSource for ForeignSource {
         self.neutral_each(ns, dir, history, each)
     }
 
+    fn each_message_since(
+        &self,
+        ns: &str,
+        dir: &str,
+        since: super::MessageMark,
+        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+    ) -> Result<super::SinceRead> {
+        self.neutral_since(ns, dir, since, each)
+    }
+
     fn persist(&self) {
         self.persist_index();
         let convs: Vec<(PathBuf, Conversation)> = {

@@ -132,6 +132,54 @@ pub trait SessionSource: Send + Sync {
         }
         Ok(s.facts)
     }
+
+    /// The session's messages with history (as `each_message(.., true, ..)`), going
+    /// on from `since` (a mark an earlier call returned) when the source can prove
+    /// that the messages before it are unchanged, i.e. the session only grew: then
+    /// `each` gets only the messages after it. `each` is given each message's place
+    /// among all of them, so a caller sees where reading started. A session that
+    /// grows by a line must not cost a reading of all of it (search follows
+    /// sessions of hundreds of MB as they grow). By default every message is read.
+    fn each_message_since(
+        &self,
+        ns: &str,
+        dir: &str,
+        _since: MessageMark,
+        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+    ) -> Result<SinceRead> {
+        let mut at = 0u64;
+        let facts = self.each_message(ns, dir, true, &mut |f, m| {
+            each(f, at, m);
+            at += 1;
+        })?;
+        Ok(SinceRead {
+            facts,
+            resumed: false,
+            mark: MessageMark::default(),
+        })
+    }
+}
+
+/// Where a reading of a session's messages ended, for a later reading to go on from
+/// there if the session only grew. The numbers are the source's own (which file,
+/// where its reader stopped, how many messages, a hash of what they were); all
+/// zero: no mark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageMark(pub [u64; 4]);
+
+impl MessageMark {
+    pub fn is_none(&self) -> bool {
+        self.0 == [0; 4]
+    }
+}
+
+/// What `each_message_since` read.
+pub struct SinceRead {
+    pub facts: SessionFacts,
+    /// Only the messages after the mark were given.
+    pub resumed: bool,
+    /// Where this reading ended.
+    pub mark: MessageMark,
 }
 
 /// Which other agents' stores to show: detected roots (unless `detect` is off), with

@@ -652,12 +652,22 @@ impl SessionIndex {
 pub fn for_each_entry(
     file: &File,
     len: u64,
+    f: impl FnMut(u64, u64, &str, Entry<'_>),
+) -> Result<()> {
+    for_each_entry_from(file, 0, len, f)
+}
+
+/// The same from byte `from` (the start of a line) on.
+pub fn for_each_entry_from(
+    file: &File,
+    from: u64,
+    len: u64,
     mut f: impl FnMut(u64, u64, &str, Entry<'_>),
 ) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let mut buf: Vec<u8> = Vec::new();
-    let mut buf_start = 0u64;
-    let mut pos = 0u64;
+    let mut buf_start = from;
+    let mut pos = from;
     while pos < len {
         let want = ((len - pos) as usize).min(READ_CHUNK);
         let at = buf.len();

@@ -34,31 +34,128 @@ pub fn render(sm: &SessionMessages) -> String {
 /// The same, letting go of each message once it is written (a large session's
 /// messages and its document are not both whole in memory).
 pub fn render_owned(sm: SessionMessages) -> String {
-    // About the document's size up front: growing by doubling would hold the old
-    // and the new buffer at once.
-    let estimate: usize = sm
-        .messages
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .map(|p| match p {
-            Part::Text { text } => text.len(),
-            Part::ToolCall { .. } | Part::ToolResult { .. } => 512,
-            _ => 64,
+    let mut w = MarkdownWriter::new(None);
+    for m in sm.messages {
+        w.push(&m);
+    }
+    let (prefix, body) = w.parts(&sm.facts);
+    match body {
+        Body::Memory(b) => prefix + &String::from_utf8(b).expect("rendered as text"),
+        Body::File(..) => unreachable!("a writer without a spill folder stays in memory"),
+    }
+}
+
+/// Renders `conversation.md` one message at a time, as a source yields them: the
+/// compaction summaries (quoted at the top) are kept aside, every other message is
+/// written to the body at once. A body past `SPILL_BYTES` moves to an unnamed file
+/// of fen's cache folder (when there is one), so a session of hundreds of MB is never
+/// in memory whole, neither its messages nor its document.
+pub struct MarkdownWriter {
+    spill_root: Option<PathBuf>,
+    summaries: String,
+    body: Body,
+    messages: bool,
+    scratch: String,
+    failed: Option<std::io::Error>,
+}
+
+/// Where the body goes.
+enum Body {
+    Memory(Vec<u8>),
+    File(std::io::BufWriter<std::fs::File>, u64),
+}
+
+impl MarkdownWriter {
+    pub fn new(spill_root: Option<&Path>) -> Self {
+        MarkdownWriter {
+            spill_root: spill_root.map(Path::to_path_buf),
+            summaries: String::new(),
+            body: Body::Memory(Vec::new()),
+            messages: false,
+            scratch: String::new(),
+            failed: None,
+        }
+    }
+
+    /// The next message, in conversation order.
+    pub fn push(&mut self, m: &Message) {
+        if m.summary {
+            summary(&mut self.summaries, m);
+            return;
+        }
+        self.messages = true;
+        self.scratch.clear();
+        message(&mut self.scratch, m);
+        self.write_body();
+    }
+
+    fn write_body(&mut self) {
+        use std::io::Write as _;
+        if self.failed.is_some() {
+            return;
+        }
+        let bytes = self.scratch.as_bytes();
+        match &mut self.body {
+            Body::Memory(b) => {
+                b.extend_from_slice(bytes);
+                if b.len() >= SPILL_BYTES
+                    && let Some(root) = &self.spill_root
+                    && let Some(f) = unnamed_file(root)
+                {
+                    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                    match w.write_all(b) {
+                        Ok(()) => self.body = Body::File(w, b.len() as u64),
+                        Err(e) => self.failed = Some(e),
+                    }
+                }
+            }
+            Body::File(w, n) => match w.write_all(bytes) {
+                Ok(()) => *n += bytes.len() as u64,
+                Err(e) => self.failed = Some(e),
+            },
+        }
+    }
+
+    /// The document's head (title line, facts, summaries) and its body.
+    fn parts(mut self, facts: &SessionFacts) -> (String, Body) {
+        let mut prefix = String::new();
+        header(&mut prefix, facts);
+        prefix.push_str(&std::mem::take(&mut self.summaries));
+        if !self.messages {
+            prefix.push_str("_(no messages)_\n");
+        }
+        (prefix, self.body)
+    }
+
+    /// The whole document, with `facts` in its head.
+    pub fn finish(mut self, facts: &SessionFacts) -> crate::error::Result<Rendered> {
+        if let Some(e) = self.failed.take() {
+            return Err(crate::error::Error::io("conversation.md", &e));
+        }
+        Ok(match self.parts(facts) {
+            (prefix, Body::Memory(b)) => {
+                let mut bytes = prefix.into_bytes();
+                bytes.extend_from_slice(&b);
+                Rendered::Memory(Arc::new(bytes))
+            }
+            (prefix, Body::File(w, n)) => {
+                let f = w
+                    .into_inner()
+                    .map_err(|e| crate::error::Error::io("conversation.md", e.error()))?;
+                let r = read_back(&f, n).ok_or_else(|| {
+                    crate::error::Error::io(
+                        "conversation.md",
+                        &std::io::Error::other("the spilled rendering does not read back"),
+                    )
+                })?;
+                Rendered::File {
+                    prefix: Arc::from(prefix),
+                    file: Arc::new(r),
+                    len: n,
+                }
+            }
         })
-        .sum::<usize>()
-        + sm.messages.len() * 64;
-    let mut out = String::with_capacity(estimate);
-    header(&mut out, &sm.facts);
-    for s in sm.messages.iter().filter(|m| m.summary) {
-        summary(&mut out, s);
     }
-    if sm.messages.iter().all(|m| m.summary) {
-        out.push_str("_(no messages)_\n");
-    }
-    for m in sm.messages.into_iter().filter(|m| !m.summary) {
-        message(&mut out, &m);
-    }
-    out
 }
 
 fn header(out: &mut String, f: &SessionFacts) {
@@ -315,14 +412,19 @@ pub const SPILL_BYTES: usize = 8 << 20;
 #[derive(Clone)]
 pub enum Rendered {
     Memory(Arc<Vec<u8>>),
-    File(Arc<std::fs::File>, u64),
+    /// The head in memory, the body (`len` bytes) in the file.
+    File {
+        prefix: Arc<str>,
+        file: Arc<std::fs::File>,
+        len: u64,
+    },
 }
 
 impl Rendered {
     pub fn len(&self) -> u64 {
         match self {
             Rendered::Memory(b) => b.len() as u64,
-            Rendered::File(_, n) => *n,
+            Rendered::File { prefix, len, .. } => prefix.len() as u64 + len,
         }
     }
 
@@ -334,14 +436,17 @@ impl Rendered {
     pub fn snapshot(&self) -> crate::error::Result<super::Snapshot> {
         Ok(match self {
             Rendered::Memory(b) => super::Snapshot::Bytes(b.clone()),
-            Rendered::File(f, n) => {
-                let file = f
+            Rendered::File { prefix, file, len } => {
+                let file = file
                     .try_clone()
                     .map_err(|e| crate::error::Error::io("conversation.md", &e))?;
-                let layout = super::pieces::PieceLayout::new(vec![super::pieces::Piece::Range {
-                    start: 0,
-                    len: *n,
-                }]);
+                let layout = super::pieces::PieceLayout::new(vec![
+                    super::pieces::Piece::Text(prefix.to_string()),
+                    super::pieces::Piece::Range {
+                        start: 0,
+                        len: *len,
+                    },
+                ]);
                 super::Snapshot::Pieces(super::pieces::PieceSnapshot::new(file, Arc::new(layout)))
             }
         })
@@ -383,23 +488,25 @@ impl Cached {
     fn memory(&self) -> usize {
         match &self.text {
             Rendered::Memory(b) => b.len(),
-            Rendered::File(..) => 0,
+            Rendered::File { prefix, .. } => prefix.len(),
         }
     }
 }
 
-/// `bytes` in an unnamed file of `root`'s cache folder, read back through its own
-/// read-only descriptor; `None` when that cannot be done.
-fn spill(root: &Path, bytes: &[u8]) -> Option<std::fs::File> {
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
+/// An unnamed file in `root`'s cache folder (gone when its last descriptor closes);
+/// `None` when that cannot be made.
+fn unnamed_file(root: &Path) -> Option<std::fs::File> {
     let dir = crate::store::open::Dir::open_root(root)
         .and_then(|r| r.create_dir(crate::store::layout::CACHE_DIR))
         .ok()?;
-    let mut w = dir.tmpfile().ok()?;
-    w.write_all(bytes).ok()?;
+    dir.tmpfile().ok()
+}
+
+/// A read-only descriptor of what was written to `w`, if it holds `len` bytes.
+fn read_back(w: &std::fs::File, len: u64) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
     let r = std::fs::File::open(format!("/proc/self/fd/{}", w.as_raw_fd())).ok()?;
-    (r.metadata().ok()?.len() == bytes.len() as u64).then_some(r)
+    (r.metadata().ok()?.len() == len).then_some(r)
 }
 
 impl MarkdownCache {
@@ -412,13 +519,14 @@ impl MarkdownCache {
     }
 
     /// The rendering of `path` as of `stamp` and `facts`, made by `make` (which gives
-    /// the session's messages) when there is none.
+    /// the session's messages in order, one at a time, to the function it is passed)
+    /// when there is none.
     pub fn get_or_render(
         &self,
         path: &Path,
         stamp: FileStamp,
         facts: &SessionFacts,
-        make: impl FnOnce() -> crate::error::Result<SessionMessages>,
+        make: impl FnOnce(&mut dyn FnMut(Message)) -> crate::error::Result<()>,
     ) -> crate::error::Result<Rendered> {
         {
             let mut c = self.inner.lock().unwrap();
@@ -432,17 +540,10 @@ impl MarkdownCache {
                 return Ok(e.text.clone());
             }
         }
-        let mut sm = make()?;
+        let mut w = MarkdownWriter::new(self.spill_root.as_deref());
+        make(&mut |m| w.push(&m))?;
         // The facts the key was checked against: they describe the state `stamp`.
-        sm.facts = facts.clone();
-        let bytes = render_owned(sm).into_bytes();
-        let text = match &self.spill_root {
-            Some(root) if bytes.len() >= SPILL_BYTES => match spill(root, &bytes) {
-                Some(f) => Rendered::File(Arc::new(f), bytes.len() as u64),
-                None => Rendered::Memory(Arc::new(bytes)),
-            },
-            _ => Rendered::Memory(Arc::new(bytes)),
-        };
+        let text = w.finish(facts)?;
         let mut c = self.inner.lock().unwrap();
         c.tick += 1;
         let used = c.tick;
@@ -737,18 +838,16 @@ mod tests {
         let calls = std::cell::Cell::new(0);
         let get = |stamp: FileStamp, f: &SessionFacts| {
             cache
-                .get_or_render(Path::new("/s"), stamp, f, || {
+                .get_or_render(Path::new("/s"), stamp, f, |each| {
                     calls.set(calls.get() + 1);
-                    Ok(SessionMessages {
-                        facts: f.clone(),
-                        messages: vec![msg(Role::User, vec![text("hi")])],
-                    })
+                    each(msg(Role::User, vec![text("hi")]));
+                    Ok(())
                 })
                 .unwrap()
         };
         let mem = |r: Rendered| match r {
             Rendered::Memory(b) => b,
-            Rendered::File(..) => panic!("a small rendering stays in memory"),
+            Rendered::File { .. } => panic!("a small rendering stays in memory"),
         };
         let a = mem(get(stamp, &facts()));
         let b = mem(get(stamp, &facts()));
@@ -777,25 +876,58 @@ mod spill_tests {
         let text = "x".repeat(SPILL_BYTES);
         let facts = SessionFacts::default();
         let r = cache
-            .get_or_render(Path::new("/s"), FileStamp::default(), &facts, || {
-                Ok(SessionMessages {
-                    facts: facts.clone(),
-                    messages: vec![Message::new(
-                        Role::User,
-                        vec![Part::Text { text: text.clone() }],
-                    )],
-                })
+            .get_or_render(Path::new("/s"), FileStamp::default(), &facts, |each| {
+                each(Message::new(
+                    Role::User,
+                    vec![Part::Text { text: text.clone() }],
+                ));
+                Ok(())
             })
             .unwrap();
-        assert!(matches!(r, Rendered::File(..)));
+        assert!(matches!(r, Rendered::File { .. }));
         let want = render(&SessionMessages {
             facts: facts.clone(),
             messages: vec![Message::new(Role::User, vec![Part::Text { text }])],
         });
         assert_eq!(r.len(), want.len() as u64);
         assert_eq!(r.bytes().unwrap(), want.as_bytes());
+        // Messages that cross the threshold one by one, with a summary that comes
+        // last but is shown first: the same document as rendered whole.
+        let mut summary = Message::new(
+            Role::User,
+            vec![Part::Text {
+                text: "the summary".into(),
+            }],
+        );
+        summary.summary = true;
+        let mut many: Vec<Message> = (0..40)
+            .map(|i| {
+                Message::new(
+                    Role::Assistant,
+                    vec![Part::Text {
+                        text: format!("{i} {}", "y".repeat(SPILL_BYTES / 20)),
+                    }],
+                )
+            })
+            .collect();
+        many.push(summary);
+        let crossed = cache
+            .get_or_render(Path::new("/t"), FileStamp::default(), &facts, |each| {
+                for m in many.clone() {
+                    each(m);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(matches!(crossed, Rendered::File { .. }));
+        let whole = render(&SessionMessages {
+            facts: facts.clone(),
+            messages: many,
+        });
+        assert_eq!(crossed.len(), whole.len() as u64);
+        assert_eq!(crossed.bytes().unwrap(), whole.as_bytes());
         let again = cache
-            .get_or_render(Path::new("/s"), FileStamp::default(), &facts, || {
+            .get_or_render(Path::new("/s"), FileStamp::default(), &facts, |_| {
                 panic!("rendered once")
             })
             .unwrap();

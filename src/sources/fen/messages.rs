@@ -7,8 +7,10 @@ use super::FenSource;
 use crate::agent::Agent;
 use crate::error::Result;
 use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
+use crate::sources::{MessageMark, SinceRead};
+use crate::store::atomic::checksum;
 use crate::store::index::{
-    CompactionForm, SessionIndex, for_each_entry, synthetic_summary_message,
+    CompactionForm, SessionIndex, for_each_entry_from, synthetic_summary_message,
 };
 use crate::store::line::Body;
 use crate::store::projection::Projection;
@@ -33,8 +35,12 @@ impl FenSource {
             (idx.file, facts_of(&session, &idx))
         };
         self.markdown
-            .get_or_render(&session.path, stamp, &facts, || {
-                session_messages(&session, false)
+            .get_or_render(&session.path, stamp, &facts, |each| {
+                session_messages(&session, false)?
+                    .messages
+                    .into_iter()
+                    .for_each(each);
+                Ok(())
             })
     }
 }
@@ -42,10 +48,57 @@ impl FenSource {
 /// `session`'s messages as neutral values (`SessionSource::messages`); for a file
 /// outside the store too (`fen-fs show PATH`).
 pub fn session_messages(session: &Session, history: bool) -> Result<SessionMessages> {
+    let mut head = Vec::new();
+    let mut out = Vec::new();
+    let read = read_messages(
+        session,
+        history,
+        MessageMark::default(),
+        |_, first, _, m| {
+            if first { head.push(m) } else { out.push(m) }
+        },
+    )?;
+    head.append(&mut out);
+    crate::neutral::fill_tool_names(&mut head);
+    Ok(SessionMessages {
+        facts: read.facts,
+        messages: head,
+    })
+}
+
+/// `SessionSource::each_message_since` of a fen session: its file only grows, so
+/// the messages before the mark are unchanged while it is the same file, read that
+/// far, with the same compactions (a new one changes which earlier messages are in
+/// the conversation). Tool results after the mark whose calls came before it are
+/// not named after them.
+pub fn each_message_since(
+    session: &Session,
+    since: MessageMark,
+    each: &mut dyn FnMut(&SessionFacts, u64, Message),
+) -> Result<SinceRead> {
+    let mut names = std::collections::HashMap::new();
+    read_messages(session, true, since, |facts, _, at, m| {
+        let mut one = [m];
+        crate::neutral::fill_tool_names_with(&mut names, &mut one);
+        let [m] = one;
+        each(facts, at, m);
+    })
+}
+
+/// One pass over the transcript, as the index parsed it: `emit(facts, first, at, m)`
+/// for each message, `first` for the latest compaction's items, which the
+/// conversation (not the history) puts before everything; `at` counts the messages
+/// given (from the mark's count when reading went on from `since`, history only).
+fn read_messages(
+    session: &Session,
+    history: bool,
+    since: MessageMark,
+    mut emit: impl FnMut(&SessionFacts, bool, u64, Message),
+) -> Result<SinceRead> {
     // Open first, then refresh: the index may know less than the descriptor can
     // read, never more.
     let file = session.open_read()?;
-    let (facts, proj, parsed_len, compactions, table) = {
+    let (facts, proj, parsed_len, compactions, table, stamp) = {
         let idx = session.current()?;
         (
             facts_of(session, &idx),
@@ -53,77 +106,94 @@ pub fn session_messages(session: &Session, history: bool) -> Result<SessionMessa
             idx.parsed_len,
             idx.compactions.clone(),
             idx.messages.clone(),
+            idx.file,
         )
     };
     let latest = proj.compaction;
-    let mut head = Vec::new();
-    let mut out = Vec::new();
+    let file_id = checksum(&[&stamp.dev.to_le_bytes(), &stamp.ino.to_le_bytes()]);
+    let shape = checksum(&[
+        &(compactions.len() as u64).to_le_bytes(),
+        &latest.map_or(0, |l| l as u64 + 1).to_le_bytes(),
+        &(proj.from as u64).to_le_bytes(),
+    ]);
+    let resumed = history
+        && !since.is_none()
+        && since.0[0] == file_id
+        && since.0[1] <= parsed_len
+        && since.0[2] == shape;
+    let (from, mut at) = if resumed {
+        (since.0[1], since.0[3])
+    } else {
+        (0, 0)
+    };
     let mut failure = None;
-    for_each_entry(&file, parsed_len, |line_start, text_start, text, entry| {
-        match entry.body {
-            Body::Message { raw, .. } => {
-                let start = text_start + crate::json::offset_in(text, raw) as u64;
-                // The index's number for this message (it read the same lines).
-                let k = {
-                    let t = table.read().unwrap();
-                    let k = t.partition_point(|m| m.start < start);
-                    (t.get(k).is_some_and(|m| m.start == start)).then_some(k)
-                };
-                let Some(k) = k else { return };
-                let kept = (proj.from..proj.to).contains(&k);
-                if kept || history {
-                    let mut m = neutral(raw);
-                    m.entry = entry.id;
-                    m.timestamp = entry.timestamp;
-                    m.in_conversation = kept;
-                    out.push(m);
+    for_each_entry_from(
+        &file,
+        from,
+        parsed_len,
+        |line_start, text_start, text, entry| {
+            match entry.body {
+                Body::Message { raw, .. } => {
+                    let start = text_start + crate::json::offset_in(text, raw) as u64;
+                    // The index's number for this message (it read the same lines).
+                    let k = {
+                        let t = table.read().unwrap();
+                        let k = t.partition_point(|m| m.start < start);
+                        (t.get(k).is_some_and(|m| m.start == start)).then_some(k)
+                    };
+                    let Some(k) = k else { return };
+                    let kept = (proj.from..proj.to).contains(&k);
+                    if kept || history {
+                        let mut m = neutral(raw);
+                        m.entry = entry.id;
+                        m.timestamp = entry.timestamp;
+                        m.in_conversation = kept;
+                        emit(&facts, false, at, m);
+                        at += 1;
+                    }
                 }
+                Body::Compaction(mut fields) => {
+                    let Ok(ci) = compactions.binary_search_by_key(&line_start, |c| c.line_start)
+                    else {
+                        return;
+                    };
+                    let in_conversation = latest == Some(ci);
+                    if !in_conversation && !history {
+                        return;
+                    }
+                    let items: Vec<String> = match &compactions[ci].validity {
+                        Ok(CompactionForm::Replacement(_)) => match fields.messages.take() {
+                            Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
+                            _ => {
+                                failure = Some("compaction messages changed");
+                                return;
+                            }
+                        },
+                        Ok(CompactionForm::FirstKept(_)) => vec![synthetic_summary_message(
+                            fields.summary.as_deref().unwrap_or_default(),
+                        )],
+                        Err(_) => return,
+                    };
+                    for raw in &items {
+                        let mut m = neutral(raw);
+                        m.entry = entry.id.clone();
+                        m.timestamp = entry.timestamp.clone();
+                        m.in_conversation = in_conversation;
+                        emit(&facts, in_conversation && !history, at, m);
+                        at += 1;
+                    }
+                }
+                _ => {}
             }
-            Body::Compaction(mut fields) => {
-                let Ok(ci) = compactions.binary_search_by_key(&line_start, |c| c.line_start) else {
-                    return;
-                };
-                let in_conversation = latest == Some(ci);
-                if !in_conversation && !history {
-                    return;
-                }
-                let items: Vec<String> = match &compactions[ci].validity {
-                    Ok(CompactionForm::Replacement(_)) => match fields.messages.take() {
-                        Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
-                        _ => {
-                            failure = Some("compaction messages changed");
-                            return;
-                        }
-                    },
-                    Ok(CompactionForm::FirstKept(_)) => vec![synthetic_summary_message(
-                        fields.summary.as_deref().unwrap_or_default(),
-                    )],
-                    Err(_) => return,
-                };
-                let items = items.iter().map(|raw| {
-                    let mut m = neutral(raw);
-                    m.entry = entry.id.clone();
-                    m.timestamp = entry.timestamp.clone();
-                    m.in_conversation = in_conversation;
-                    m
-                });
-                if in_conversation && !history {
-                    head.extend(items);
-                } else {
-                    out.extend(items);
-                }
-            }
-            _ => {}
-        }
-    })?;
+        },
+    )?;
     if let Some(why) = failure {
         return Err(crate::error::Error::new(libc::EIO, why));
     }
-    head.append(&mut out);
-    crate::neutral::fill_tool_names(&mut head);
-    Ok(SessionMessages {
+    Ok(SinceRead {
         facts,
-        messages: head,
+        resumed,
+        mark: MessageMark([file_id, parsed_len, shape, at]),
     })
 }
 

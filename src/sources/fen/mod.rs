@@ -177,6 +177,16 @@ impl SessionSource for FenSource {
         self.neutral_messages(ns, dir, history)
     }
 
+    fn each_message_since(
+        &self,
+        ns: &str,
+        dir: &str,
+        since: super::MessageMark,
+        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+    ) -> Result<super::SinceRead> {
+        messages::each_message_since(&*self.store.session(ns, dir)?, since, each)
+    }
+
     /// Large sessions' indexes, so the next mount need not re-parse them.
     fn persist(&self) {
         for s in self.store.known_sessions() {

@@ -57,6 +57,67 @@ impl ForeignSource {
         Ok(facts)
     }
 
+    /// `SessionSource::each_message_since`: the reader yields every message's place
+    /// in the file without reading it (it goes on from its state when the file grew);
+    /// the messages before the mark are not read again when the file is the same one,
+    /// only grown, its agent only appends to it, and those messages' places and flags
+    /// are what they were (their hash is in the mark). Tool results after the mark
+    /// whose calls came before it are not named after them.
+    pub(super) fn neutral_since(
+        &self,
+        ns: &str,
+        dir: &str,
+        since: crate::sources::MessageMark,
+        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+    ) -> Result<crate::sources::SinceRead> {
+        let (path, e) = self.session(ns, dir)?;
+        let facts = self.facts(ns, dir, &path, &e);
+        let cached = self.readers.lock().unwrap().1.contains_key(&path);
+        let keep = if cached {
+            super::Keep::Memory
+        } else {
+            super::Keep::Disk
+        };
+        let (file, stamp, (appends, refs)) = self.with_reader_kept(&path, keep, |r, tail| {
+            (r.follows_appends(), r.messages(tail, true))
+        })?;
+        let file_id =
+            crate::store::atomic::checksum(&[&stamp.dev.to_le_bytes(), &stamp.ino.to_le_bytes()]);
+        let count = since.0[2];
+        let mut hash = 0u64;
+        let mut at_mark = None;
+        for (i, r) in refs.iter().enumerate() {
+            if i as u64 == count {
+                at_mark = Some(hash);
+            }
+            hash = place_hash(r, hash);
+        }
+        if refs.len() as u64 == count {
+            at_mark = Some(hash);
+        }
+        let resumed = !since.is_none()
+            && appends
+            && !self.is_unit(&path)
+            && since.0[0] == file_id
+            && since.0[1] <= stamp.size
+            && at_mark == Some(since.0[3]);
+        let skip = if resumed { count as usize } else { 0 };
+        let total = refs.len() as u64;
+        let mut names = std::collections::HashMap::new();
+        for (at, r) in refs.into_iter().enumerate().skip(skip) {
+            let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
+            let mut one = [neutral(self.agent, &bytes, r)];
+            crate::neutral::fill_tool_names_with(&mut names, &mut one);
+            let [m] = one;
+            each(&facts, at as u64, m);
+        }
+        Ok(crate::sources::SinceRead {
+            facts,
+            resumed,
+            mark: crate::sources::MessageMark([file_id, stamp.size, total, hash]),
+        })
+    }
+
     /// What the session's listing says of it.
     fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::FileEntry) -> SessionFacts {
         let listing = {
@@ -84,8 +145,11 @@ impl ForeignSource {
     pub(super) fn markdown(&self, ns: &str, dir: &str) -> Result<Rendered> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
-        self.markdown.get_or_render(&path, e.stamp, &facts, || {
-            self.neutral_messages(ns, dir, false)
+        // Streamed: one message in memory at a time (the document spills to fen's
+        // cache folder past a few MB).
+        self.markdown.get_or_render(&path, e.stamp, &facts, |each| {
+            self.neutral_each(ns, dir, false, &mut |_, m| each(m))
+                .map(|_| ())
         })
     }
 }
@@ -113,4 +177,25 @@ pub fn neutral(agent: crate::agent::Agent, bytes: &[u8], r: MessageRef) -> Messa
         m.model = r.model;
     }
     m
+}
+
+/// A hash of where a message sits and what its reader says of it (not its bytes:
+/// those are not read again), chained over the messages before it.
+fn place_hash(r: &MessageRef, h: u64) -> u64 {
+    let mut parts: Vec<Vec<u8>> = vec![
+        h.to_le_bytes().to_vec(),
+        r.entry.as_deref().unwrap_or("").as_bytes().to_vec(),
+        r.timestamp.as_deref().unwrap_or("").as_bytes().to_vec(),
+        vec![r.in_conversation as u8, r.injected as u8, r.summary as u8],
+    ];
+    for p in &r.pieces {
+        match p {
+            crate::views::pieces::Piece::Text(t) => parts.push(t.as_bytes().to_vec()),
+            crate::views::pieces::Piece::Range { start, len } => {
+                parts.push([start.to_le_bytes(), len.to_le_bytes()].concat())
+            }
+        }
+    }
+    let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    crate::store::atomic::checksum(&slices)
 }

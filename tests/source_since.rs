@@ -1,0 +1,174 @@
+//! `SessionSource::each_message_since`: a session that only grew is read on from
+//! the mark of the last reading (only its new messages), and anything else (a new
+//! compaction, a rewritten file, an edited earlier message) reads it all again.
+//! Search follows growing sessions through it; without it every append to a session
+//! of hundreds of MB cost a reading of all of it.
+
+mod core_support;
+
+use core_support::*;
+use fen_fs::neutral::{Message, SessionFacts};
+use fen_fs::sources::agents::AgentRoot;
+use fen_fs::sources::fen::FenSource;
+use fen_fs::sources::foreign::Agent;
+use fen_fs::sources::foreign_source::ForeignSource;
+use fen_fs::sources::{MessageMark, SessionSource, SinceRead};
+use std::io::Write;
+use std::sync::Arc;
+
+/// Every message `each_message_since` gives, with its place, and what it said.
+fn read(
+    source: &dyn SessionSource,
+    ns: &str,
+    dir: &str,
+    since: MessageMark,
+) -> (Vec<(u64, String)>, SinceRead) {
+    let mut got = Vec::new();
+    let r = source
+        .each_message_since(ns, dir, since, &mut |_: &SessionFacts, at, m: Message| {
+            got.push((at, m.plain_text()))
+        })
+        .unwrap();
+    (got, r)
+}
+
+/// The places and texts of the whole history, as `each_message` gives it.
+fn whole(source: &dyn SessionSource, ns: &str, dir: &str) -> Vec<(u64, String)> {
+    let mut all = Vec::new();
+    source
+        .each_message(ns, dir, true, &mut |_, m| {
+            all.push((all.len() as u64, m.plain_text()))
+        })
+        .unwrap();
+    all
+}
+
+#[test]
+fn a_fen_session_is_read_on_from_the_mark_until_a_compaction() {
+    let (_dir, store) = temp_store();
+    let store = Arc::new(store);
+    let (s, _) = create_simple(&store, "/p", "first question");
+    append(
+        &store,
+        &s,
+        &[r#"{"role":"assistant","content":"an answer"}"#],
+    );
+    let source = FenSource::new(store.clone());
+    let (ns, dir) = (s.namespace.as_str(), s.dir.as_str());
+
+    let (first, r1) = read(&source, ns, dir, MessageMark::default());
+    assert!(!r1.resumed);
+    assert_eq!(first, whole(&source, ns, dir));
+    assert_eq!(first.len(), 2);
+
+    // Grown by one message: only it, at its place among all.
+    append(&store, &s, &[r#"{"role":"user","content":"a follow-up"}"#]);
+    let (next, r2) = read(&source, ns, dir, r1.mark);
+    assert!(r2.resumed);
+    assert_eq!(next, vec![(2, "a follow-up".to_string())]);
+    assert_eq!(whole(&source, ns, dir)[2], next[0]);
+
+    // Grown by a line that is no message: nothing, still from the mark.
+    append(&store, &s, &[r#"{"type":"title","title":"Named"}"#]);
+    let (none, r3) = read(&source, ns, dir, r2.mark);
+    assert!(r3.resumed);
+    assert!(none.is_empty());
+
+    // A compaction takes earlier messages out of the conversation: all again.
+    append(
+        &store,
+        &s,
+        &[
+            r#"{"type":"compaction","summary":"so far","messages":[{"role":"user","content":"recap"}]}"#,
+        ],
+    );
+    let (again, r4) = read(&source, ns, dir, r3.mark);
+    assert!(!r4.resumed);
+    assert_eq!(again, whole(&source, ns, dir));
+
+    // A mark of another session's file is not taken.
+    let (s2, _) = create_simple(&store, "/p", "other");
+    let (other, r5) = read(&source, &s2.namespace, &s2.dir, r4.mark);
+    assert!(!r5.resumed);
+    assert_eq!(other.len(), 1);
+}
+
+const ID: &str = "11111111-1111-4111-8111-111111111111";
+
+fn claude_line(uuid: &str, parent: Option<&str>, text: &str) -> String {
+    serde_json::json!({
+        "type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": ID, "cwd": "/w",
+        "timestamp": "2025-07-01T10:00:00.000Z", "message": {"role": "user", "content": text}
+    })
+    .to_string()
+        + "\n"
+}
+
+#[test]
+fn another_agents_file_is_read_on_from_the_mark_only_while_it_only_grows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("claude");
+    let project = root.join("projects/-w");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::write(
+        &file,
+        claude_line("a", None, "one") + &claude_line("b", Some("a"), "two"),
+    )
+    .unwrap();
+    let fen = tmp.path().join("fen");
+    std::fs::create_dir(&fen).unwrap();
+    let source = ForeignSource::new(
+        &AgentRoot {
+            agent: Agent::Claude,
+            root: root.clone(),
+        },
+        Some(&fen),
+    );
+    source.build_index();
+    let ns = "--w--";
+    let dir = source.session_dirs(ns).unwrap().remove(0);
+
+    let (first, r1) = read(&source, ns, &dir, MessageMark::default());
+    assert!(!r1.resumed);
+    assert_eq!(first, whole(&source, ns, &dir));
+    assert_eq!(first.len(), 2);
+
+    // The agent appends: only the new message.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    f.write_all(claude_line("c", Some("b"), "three").as_bytes())
+        .unwrap();
+    drop(f);
+    let (next, r2) = read(&source, ns, &dir, r1.mark);
+    assert!(r2.resumed);
+    assert_eq!(next, vec![(2, "three".to_string())]);
+    assert_eq!(whole(&source, ns, &dir)[2], next[0]);
+
+    // A branch from an earlier message: the old tail leaves the conversation, so
+    // the earlier messages' flags changed: all again.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    f.write_all(claude_line("d", Some("a"), "another way").as_bytes())
+        .unwrap();
+    drop(f);
+    let (branch, r3) = read(&source, ns, &dir, r2.mark);
+    assert!(!r3.resumed);
+    assert_eq!(branch, whole(&source, ns, &dir));
+
+    // The file rewritten (a new file in its place, same bytes and more): all again.
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(
+        &file,
+        [bytes, claude_line("e", Some("d"), "five").into_bytes()].concat(),
+    )
+    .unwrap();
+    let (rewritten, r4) = read(&source, ns, &dir, r3.mark);
+    assert!(!r4.resumed);
+    assert_eq!(rewritten, whole(&source, ns, &dir));
+}
