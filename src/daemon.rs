@@ -365,7 +365,11 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         args.mountpoint.display(),
         ours.as_ref().map(|e| e.id)
     );
-    if let Err(e) = search.start() {
+    if std::env::var_os(SEARCH_ENV).is_some_and(|v| v == "off") {
+        // The index is left as it is: `fen-fs search` brings it up to date itself
+        // (no daemon holds its lock), and the mount's search/ answers from it.
+        log::info!("the search indexer is off ({SEARCH_ENV}=off)");
+    } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
     if let Some(mut r) = ready.take() {
@@ -401,6 +405,8 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
 
 /// `off` turns FUSE passthrough off (transcripts are then read through the daemon).
 pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";
+/// `FEN_FS_SEARCH=off` in `mount`'s environment: no background search indexer.
+pub const SEARCH_ENV: &str = "FEN_FS_SEARCH";
 
 /// What `fen-fs status` learns of a running daemon from its store (`.fen-cache/mounts/
 /// <pid>.json`): what its command line does not say.

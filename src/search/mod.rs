@@ -378,8 +378,18 @@ impl Search {
     /// Session `ns/dir` was just appended to (through `ctl`): index it soon.
     pub fn touched(&self, ns: &str, dir: &str) {
         let mut p = self.pending.lock().unwrap();
+        // Called on every append: a session already pending costs no allocation, and
+        // the indexer is woken only by the first touch since it last looked (it then
+        // knows when to look again). A wake-up per append was a context switch per
+        // append on the indexer's core.
+        if p.touched.iter().any(|(n, d)| n == ns && d == dir) {
+            return;
+        }
+        let first = p.touched.is_empty();
         p.touched.insert((ns.to_string(), dir.to_string()));
-        self.wake.notify_one();
+        if first {
+            self.wake.notify_one();
+        }
     }
 
     /// Stops the background indexer (at unmount) and waits for it: what it indexed is
@@ -633,6 +643,11 @@ impl Search {
         let h = std::thread::Builder::new()
             .name("fen-search".into())
             .spawn(move || {
+                // Every indexing runs below the mount's requests: appends are found
+                // within a second all the same (they take milliseconds), and the
+                // indexer never takes a core the daemon's requests are waiting for.
+                // (The writer's threads, made from here, inherit it.)
+                lower_cpu_priority();
                 if let Err(e) = me.run() {
                     log::error!("search indexer stopped: {}", e.reason);
                 }
@@ -754,6 +769,15 @@ impl Search {
         }
         engine.release_writer();
         Ok(())
+    }
+}
+
+/// The calling thread (and the threads it starts) at a lower CPU priority.
+fn lower_cpu_priority() {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 
