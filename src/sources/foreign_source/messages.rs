@@ -35,17 +35,10 @@ impl ForeignSource {
     ) -> Result<SessionFacts> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
-        // A reader made just for this (search reads every session once) is not kept
-        // in memory: it would push out the readers of sessions being followed. Its
-        // state goes to disk like the first index's.
-        let cached = self.readers.lock().unwrap().1.contains_key(&path);
-        let keep = if cached {
-            super::Keep::Memory
-        } else {
-            super::Keep::Disk
-        };
         let (file, _, refs) =
-            self.with_reader_kept(&path, keep, |r, tail| r.messages(tail, history))?;
+            self.with_reader_kept(&path, self.keep_for_reading(&path), |r, tail| {
+                r.messages(tail, history)
+            })?;
         let mut names = std::collections::HashMap::new();
         for r in refs {
             let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
@@ -72,12 +65,7 @@ impl ForeignSource {
     ) -> Result<crate::sources::SinceRead> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
-        let cached = self.readers.lock().unwrap().1.contains_key(&path);
-        let keep = if cached {
-            super::Keep::Memory
-        } else {
-            super::Keep::Disk
-        };
+        let keep = self.keep_for_reading(&path);
         let (file, stamp, (appends, refs)) = self.with_reader_kept(&path, keep, |r, tail| {
             (r.follows_appends(), r.messages(tail, true))
         })?;
@@ -116,6 +104,18 @@ impl ForeignSource {
             resumed,
             mark: crate::sources::MessageMark([file_id, stamp.size, total, hash]),
         })
+    }
+
+    /// Where the reader goes after a reading of a whole session: a reader made just
+    /// for it (search reads every session once) is not kept in memory, where it would
+    /// push out the readers of sessions being followed; its state goes to disk like
+    /// the first index's.
+    fn keep_for_reading(&self, path: &Path) -> super::Keep {
+        if self.readers.lock().unwrap().1.contains_key(path) {
+            super::Keep::Memory
+        } else {
+            super::Keep::Disk
+        }
     }
 
     /// What the session's listing says of it.
