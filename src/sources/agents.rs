@@ -331,19 +331,6 @@ pub fn cwd_hint(agent: Agent, root: &Path, path: &Path) -> Option<String> {
     }
 }
 
-/// Up to `max` bytes of a small file beside an agent's sessions (an index, a
-/// marker), read-only; `None` when it is missing, not a regular file or larger.
-pub fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let (file, meta) = crate::store::open::open_regular(path).ok()?;
-    if meta.len() > max {
-        return None;
-    }
-    let mut out = Vec::new();
-    file.take(max).read_to_end(&mut out).ok()?;
-    Some(out)
-}
-
 /// One message object of `agent`'s `conversation.json` as a neutral message (`None`:
 /// nothing a person or a model reads). The agent's own module knows its shapes;
 /// nothing outside `sources` reads an agent's format.
@@ -410,7 +397,7 @@ fn claude_index_archives(path: &Path, id: &str) -> bool {
     {
         return r.archived.contains(id);
     }
-    let v = read_small(&index, 64 << 20)
+    let v = crate::store::open::read_small(&index, 64 << 20)
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .unwrap_or_default();
     let archived: HashSet<String> = v

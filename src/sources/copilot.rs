@@ -50,7 +50,7 @@ pub fn complete_from_workspace(path: &Path, s: &mut ForeignSummary) {
         None => None,
     };
     let Some(bytes) =
-        dir.and_then(|d| super::agents::read_small(&d.join("workspace.yaml"), 1 << 20))
+        dir.and_then(|d| crate::store::open::read_small(&d.join("workspace.yaml"), 1 << 20))
     else {
         return;
     };

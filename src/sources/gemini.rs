@@ -38,7 +38,7 @@ pub fn project_cwd(root: &Path, chat_file: &Path) -> Option<String> {
     let slug_dir = chat_file.parent()?.parent()?;
     let slug = slug_dir.file_name()?.to_str()?;
     let marker = |dir: &Path| {
-        super::agents::read_small(&dir.join(slug).join(".project_root"), 64 * 1024)
+        crate::store::open::read_small(&dir.join(slug).join(".project_root"), 64 * 1024)
             .map(|b| String::from_utf8_lossy(&b).trim().to_string())
             .filter(|p| !p.is_empty())
     };
@@ -60,7 +60,7 @@ pub fn project_cwd(root: &Path, chat_file: &Path) -> Option<String> {
 
 /// `projects.json`: `{projects: {<path>: <slug>}}` (GM `projectRegistry.ts`).
 fn registry(root: &Path) -> Vec<(String, String)> {
-    let Some(bytes) = super::agents::read_small(&root.join("projects.json"), 16 << 20) else {
+    let Some(bytes) = crate::store::open::read_small(&root.join("projects.json"), 16 << 20) else {
         return Vec::new();
     };
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
@@ -83,12 +83,14 @@ fn known_projects(root: &Path, registered: Vec<(String, String)>) -> Vec<String>
             continue;
         };
         for e in rd.flatten() {
-            if let Some(b) = super::agents::read_small(&e.path().join(".project_root"), 64 * 1024) {
+            if let Some(b) =
+                crate::store::open::read_small(&e.path().join(".project_root"), 64 * 1024)
+            {
                 out.push(String::from_utf8_lossy(&b).trim().to_string());
             }
         }
     }
-    if let Some(b) = super::agents::read_small(&root.join("trustedFolders.json"), 16 << 20)
+    if let Some(b) = crate::store::open::read_small(&root.join("trustedFolders.json"), 16 << 20)
         && let Ok(serde_json::Value::Object(m)) = serde_json::from_slice(&b)
     {
         out.extend(m.keys().cloned());

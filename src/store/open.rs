@@ -354,3 +354,16 @@ pub fn anonymous_file(bytes: &[u8]) -> Result<File> {
     std::io::Seek::rewind(&mut file).map_err(|e| Error::io("rewind an anonymous file", &e))?;
     Ok(file)
 }
+
+/// Up to `max` bytes of a small file beside an agent's sessions (an index, a
+/// marker), read-only; `None` when it is missing, not a regular file or larger.
+pub fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let (file, meta) = open_regular(path).ok()?;
+    if meta.len() > max {
+        return None;
+    }
+    let mut out = Vec::new();
+    file.take(max).read_to_end(&mut out).ok()?;
+    Some(out)
+}
