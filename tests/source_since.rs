@@ -160,15 +160,17 @@ fn another_agents_file_is_read_on_from_the_mark_only_while_it_only_grows() {
     assert!(!r3.resumed);
     assert_eq!(branch, whole(&source, ns, &dir));
 
-    // The file rewritten (a new file in its place, same bytes and more): all again.
-    let bytes = std::fs::read(&file).unwrap();
+    // The file rewritten (a new file in its place, maybe on the same inode: an
+    // earlier message edited to the same length, and one more): all again.
+    let bytes = String::from_utf8(std::fs::read(&file).unwrap()).unwrap();
     std::fs::remove_file(&file).unwrap();
     std::fs::write(
         &file,
-        [bytes, claude_line("e", Some("d"), "five").into_bytes()].concat(),
+        bytes.replace("\"one\"", "\"ONE\"") + &claude_line("e", Some("d"), "five"),
     )
     .unwrap();
     let (rewritten, r4) = read(&source, ns, &dir, r3.mark);
     assert!(!r4.resumed);
     assert_eq!(rewritten, whole(&source, ns, &dir));
+    assert_eq!(rewritten[0], (0, "ONE".to_string()));
 }

@@ -110,7 +110,16 @@ fn read_messages(
         )
     };
     let latest = proj.compaction;
-    let file_id = checksum(&[&stamp.dev.to_le_bytes(), &stamp.ino.to_le_bytes()]);
+    // Which file, and its bytes as far as the mark (first and last 4 KiB): a file
+    // put in its place on a reused inode is another file.
+    let file_id = |len: u64| {
+        let edges = crate::store::index::content_check(&file, len).unwrap_or(0);
+        checksum(&[
+            &stamp.dev.to_le_bytes(),
+            &stamp.ino.to_le_bytes(),
+            &edges.to_le_bytes(),
+        ])
+    };
     let shape = checksum(&[
         &(compactions.len() as u64).to_le_bytes(),
         &latest.map_or(0, |l| l as u64 + 1).to_le_bytes(),
@@ -118,8 +127,8 @@ fn read_messages(
     ]);
     let resumed = history
         && !since.is_none()
-        && since.0[0] == file_id
         && since.0[1] <= parsed_len
+        && since.0[0] == file_id(since.0[1])
         && since.0[2] == shape;
     let (from, mut at) = if resumed {
         (since.0[1], since.0[3])
@@ -193,7 +202,7 @@ fn read_messages(
     Ok(SinceRead {
         facts,
         resumed,
-        mark: MessageMark([file_id, parsed_len, shape, at]),
+        mark: MessageMark([file_id(parsed_len), parsed_len, shape, at]),
     })
 }
 

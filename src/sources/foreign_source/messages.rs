@@ -69,8 +69,16 @@ impl ForeignSource {
         let (file, stamp, (appends, refs)) = self.with_reader_kept(&path, keep, |r, tail| {
             (r.follows_appends(), r.messages(tail, true))
         })?;
-        let file_id =
-            crate::store::atomic::checksum(&[&stamp.dev.to_le_bytes(), &stamp.ino.to_le_bytes()]);
+        // Which file, and its bytes as far as the mark (first and last 4 KiB): a file
+        // rewritten on a reused inode is another file.
+        let file_id = |len: u64| {
+            let edges = crate::store::index::content_check(&file, len).unwrap_or(0);
+            crate::store::atomic::checksum(&[
+                &stamp.dev.to_le_bytes(),
+                &stamp.ino.to_le_bytes(),
+                &edges.to_le_bytes(),
+            ])
+        };
         let count = since.0[2];
         let mut hash = 0u64;
         let mut at_mark = None;
@@ -86,8 +94,8 @@ impl ForeignSource {
         let resumed = !since.is_none()
             && appends
             && !self.is_unit(&path)
-            && since.0[0] == file_id
             && since.0[1] <= stamp.size
+            && since.0[0] == file_id(since.0[1])
             && at_mark == Some(since.0[3]);
         let skip = if resumed { count as usize } else { 0 };
         let total = refs.len() as u64;
@@ -102,7 +110,7 @@ impl ForeignSource {
         Ok(crate::sources::SinceRead {
             facts,
             resumed,
-            mark: crate::sources::MessageMark([file_id, stamp.size, total, hash]),
+            mark: crate::sources::MessageMark([file_id(stamp.size), stamp.size, total, hash]),
         })
     }
 
