@@ -171,6 +171,18 @@ impl MessageMark {
     pub fn is_none(&self) -> bool {
         self.0 == [0; 4]
     }
+
+    /// Which file a mark is of: its device and inode, and its bytes as far as `len`
+    /// (the first and last 4 KiB), so that a file re-created on a reused inode is
+    /// another file.
+    pub fn file_identity(file: &std::fs::File, dev: u64, ino: u64, len: u64) -> u64 {
+        let edges = crate::store::index::content_check(file, len).unwrap_or(0);
+        crate::store::atomic::checksum(&[
+            &dev.to_le_bytes(),
+            &ino.to_le_bytes(),
+            &edges.to_le_bytes(),
+        ])
+    }
 }
 
 /// What `each_message_since` read.

@@ -110,16 +110,7 @@ fn read_messages(
         )
     };
     let latest = proj.compaction;
-    // Which file, and its bytes as far as the mark (first and last 4 KiB): a file
-    // put in its place on a reused inode is another file.
-    let file_id = |len: u64| {
-        let edges = crate::store::index::content_check(&file, len).unwrap_or(0);
-        checksum(&[
-            &stamp.dev.to_le_bytes(),
-            &stamp.ino.to_le_bytes(),
-            &edges.to_le_bytes(),
-        ])
-    };
+    let file_id = |len: u64| MessageMark::file_identity(&file, stamp.dev, stamp.ino, len);
     let shape = checksum(&[
         &(compactions.len() as u64).to_le_bytes(),
         &latest.map_or(0, |l| l as u64 + 1).to_le_bytes(),

@@ -39,14 +39,7 @@ impl ForeignSource {
             self.with_reader_kept(&path, self.keep_for_reading(&path), |r, tail| {
                 r.messages(tail, history)
             })?;
-        let mut names = std::collections::HashMap::new();
-        for r in refs {
-            let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
-            let mut one = [neutral(self.agent, &bytes, r)];
-            crate::neutral::fill_tool_names_with(&mut names, &mut one);
-            let [m] = one;
-            each(&facts, m);
-        }
+        self.convert(&file, refs, 0, &facts, &mut |f, _, m| each(f, m))?;
         Ok(facts)
     }
 
@@ -69,16 +62,8 @@ impl ForeignSource {
         let (file, stamp, (appends, refs)) = self.with_reader_kept(&path, keep, |r, tail| {
             (r.follows_appends(), r.messages(tail, true))
         })?;
-        // Which file, and its bytes as far as the mark (first and last 4 KiB): a file
-        // rewritten on a reused inode is another file.
-        let file_id = |len: u64| {
-            let edges = crate::store::index::content_check(&file, len).unwrap_or(0);
-            crate::store::atomic::checksum(&[
-                &stamp.dev.to_le_bytes(),
-                &stamp.ino.to_le_bytes(),
-                &edges.to_le_bytes(),
-            ])
-        };
+        let file_id =
+            |len: u64| crate::sources::MessageMark::file_identity(&file, stamp.dev, stamp.ino, len);
         let count = since.0[2];
         let mut hash = 0u64;
         let mut at_mark = None;
@@ -99,19 +84,34 @@ impl ForeignSource {
             && at_mark == Some(since.0[3]);
         let skip = if resumed { count as usize } else { 0 };
         let total = refs.len() as u64;
-        let mut names = std::collections::HashMap::new();
-        for (at, r) in refs.into_iter().enumerate().skip(skip) {
-            let bytes = crate::views::pieces::read_joined(&file, &r.pieces)?;
-            let mut one = [neutral(self.agent, &bytes, r)];
-            crate::neutral::fill_tool_names_with(&mut names, &mut one);
-            let [m] = one;
-            each(&facts, at as u64, m);
-        }
+        self.convert(&file, refs, skip, &facts, each)?;
         Ok(crate::sources::SinceRead {
             facts,
             resumed,
             mark: crate::sources::MessageMark([file_id(stamp.size), stamp.size, total, hash]),
         })
+    }
+
+    /// Reads and converts the messages of `refs` from the `skip`th on, one at a time,
+    /// naming tool results after their calls on the way (a call comes before its
+    /// results); `each` gets each message's place among all of `refs`.
+    fn convert(
+        &self,
+        file: &std::fs::File,
+        refs: Vec<MessageRef>,
+        skip: usize,
+        facts: &SessionFacts,
+        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+    ) -> Result<()> {
+        let mut names = std::collections::HashMap::new();
+        for (at, r) in refs.into_iter().enumerate().skip(skip) {
+            let bytes = crate::views::pieces::read_joined(file, &r.pieces)?;
+            let mut one = [neutral(self.agent, &bytes, r)];
+            crate::neutral::fill_tool_names_with(&mut names, &mut one);
+            let [m] = one;
+            each(facts, at as u64, m);
+        }
+        Ok(())
     }
 
     /// Where the reader goes after a reading of a whole session: a reader made just
@@ -190,20 +190,21 @@ pub fn neutral(agent: crate::agent::Agent, bytes: &[u8], r: MessageRef) -> Messa
 /// A hash of where a message sits and what its reader says of it (not its bytes:
 /// those are not read again), chained over the messages before it.
 fn place_hash(r: &MessageRef, h: u64) -> u64 {
-    let mut parts: Vec<Vec<u8>> = vec![
-        h.to_le_bytes().to_vec(),
-        r.entry.as_deref().unwrap_or("").as_bytes().to_vec(),
-        r.timestamp.as_deref().unwrap_or("").as_bytes().to_vec(),
-        vec![r.in_conversation as u8, r.injected as u8, r.summary as u8],
-    ];
+    use crate::store::atomic::checksum;
+    let flags = [r.in_conversation as u8, r.injected as u8, r.summary as u8];
+    let mut h = checksum(&[
+        &h.to_le_bytes(),
+        r.entry.as_deref().unwrap_or("").as_bytes(),
+        r.timestamp.as_deref().unwrap_or("").as_bytes(),
+        &flags,
+    ]);
     for p in &r.pieces {
-        match p {
-            crate::views::pieces::Piece::Text(t) => parts.push(t.as_bytes().to_vec()),
+        h = match p {
+            crate::views::pieces::Piece::Text(t) => checksum(&[&h.to_le_bytes(), t.as_bytes()]),
             crate::views::pieces::Piece::Range { start, len } => {
-                parts.push([start.to_le_bytes(), len.to_le_bytes()].concat())
+                checksum(&[&h.to_le_bytes(), &start.to_le_bytes(), &len.to_le_bytes()])
             }
-        }
+        };
     }
-    let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-    crate::store::atomic::checksum(&slices)
+    h
 }
