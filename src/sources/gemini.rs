@@ -19,6 +19,7 @@ pub use neutral::to_neutral;
 
 use crate::json::{RawObject, offset_in, quote};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use crate::sources::json_text::is_js_ws;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -279,20 +280,6 @@ fn object(v: &RawValue) -> Option<RawObject<'_>> {
         return None;
     }
     RawObject::parse(v.get()).ok()
-}
-
-fn is_js_ws(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
 }
 
 /// The start of a message's text as GM `partToString` makes it, which is all its

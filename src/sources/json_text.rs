@@ -6,6 +6,22 @@
 
 use crate::json::RawObject;
 
+/// Whitespace as JavaScript's `String.prototype.trim` and `JSON.parse` around a
+/// value see it (pi and Gemini CLI trim with it).
+pub fn is_js_ws(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
 /// `text` without whitespace outside strings (`None`: not valid JSON).
 pub fn minify(text: &str) -> Option<String> {
     serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;

@@ -194,6 +194,20 @@ impl OpencodeUnits {
         }
     }
 
+    /// A unit's signature as its database's last listing has it.
+    fn signature_in(d: &Database, path: &Path, id: &str, v2: bool) -> Option<Signature> {
+        if id == UNREADABLE {
+            return d
+                .error
+                .is_some()
+                .then(|| Self::unreadable_signature(d, path));
+        }
+        d.entries
+            .get(id)
+            .filter(|e| e.v2 == v2)
+            .map(|e| e.signature)
+    }
+
     fn unreadable_signature(db: &Database, path: &Path) -> Signature {
         let why = db.error.as_deref().unwrap_or_default();
         Signature {
@@ -295,17 +309,7 @@ impl UnitSource for OpencodeUnits {
             return None;
         }
         self.refresh(&mut st, &path);
-        let d = st.databases.get(&path)?;
-        if id == UNREADABLE {
-            return d
-                .error
-                .is_some()
-                .then(|| Self::unreadable_signature(d, &path));
-        }
-        d.entries
-            .get(&id)
-            .filter(|e| e.v2 == v2)
-            .map(|e| e.signature)
+        Self::signature_in(st.databases.get(&path)?, &path, &id, v2)
     }
 
     fn listed_signature(&self, key: &Path) -> Option<Signature> {
@@ -315,17 +319,7 @@ impl UnitSource for OpencodeUnits {
             return self.signature(key);
         }
         let (path, id, v2) = Self::split_key(key)?;
-        let d = st.databases.get(&path)?;
-        if id == UNREADABLE {
-            return d
-                .error
-                .is_some()
-                .then(|| Self::unreadable_signature(d, &path));
-        }
-        d.entries
-            .get(&id)
-            .filter(|e| e.v2 == v2)
-            .map(|e| e.signature)
+        Self::signature_in(st.databases.get(&path)?, &path, &id, v2)
     }
 
     fn dump(&self, key: &Path) -> Option<Dump> {

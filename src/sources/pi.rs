@@ -12,6 +12,7 @@ pub use neutral::{to_neutral, vendor_of};
 
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use crate::sources::json_text::is_js_ws;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -441,20 +442,6 @@ pub(crate) fn replace_surrogate_escapes(t: &str) -> String {
         i += ch.len_utf8().max(1);
     }
     out
-}
-
-fn is_js_ws(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
 }
 
 fn js_trim(s: &str) -> &str {
