@@ -1,0 +1,40 @@
+//! `fen-fs mcp` (SPEC §14): a Model Context Protocol server on stdio, on the official
+//! Rust SDK (rmcp), that lets agents ask the history of past sessions: read-only
+//! tools over what the library reads (fen's store, other agents' sources, the search
+//! index), with or without a mount.
+//!
+//! - `history`: what the tools read, shared for the life of the server;
+//! - `tool`: what one tool is (the `Tool` trait), and answers kept under a size cap;
+//! - `tools/`: one file per tool, listed in `tools::all`;
+//! - `server`: the rmcp handler that lists and calls them.
+
+pub mod history;
+pub mod server;
+pub mod tool;
+pub mod tools;
+
+use crate::error::{Error, Result};
+use rmcp::ServiceExt;
+
+/// Serves the tools over `history` on stdin/stdout until the client closes stdin.
+pub fn serve(history: history::History) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("starting the MCP server", &e))?;
+    let served = runtime.block_on(async {
+        let running = server::Server::new(history)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::invalid(format!("MCP: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| Error::invalid(format!("MCP: {e}")))?;
+        Ok::<(), Error>(())
+    });
+    // A search index update still running in the background is left to end with the
+    // process (its last commit stands).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    served
+}
