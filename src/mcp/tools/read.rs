@@ -16,6 +16,7 @@ const JSON_STRING_CHARS: usize = 8_000;
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum View {
     /// Markdown for reading: a heading per message, tool calls and results fenced
     /// (results cut after 40 lines), thinking left out.
