@@ -217,7 +217,7 @@ fn search_list_and_resume_answer_from_the_history_and_write_nothing() {
     );
     assert_eq!(ids(&phrase), [A]);
     let fen = c.ok("search_sessions", json!({"query": "quarzite"}));
-    assert_eq!(ids(&fen), [w.fen_id.clone()]);
+    assert_eq!(ids(&fen), [w.fen_id.as_str()]);
 
     // list_sessions: newest first, filters, limit.
     let all = json_lines(&c.ok("list_sessions", json!({})));
