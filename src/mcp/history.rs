@@ -35,6 +35,8 @@ pub struct History {
     store: Arc<Store>,
     foreign_options: ForeignOptions,
     foreign: OnceLock<Vec<Arc<ForeignSource>>>,
+    /// Set once the other agents' sources are indexed.
+    foreign_indexed: Arc<OnceLock<()>>,
     index: Arc<Mutex<Option<OpenIndex>>>,
     /// Set while an update of the index runs.
     updating: Arc<(Mutex<bool>, Condvar)>,
@@ -62,6 +64,7 @@ impl History {
             store: Arc::new(store),
             foreign_options,
             foreign: OnceLock::new(),
+            foreign_indexed: Arc::new(OnceLock::new()),
             index: Arc::new(Mutex::new(None)),
             updating: Arc::new((Mutex::new(false), Condvar::new())),
             store_args,
@@ -72,19 +75,28 @@ impl History {
         &self.store
     }
 
-    /// The other agents' sources, indexed (the first call waits for that).
+    /// The other agents' sources, indexed (the first call waits for that: their
+    /// persisted index when it is current, else a reading of every session file).
     pub fn foreign(&self) -> &[Arc<ForeignSource>] {
+        let sources = self.foreign_sources();
+        self.foreign_indexed.get_or_init(|| index_all(sources));
+        sources
+    }
+
+    /// The other agents' sources, made but perhaps not indexed yet (enough to name
+    /// them to the search index).
+    fn foreign_sources(&self) -> &[Arc<ForeignSource>] {
         self.foreign.get_or_init(|| {
-            crate::sources::all::foreign_indexed(&self.foreign_options, &self.store, true)
+            crate::sources::foreign_sources(&self.foreign_options, &self.store.root, true)
         })
     }
 
-    /// fen's store and every other agent's.
-    pub fn sources(&self) -> Vec<Arc<dyn SessionSource>> {
+    /// fen's store and every other agent's (not waiting for their index).
+    fn sources(&self) -> Vec<Arc<dyn SessionSource>> {
         let mut out: Vec<Arc<dyn SessionSource>> =
             vec![Arc::new(FenSource::new(self.store.clone()))];
         out.extend(
-            self.foreign()
+            self.foreign_sources()
                 .iter()
                 .map(|f| f.clone() as Arc<dyn SessionSource>),
         );
@@ -208,7 +220,14 @@ impl History {
         if !*busy {
             *busy = true;
             let (search, updating) = (search.clone(), self.updating.clone());
+            let (foreign, indexed) = (
+                self.foreign_sources().to_vec(),
+                self.foreign_indexed.clone(),
+            );
             std::thread::spawn(move || {
+                // The other agents' sources are indexed first, here: the call's wait
+                // covers it.
+                indexed.get_or_init(|| index_all(&foreign));
                 if let Err(e) = search.update(&mut |_| {}) {
                     log::warn!("search index: {}", e.reason);
                 }
@@ -225,4 +244,13 @@ impl History {
             busy = done.wait_timeout(busy, deadline - now).unwrap().0;
         }
     }
+}
+
+/// Builds the first index of each source, side by side.
+fn index_all(sources: &[Arc<ForeignSource>]) {
+    std::thread::scope(|scope| {
+        for s in sources {
+            scope.spawn(|| s.build_index());
+        }
+    });
 }
