@@ -512,3 +512,53 @@ fn with_a_mount_hits_are_paths_in_it_and_a_fen_session_goes_on_through_its_ctl()
     drop(m);
     let _ = &w.tmp;
 }
+
+#[test]
+fn without_a_store_folder_the_index_is_kept_in_memory_and_nothing_is_created() {
+    let w = world();
+    let state = w.tmp.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let mut cmd = fen_fs();
+    cmd.env("XDG_STATE_HOME", &state).args([
+        "mcp",
+        "--no-detect",
+        "--source",
+        &format!("claude={}", w.claude.display()),
+    ]);
+    let (mut c, _) = Client::start(cmd);
+    let hits = c.ok("search_sessions", json!({"query": "zephyrine"}));
+    assert_eq!(ids(&hits).len(), 2, "{hits}");
+    assert!(
+        hits.contains("note: no store: the index is kept in memory"),
+        "the note says where the index is: {hits}"
+    );
+    assert_eq!(
+        ids(&c.ok("search_sessions", json!({"query": "zephyrine"}))).len(),
+        2
+    );
+    assert_eq!(json_lines(&c.ok("list_sessions", json!({}))).len(), 3);
+    assert!(c.finish().success());
+    assert_eq!(
+        std::fs::read_dir(&state).unwrap().count(),
+        0,
+        "the default store was created"
+    );
+}
+
+#[test]
+fn a_named_store_that_does_not_exist_is_refused_before_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fen_fs()
+        .args(["mcp", "--no-detect", "--store"])
+        .arg(tmp.path().join("typo"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no fen-fs store at"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
