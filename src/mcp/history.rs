@@ -12,7 +12,6 @@
 //! server holds neither the index's memory nor its writer lock (a mount started later
 //! takes the writer's role at once).
 
-use crate::agent::Agent;
 use crate::error::Result;
 use crate::resume::find::Found;
 use crate::search::hits::Answer;
@@ -30,6 +29,8 @@ use std::time::{Duration, Instant};
 const UPDATE_WAIT: Duration = Duration::from_secs(10);
 /// The index is closed this long after the last search.
 const KEEP: Duration = Duration::from_secs(10);
+/// At exit, how long an update still running has to stop and commit.
+const STOP_WAIT: Duration = Duration::from_secs(5);
 
 pub struct History {
     store: Arc<Store>,
@@ -112,14 +113,6 @@ impl History {
     /// session file's path.
     pub fn find(&self, spec: &str) -> Result<Found> {
         crate::resume::find::find(&self.store, self.foreign(), spec)
-    }
-
-    /// The agents whose sessions this server reads: fen and each source found.
-    pub fn agents(&self) -> Vec<Agent> {
-        let mut out = vec![Agent::Fen];
-        out.extend(self.foreign().iter().map(|f| f.agent()));
-        out.dedup();
-        out
     }
 
     /// Where the store is mounted by a live daemon, if it is.
@@ -242,6 +235,33 @@ impl History {
                 return;
             }
             busy = done.wait_timeout(busy, deadline - now).unwrap().0;
+        }
+    }
+}
+
+impl History {
+    /// Before the server exits: an update still running stops at its next session
+    /// and commits what it indexed (waiting for it at most `STOP_WAIT`).
+    pub fn stop(&self) {
+        let open = self
+            .index
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|o| o.search.clone());
+        let Some(search) = open else { return };
+        let (lock, done) = &*self.updating;
+        let mut busy = lock.lock().unwrap();
+        if !*busy {
+            return;
+        }
+        search.stop();
+        let deadline = Instant::now() + STOP_WAIT;
+        while *busy && Instant::now() < deadline {
+            busy = done
+                .wait_timeout(busy, deadline.saturating_duration_since(Instant::now()))
+                .unwrap()
+                .0;
         }
     }
 }

@@ -28,8 +28,9 @@ pub fn serve(history: history::History) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("starting the MCP server", &e))?;
+    let history = std::sync::Arc::new(history);
     let served = runtime.block_on(async {
-        let running = server::Server::new(history)
+        let running = server::Server::new(history.clone())
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| Error::invalid(format!("MCP: {e}")))?;
@@ -39,8 +40,8 @@ pub fn serve(history: history::History) -> Result<()> {
             .map_err(|e| Error::invalid(format!("MCP: {e}")))?;
         Ok::<(), Error>(())
     });
-    // A search index update still running in the background is left to end with the
-    // process (its last commit stands).
+    // A search index update still running stops and commits what it has.
+    history.stop();
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     served
 }

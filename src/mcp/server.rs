@@ -21,9 +21,9 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(history: History) -> Server {
+    pub fn new(history: Arc<History>) -> Server {
         Server {
-            history: Arc::new(history),
+            history,
             tools: Arc::new(super::tools::all()),
         }
     }

@@ -112,7 +112,7 @@ fn own_agent(
         let root = &history.store().root;
         return Ok(match ctl_in_mount(root, &found.ns, &found.dir) {
             Some(ctl) => format!(
-                "{}\nA fen session goes on through its ctl file: append JSON lines to it (SPEC §4).\n",
+                "{}\nA fen session goes on through its ctl file: append JSON lines to it (one message a line, as the mount's ctl files take them).\n",
                 quote(&ctl.display().to_string())
             ),
             None => format!(
