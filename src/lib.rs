@@ -25,7 +25,11 @@ pub mod commands;
 #[cfg(feature = "full")]
 pub mod daemon;
 #[cfg(feature = "full")]
+pub mod dates;
+#[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
+pub mod mcp;
 #[cfg(feature = "full")]
 pub mod mount_table;
 #[cfg(feature = "full")]

@@ -2,6 +2,7 @@
 //! parses its options here and calls the library; the work is done there.
 
 pub mod list;
+pub mod mcp;
 pub mod resume;
 pub mod search;
 pub mod status;
@@ -326,6 +327,15 @@ enum Command {
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// Serve the history to agents over the Model Context Protocol on stdio: read-only
+    /// tools search_sessions, list_sessions, read_session and resume_command
+    /// (`claude mcp add fen -- fen-fs mcp`).
+    Mcp {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
     /// Check transcripts and report problems; changes nothing.
     Fsck {
         session: Option<String>,
@@ -610,6 +620,20 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 foreign: sources.options(),
             };
             search::run(args, store)
+        }
+        Command::Mcp { store, sources } => {
+            let mut args = Vec::new();
+            if let Some(dir) = &store.store {
+                args.extend(["--store".to_string(), dir.display().to_string()]);
+            }
+            for r in &sources.sources {
+                args.push("--source".into());
+                args.push(format!("{}={}", r.agent.name(), r.root.display()));
+            }
+            if sources.no_detect {
+                args.push("--no-detect".into());
+            }
+            mcp::run(store.existing()?, sources.options(), args)
         }
         Command::Fsck { session, store } => {
             let store = store.existing()?;
