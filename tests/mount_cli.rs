@@ -136,6 +136,15 @@ fn a_mistyped_subcommand_creates_nothing_and_is_a_usage_error() {
         out_text(&out)
     );
     assert_eq!(everything_under(dir), [dir.join("store")]);
+    // mount(8)'s `-f` to a helper is a fake mount: checked, not mounted.
+    std::fs::create_dir(dir.join("flaky")).unwrap();
+    let out = run(std::process::Command::new(&link)
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .args(["store", "flaky", "-f", "-o", "rw"]));
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&dir.join("flaky").display().to_string()));
 }
 
 /// mount(8) itself, as /etc/fstab's line runs it: `mount -t fuse.fen-fs STORE MNT -o

@@ -144,6 +144,9 @@ struct MountArgs {
     /// must exist, nothing is created.
     #[arg(long, hide = true)]
     as_mount_helper: bool,
+    /// mount(8)'s `-f` to its helper: a fake mount, everything checked, nothing mounted.
+    #[arg(long, hide = true)]
+    fake_mount: bool,
 }
 
 /// Mount options that mean nothing to fen-fs beyond what it always does, or that are
@@ -430,6 +433,9 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
         Command::Mount(mut args) => {
             args.apply_mount_options()?;
             args.check_both_exist()?;
+            if args.fake_mount {
+                return Ok(ExitCode::SUCCESS);
+            }
             let options = args.options();
             let new_store = std::fs::symlink_metadata(&options.store).is_err();
             let said = format!("fen-fs: created a new store at {}", options.store.display());
@@ -667,7 +673,8 @@ fn is_subcommand(name: &str) -> bool {
 
 /// What mount(8) passes a helper besides the source, target and `-o OPTS`
 /// (libmount: `-s` sloppy, `-n` no mtab, `-v` verbose; `-t TYPE` when the helper's
-/// name does not already say it): meaningless to fen-fs, so dropped in that form.
+/// name does not already say it): meaningless to fen-fs, so dropped in that form. Its
+/// `-f` (fake: do everything but mount) becomes `--fake-mount`, not `--foreground`.
 const MOUNT_HELPER_FLAGS: [&str; 3] = ["-s", "-n", "-v"];
 
 /// The command line as clap should see it: the mount helper form becomes `fen-fs mount
@@ -719,11 +726,13 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
             || (helper && (MOUNT_HELPER_FLAGS.iter().any(|f| a == f) || a == "-t"))
             || (helper && args[i - 1] == "-t")
     };
-    out.extend(
-        (1..args.len())
-            .filter(|&i| !dropped(i))
-            .map(|i| args[i].clone()),
-    );
+    out.extend((1..args.len()).filter(|&i| !dropped(i)).map(|i| {
+        if helper && args[i] == "-f" {
+            "--fake-mount".into()
+        } else {
+            args[i].clone()
+        }
+    }));
     out
 }
 
@@ -831,6 +840,7 @@ mod tests {
                 "/m",
                 "-n",
                 "-v",
+                "-f",
                 "-o",
                 "rw,noatime",
                 "-t",
@@ -843,6 +853,7 @@ mod tests {
                 "--store",
                 "/s",
                 "--as-mount-helper",
+                "--fake-mount",
                 "-o",
                 "rw,noatime"
             ]
