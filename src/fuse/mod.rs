@@ -124,6 +124,8 @@ fn fopen_flags(cache: CacheMode) -> FopenFlags {
         CacheMode::KeepCache => FopenFlags::FOPEN_KEEP_CACHE,
         // Without KEEP_CACHE the kernel would drop every page at this open.
         CacheMode::Bypass => FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_KEEP_CACHE,
+        // Without KEEP_CACHE the kernel empties the file's cache before the open returns.
+        CacheMode::Refill => FopenFlags::empty(),
         CacheMode::Stream => {
             FopenFlags::FOPEN_DIRECT_IO
                 | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES

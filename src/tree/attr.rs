@@ -84,6 +84,9 @@ pub enum CacheMode {
     /// Past the page cache, leaving its pages as they are: a view's new state while
     /// handles of the cached state are still open.
     Bypass,
+    /// Through the page cache, which the kernel empties of this file at this open: a
+    /// new state that differs early, cheaper to read again than to wait for a drop.
+    Refill,
     /// A `ctl` open for writing: no page cache, no file position (the kernel passes
     /// offset 0 to every write, so one that is no longer than the `ctl`'s size runs
     /// concurrently with others: group commit), and writers on separate descriptors

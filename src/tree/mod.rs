@@ -39,11 +39,11 @@ pub struct DirEntry {
 
 /// An open file or folder.
 enum OpenFile {
-    /// `cached`: the inode, when the handle reads through the page cache as one of
-    /// the handles `page_cache` counts (0: it does not).
+    /// `cached`: the inode and token, when the handle reads through the page cache
+    /// as one of the handles `page_cache` counts.
     View {
         snap: Snapshot,
-        cached: AtomicU64,
+        cached: Mutex<Option<(u64, u64)>>,
     },
     /// A search's `hits.jsonl` (reading it is not the mount being busy: see
     /// `serving`).
@@ -668,7 +668,7 @@ impl Tree {
         Ok(Opened {
             fh: self.add_handle(OpenFile::View {
                 snap: snapshot,
-                cached: AtomicU64::new(cached.unwrap_or(0)),
+                cached: Mutex::new(cached),
             }),
             cache,
             backing,
@@ -680,7 +680,12 @@ impl Tree {
     /// a page-cached handle of `ino`. Where the kernel drops pages on its own whenever
     /// a size changes (no FUSE_EXPLICIT_INVAL_DATA, or no mount), transcripts keep the
     /// page cache (append-only: a new size drops it all) and views bypass it.
-    fn cache_mode(&self, ino: u64, node: &Node, snap: &Snapshot) -> (CacheMode, Option<u64>) {
+    fn cache_mode(
+        &self,
+        ino: u64,
+        node: &Node,
+        snap: &Snapshot,
+    ) -> (CacheMode, Option<(u64, u64)>) {
         let cacheable = matches!(
             node,
             Node::IndexJson(_)
@@ -702,7 +707,10 @@ impl Tree {
             return (cache, None);
         }
         let opened = self.page_cache.open(ino, snap, &self.stale);
-        (opened.cache, opened.counted.then_some(ino))
+        (
+            opened.cache,
+            (opened.token != 0).then_some((ino, opened.token)),
+        )
     }
 
     /// A transcript handle the kernel could not read from its file after all
@@ -718,7 +726,7 @@ impl Tree {
             return CacheMode::DirectIo;
         };
         let (cache, counted) = self.cache_mode(ino, &node, snap);
-        cached.store(counted.unwrap_or(0), Ordering::Release);
+        *cached.lock().unwrap() = counted;
         cache
     }
 
@@ -740,9 +748,9 @@ impl Tree {
             Some(OpenFile::View { snap, cached }) => {
                 self.serving();
                 let bytes = snap.read_at(offset, size as usize)?;
-                let ino = cached.load(Ordering::Acquire);
-                if ino != 0 && bytes.len() < size as usize {
-                    self.page_cache.read_to_end(ino);
+                if let Some((ino, token)) = *cached.lock().unwrap() {
+                    let to_end = bytes.len() < size as usize;
+                    self.page_cache.read(ino, token, to_end);
                 }
                 Ok(bytes)
             }
@@ -840,11 +848,10 @@ impl Tree {
     /// The last close of a handle. Its errors reach nobody, so there are none.
     pub fn release(&self, fh: u64) {
         let removed = self.handles.lock().unwrap().remove(&fh);
-        if let Some(OpenFile::View { cached, .. }) = removed.as_deref() {
-            let ino = cached.load(Ordering::Acquire);
-            if ino != 0 {
-                self.page_cache.release(ino);
-            }
+        if let Some(OpenFile::View { cached, .. }) = removed.as_deref()
+            && let Some((ino, token)) = *cached.lock().unwrap()
+        {
+            self.page_cache.release(ino, token);
         }
         if let (Some(OpenFile::Ctl(h)), Some(ctl)) = (removed.as_deref(), &self.ctl) {
             // Normally flushed already; a leftover line is still processed (and logged).
