@@ -103,13 +103,34 @@ fn follow(agent: Agent, name: &str, file: &[u8], steps: &[usize]) -> Counts {
     counts
 }
 
-/// Every line end as a step, and with `torn` also the middle of the lines it marks.
-fn steps_of(file: &[u8], torn: &[bool]) -> Vec<usize> {
+/// How a line is written: whole, in two writes (a reader sees it torn), or with
+/// the next one (a reader sees both at once).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Write {
+    Whole,
+    Torn,
+    WithNext,
+}
+
+fn writes(n: usize) -> impl Strategy<Value = Vec<Write>> {
+    proptest::collection::vec(
+        prop_oneof![5 => Just(Write::Whole), 1 => Just(Write::Torn), 1 => Just(Write::WithNext)],
+        n,
+    )
+}
+
+/// The file's length after each write (`how[k]` for line `k`, whole when missing).
+fn steps_of(file: &[u8], how: &[Write]) -> Vec<usize> {
     let mut steps = Vec::new();
     let mut start = 0;
     for (k, nl) in memchr::memchr_iter(b'\n', file).enumerate() {
-        if torn.get(k).copied().unwrap_or(false) && nl > start + 1 {
-            steps.push(start + (nl - start) / 2);
+        match how.get(k).copied().unwrap_or(Write::Whole) {
+            Write::Torn if nl > start + 1 => steps.push(start + (nl - start) / 2),
+            Write::WithNext if nl + 1 < file.len() => {
+                start = nl + 1;
+                continue;
+            }
+            _ => {}
         }
         steps.push(nl + 1);
         start = nl + 1;
@@ -329,8 +350,10 @@ fn claude_torn_lines_and_a_branch_are_checked() {
     ops.push((0, 7, 2, 0, 1)); // a prompt on an earlier entry: a branch
     ops.extend(claude_turns(2));
     let file = claude_file(&ops);
-    let torn: Vec<bool> = (0..ops.len()).map(|k| k % 3 == 1).collect();
-    let counts = follow(Agent::Claude, CLAUDE_NAME, &file, &steps_of(&file, &torn));
+    let how: Vec<Write> = (0..ops.len())
+        .map(|k| [Write::Whole, Write::Torn, Write::WithNext][k % 3])
+        .collect();
+    let counts = follow(Agent::Claude, CLAUDE_NAME, &file, &steps_of(&file, &how));
     assert!(counts.whole >= 2, "{counts:?}");
 }
 
@@ -357,14 +380,416 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn claude_growth_equals_the_full_chain(ops in ops(), torn in proptest::collection::vec(any::<bool>(), 48)) {
+    fn claude_growth_equals_the_full_chain(ops in ops(), how in writes(48)) {
         let file = claude_file(&ops);
-        follow(Agent::Claude, CLAUDE_NAME, &file, &steps_of(&file, &torn));
+        follow(Agent::Claude, CLAUDE_NAME, &file, &steps_of(&file, &how));
     }
 
     #[test]
-    fn claude_growth_equals_the_full_chain_mostly_linear(ops in mostly_linear(), torn in proptest::collection::vec(prop_oneof![7 => Just(false), 1 => Just(true)], 64)) {
+    fn claude_growth_equals_the_full_chain_mostly_linear(ops in mostly_linear(), how in writes(64)) {
         let file = claude_file(&ops);
-        follow(Agent::Claude, CLAUDE_NAME, &file, &steps_of(&file, &torn));
+        follow(Agent::Claude, CLAUDE_NAME, &file, &steps_of(&file, &how));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// pi (and OpenClaw, which writes pi's format)
+// ---------------------------------------------------------------------------
+
+/// A pi file from random choices (version 3, or version 1 without ids when `v1`).
+fn pi_file(ops: &[(u8, u8, u8, u8, u8)], v1: bool) -> Vec<u8> {
+    let mut out = if v1 {
+        "{\"type\":\"session\",\"id\":\"s1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/p\"}\n".to_string()
+    } else {
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/p\"}\n".to_string()
+    };
+    let mut ids: Vec<String> = Vec::new();
+    let mut last: Option<String> = None;
+    for (n, &(kind, parent_sel, flags, a, b)) in ops.iter().enumerate() {
+        let pick = |x: u8| (!ids.is_empty()).then(|| ids[x as usize % ids.len()].clone());
+        let id = match flags % 13 {
+            0 if !ids.is_empty() => pick(a).unwrap(),
+            _ => format!("e{n}"),
+        };
+        let parent = match parent_sel % 10 {
+            0..=6 => last.clone(),
+            7 => pick(b),
+            8 => None,
+            _ => Some(format!("e{}", n + 1 + b as usize % 2)),
+        };
+        let link = if v1 {
+            String::new()
+        } else {
+            let p = parent.map_or("null".into(), |p| format!("\"{p}\""));
+            format!("\"id\":\"{id}\",\"parentId\":{p},")
+        };
+        let ts = format!(
+            "\"timestamp\":\"2025-01-01T00:{:02}:{:02}.000Z\"",
+            n / 60,
+            n % 60
+        );
+        let line = match kind % 12 {
+            0..=5 => {
+                let role = [
+                    "user",
+                    "assistant",
+                    "toolResult",
+                    "user",
+                    "assistant",
+                    "hookMessage",
+                ][kind as usize % 6];
+                format!(
+                    "{{\"type\":\"message\",{link}{ts},\"message\":{{\"role\":\"{role}\",\"content\":\"m{n}\",\"timestamp\":{n}}}}}"
+                )
+            }
+            6 => {
+                let kept = if v1 {
+                    format!("\"firstKeptEntryIndex\":{}", a % 8)
+                } else {
+                    format!("\"firstKeptEntryId\":\"{}\"", pick(a).unwrap_or_default())
+                };
+                format!(
+                    "{{\"type\":\"compaction\",{link}{ts},\"summary\":\"sum {n}\",{kept},\"tokensBefore\":9}}"
+                )
+            }
+            7 => {
+                let summary = if b % 4 == 0 { "" } else { "left" };
+                format!(
+                    "{{\"type\":\"branch_summary\",{link}{ts},\"fromId\":\"e0\",\"summary\":\"{summary}\"}}"
+                )
+            }
+            8 => format!(
+                "{{\"type\":\"custom_message\",{link}{ts},\"customType\":\"t\",\"content\":\"c{n}\",\"display\":true}}"
+            ),
+            9 => format!("{{\"type\":\"session_info\",{link}{ts},\"name\":\"title {n}\"}}"),
+            10 => format!(
+                "{{\"type\":\"model_change\",{link}{ts},\"provider\":\"x\",\"modelId\":\"m\"}}"
+            ),
+            _ => match a % 6 {
+                0 => "not json".into(),
+                1 => "null".into(),
+                2 => "7".into(),
+                3 => format!("{{\"type\":\"message\",{link}{ts},\"message\":null}}"),
+                4 => "[1]".into(),
+                _ => String::new(),
+            },
+        };
+        out.push_str(&line);
+        out.push('\n');
+        if line.starts_with("{\"type\"") {
+            if !ids.contains(&id) {
+                ids.push(id.clone());
+            }
+            last = Some(id);
+        }
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn pi_appends_on_the_leaf_are_growth() {
+    let ops: Vec<_> = (0..40u8).map(|k| (k % 6, 0, 2, 0, 0)).collect();
+    for v1 in [false, true] {
+        let file = pi_file(&ops, v1);
+        let steps = steps_of(&file, &[]);
+        let counts = follow(Agent::Pi, "p.jsonl", &file, &steps);
+        assert_eq!(counts.whole, 1, "v1 {v1}: {counts:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Codex
+// ---------------------------------------------------------------------------
+
+const CODEX_META: &str = r#"{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{"id":"11111111-1111-4111-8111-111111111111","timestamp":"2026-01-02T03:04:05.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.0.0-test","source":"cli","model_provider":"synthetic"}}"#;
+
+fn codex_item(kind: u8, n: usize) -> String {
+    match kind % 7 {
+        0 => format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"ask {n}"}}]}}"#
+        ),
+        1 => format!(
+            r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"say {n}"}}]}}"#
+        ),
+        2 => format!(
+            r#"{{"type":"message","role":"developer","content":[{{"type":"input_text","text":"<permissions instructions>{n}"}}]}}"#
+        ),
+        3 => format!(
+            r#"{{"type":"reasoning","summary":[{{"type":"summary_text","text":"think {n}"}}],"encrypted_content":"x"}}"#
+        ),
+        4 => format!(
+            r#"{{"type":"function_call","name":"exec","arguments":"{{}}","call_id":"c{n}"}}"#
+        ),
+        5 => format!(r#"{{"type":"function_call_output","call_id":"c{n}","output":"out {n}"}}"#),
+        _ => format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"<environment_context>{n}</environment_context>"}}]}}"#
+        ),
+    }
+}
+
+fn codex_file(ops: &[(u8, u8, u8, u8, u8)], meta: bool) -> Vec<u8> {
+    let mut out = String::new();
+    if meta {
+        out.push_str(CODEX_META);
+        out.push('\n');
+    }
+    for (n, &(kind, _, _, a, b)) in ops.iter().enumerate() {
+        let ts = format!("2026-01-02T03:{:02}:{:02}.000Z", n / 60, n % 60);
+        let line = |ty: &str, payload: String| {
+            format!(r#"{{"timestamp":"{ts}","type":"{ty}","payload":{payload}}}"#)
+        };
+        let text = match kind % 12 {
+            0..=6 => line("response_item", codex_item(kind, n)),
+            7 => line(
+                "turn_context",
+                format!(
+                    r#"{{"cwd":"/w","model":"m{}","approval_policy":"never","sandbox_policy":{{"type":"read-only"}},"summary":"auto"}}"#,
+                    a % 3
+                ),
+            ),
+            8 => line(
+                "event_msg",
+                format!(r#"{{"type":"user_message","message":"ask {n}"}}"#),
+            ),
+            9 => line(
+                "event_msg",
+                format!(r#"{{"type":"thread_rolled_back","num_turns":{}}}"#, a % 3),
+            ),
+            10 => match b % 2 {
+                0 => {
+                    let items: Vec<String> = (0..1 + a as usize % 3)
+                        .map(|k| codex_item((k as u8).wrapping_add(a), n))
+                        .collect();
+                    line(
+                        "compacted",
+                        format!(
+                            r#"{{"message":"","replacement_history":[{}]}}"#,
+                            items.join(",")
+                        ),
+                    )
+                }
+                _ => line("compacted", format!(r#"{{"message":"summary {n}"}}"#)),
+            },
+            _ => match a % 3 {
+                0 => line("event_msg", r#"{"type":"token_count","info":null}"#.into()),
+                1 => "{\"timestamp\":\"x\",\"broken".into(),
+                _ => String::new(),
+            },
+        };
+        out.push_str(&text);
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn codex_appended_items_are_growth() {
+    let ops: Vec<_> = (0..40u8).map(|k| (k % 7, 0, 0, 0, 0)).collect();
+    let file = codex_file(&ops, true);
+    let counts = follow(Agent::Codex, "r.jsonl", &file, &steps_of(&file, &[]));
+    assert_eq!(counts.whole, 1, "{counts:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Gemini CLI (.jsonl)
+// ---------------------------------------------------------------------------
+
+const GEMINI_META: &str = r#"{"sessionId":"g1","projectHash":"abc","startTime":"2026-04-29T21:39:22.319Z","lastUpdated":"2026-04-29T21:39:22.319Z","kind":"main"}"#;
+
+fn gemini_record(kind: u8, id: &str, n: usize) -> String {
+    let ts = format!("2026-04-29T21:{:02}:{:02}.000Z", n / 60, n % 60);
+    match kind % 6 {
+        0 | 1 => format!(
+            r#"{{"id":"{id}","timestamp":"{ts}","type":"user","content":[{{"text":"ask {n}"}}]}}"#
+        ),
+        2 => format!(
+            r#"{{"id":"{id}","timestamp":"{ts}","type":"gemini","content":"say {n}","model":"gm"}}"#
+        ),
+        3 => format!(
+            r#"{{"id":"{id}","timestamp":"{ts}","type":"gemini","content":"","model":"gm","toolCalls":[{{"id":"t{n}","name":"run","args":{{}},"result":[{{"functionResponse":{{"id":"t{n}","name":"run","response":{{"output":"o{n}"}}}}}}],"status":"success"}}]}}"#
+        ),
+        4 => format!(r#"{{"id":"{id}","timestamp":"{ts}","type":"info","content":"note {n}"}}"#),
+        _ => format!(r#"{{"id":"{id}","timestamp":"{ts}","type":"gemini","content":[null]}}"#),
+    }
+}
+
+fn gemini_file(ops: &[(u8, u8, u8, u8, u8)], meta: bool) -> Vec<u8> {
+    let mut out = String::new();
+    if meta {
+        out.push_str(GEMINI_META);
+        out.push('\n');
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for (n, &(kind, _, flags, a, b)) in ops.iter().enumerate() {
+        let pick = |x: u8| (!ids.is_empty()).then(|| ids[x as usize % ids.len()].clone());
+        let id = match flags % 11 {
+            0 if !ids.is_empty() => pick(a).unwrap(),
+            _ => format!("m{n}"),
+        };
+        let line = match kind % 10 {
+            0..=4 => {
+                // Mostly messages that convert (the null part only now and then).
+                let k = if kind % 5 == 4 && b % 4 != 0 {
+                    2
+                } else {
+                    kind % 5 + b % 2
+                };
+                gemini_record(k, &id, n)
+            }
+            5 => format!(
+                r#"{{"$rewindTo":"{}"}}"#,
+                pick(a).unwrap_or_else(|| "nope".into())
+            ),
+            6 => format!(
+                r#"{{"$set":{{"lastUpdated":"2026-04-29T22:00:{:02}.000Z"}}}}"#,
+                n % 60
+            ),
+            7 => format!(
+                r#"{{"$set":{{"messages":[{}]}}}}"#,
+                gemini_record(a, &format!("s{n}"), n)
+            ),
+            8 => match a % 3 {
+                0 => format!(
+                    r#"{{"sessionId":"g1","projectHash":"abc","kind":"{}"}}"#,
+                    if b % 5 == 0 { "subagent" } else { "main" }
+                ),
+                1 => "{\"id\":\"broken".into(),
+                _ => String::new(),
+            },
+            _ => gemini_record(2, &id, n),
+        };
+        out.push_str(&line);
+        out.push('\n');
+        if line.starts_with("{\"id\":\"") && !line.contains("broken") && !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    out.into_bytes()
+}
+
+const GEMINI_NAME: &str = "session-2026-04-29T21-39-g1.jsonl";
+
+#[test]
+fn gemini_new_messages_are_growth() {
+    let ops: Vec<_> = (0..30u8).map(|k| (k % 4, 0, 1, 0, 0)).collect();
+    let file = gemini_file(&ops, true);
+    let counts = follow(Agent::Gemini, GEMINI_NAME, &file, &steps_of(&file, &[]));
+    assert_eq!(counts.whole, 1, "{counts:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Copilot CLI
+// ---------------------------------------------------------------------------
+
+const COPILOT_START: &str = r#"{"type":"session.start","data":{"sessionId":"c1","version":1,"startTime":"2025-12-18T21:32:04.182Z","context":{"cwd":"/w"}},"id":"e0","timestamp":"2025-12-18T21:32:05.000Z","parentId":null}"#;
+
+fn copilot_file(ops: &[(u8, u8, u8, u8, u8)], start: bool) -> Vec<u8> {
+    let mut out = String::new();
+    if start {
+        out.push_str(COPILOT_START);
+        out.push('\n');
+    }
+    for (n, &(kind, _, flags, a, b)) in ops.iter().enumerate() {
+        let id = if flags % 13 == 0 {
+            format!("e{}", a % 8)
+        } else {
+            format!("e{}", n + 1)
+        };
+        let ev = |ty: &str, data: String| {
+            format!(
+                r#"{{"type":"{ty}","data":{data},"id":"{id}","timestamp":"2025-12-18T21:{:02}:{:02}.000Z","parentId":null}}"#,
+                n / 60,
+                n % 60
+            )
+        };
+        let line = match kind % 14 {
+            0..=2 => ev("user.message", format!(r#"{{"content":"ask {n}"}}"#)),
+            3..=5 => ev(
+                "assistant.message",
+                format!(r#"{{"content":"say {n}","messageId":"m{n}"}}"#),
+            ),
+            6 | 7 => ev(
+                "tool.execution_complete",
+                format!(r#"{{"toolCallId":"c{n}","success":true}}"#),
+            ),
+            8 => ev(
+                "session.compaction_complete",
+                match b % 3 {
+                    0 => r#"{"success":true,"summaryContent":"sum"}"#.into(),
+                    1 => r#"{"success":false}"#.into(),
+                    _ => "{}".into(),
+                },
+            ),
+            9 => ev(
+                "session.truncation",
+                format!(r#"{{"messagesRemovedDuringTruncation":{}}}"#, a % 4),
+            ),
+            10 => ev(
+                "session.context_cleared",
+                if b % 2 == 0 {
+                    r#"{"initialMessage":"again"}"#.into()
+                } else {
+                    "{}".into()
+                },
+            ),
+            11 => ev(
+                "session.snapshot_rewind",
+                format!(r#"{{"upToEventId":"e{}"}}"#, a as usize % (n + 2)),
+            ),
+            12 => match a % 3 {
+                0 => ev(
+                    "assistant.message",
+                    r#"{"content":"sub","parentToolCallId":"c1"}"#.into(),
+                ),
+                1 => ev("assistant.turn_start", r#"{"turnId":"t"}"#.into()),
+                _ => "{\"type\":\"user.mess".into(),
+            },
+            _ => ev("session.info", r#"{"infoType":"x","message":"m"}"#.into()),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn copilot_new_message_events_are_growth() {
+    let ops: Vec<_> = (0..30u8).map(|k| (k % 8, 0, 1, 0, 0)).collect();
+    let file = copilot_file(&ops, true);
+    let counts = follow(Agent::Copilot, "events.jsonl", &file, &steps_of(&file, &[]));
+    assert_eq!(counts.whole, 1, "{counts:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn pi_growth_equals_the_full_context(ops in ops(), v1 in prop_oneof![4 => Just(false), 1 => Just(true)], how in writes(48)) {
+        let file = pi_file(&ops, v1);
+        follow(Agent::Pi, "p.jsonl", &file, &steps_of(&file, &how));
+    }
+
+    #[test]
+    fn pi_growth_mostly_linear(ops in mostly_linear(), how in writes(64)) {
+        let file = pi_file(&ops, false);
+        follow(Agent::Pi, "p.jsonl", &file, &steps_of(&file, &how));
+    }
+
+    #[test]
+    fn codex_growth_equals_the_full_history(ops in ops(), meta in prop_oneof![9 => Just(true), 1 => Just(false)], how in writes(48)) {
+        let file = codex_file(&ops, meta);
+        follow(Agent::Codex, "r.jsonl", &file, &steps_of(&file, &how));
+    }
+
+    #[test]
+    fn gemini_growth_equals_the_full_replay(ops in ops(), meta in prop_oneof![9 => Just(true), 1 => Just(false)], how in writes(48)) {
+        let file = gemini_file(&ops, meta);
+        follow(Agent::Gemini, GEMINI_NAME, &file, &steps_of(&file, &how));
+    }
+
+    #[test]
+    fn copilot_growth_equals_the_full_rebuild(ops in ops(), start in prop_oneof![9 => Just(true), 1 => Just(false)], how in writes(48)) {
+        let file = copilot_file(&ops, start);
+        follow(Agent::Copilot, "events.jsonl", &file, &steps_of(&file, &how));
     }
 }

@@ -17,13 +17,13 @@ use crate::sources::foreign::{
     ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
     Piece,
 };
-use crate::sources::growth::Resumed;
+use crate::sources::growth::{KeptCell, Resumed};
 use chain::{Growth, chain, walk};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 /// The SDK's listing reads only this much of the file's head and tail (SDK `:33`).
 const LITE: u64 = 65536;
@@ -146,7 +146,7 @@ pub struct ClaudeReader {
     /// read since while they only extend it (not saved: computed again after a
     /// restore).
     #[borsh(skip)]
-    resumed: Mutex<Option<Kept>>,
+    resumed: KeptCell<u32, Option<Growth>>,
 }
 
 /// The conversation kept between reads: record numbers of its messages, and what
@@ -232,7 +232,7 @@ impl ClaudeReader {
             list: Listing::default(),
             records: Vec::new(),
             ids: Ids::default(),
-            resumed: Mutex::new(None),
+            resumed: KeptCell::default(),
         }
     }
 
@@ -289,7 +289,7 @@ impl ClaudeReader {
     /// The kept chain of the records, brought up to date: the records read since are
     /// taken in while they only extend it (`Growth::take`), else it is walked again.
     fn kept(&self) -> MutexGuard<'_, Option<Kept>> {
-        let mut kept = self.resumed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = self.resumed.lock();
         if let Some(k) = kept.as_mut() {
             let Resumed {
                 covered,
@@ -476,7 +476,7 @@ impl ForeignReader for ClaudeReader {
             }
         }
         self.ids = ids;
-        *self.resumed.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self.resumed.clear();
         true
     }
 }

@@ -16,6 +16,7 @@
 
 use super::foreign::MessagePieces;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// One state of a reader's conversation: its lineage and how many messages it had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +90,15 @@ impl<T, S> Resumed<T, S> {
         }
     }
 
+    /// The mark of this lineage's start, for a reader that shows no messages for now
+    /// (the agent would refuse the file) and all of `order` once it shows them.
+    pub fn mark_at_start(&self) -> ConversationMark {
+        ConversationMark {
+            epoch: self.epoch,
+            messages: 0,
+        }
+    }
+
     /// The conversation as what it added to the one `since` names when that is an
     /// earlier state of this lineage, else whole; each message rendered by `render`.
     pub fn update(
@@ -116,4 +126,37 @@ impl<T, S> Resumed<T, S> {
 pub fn id_hash(s: &str) -> u64 {
     use std::hash::BuildHasher;
     foldhash::fast::FixedState::with_seed(0x6665_6e2d_6673).hash_one(s)
+}
+
+/// Where a reader keeps its [`Resumed`] (readers answer through `&self`); a clone of
+/// the reader (one that reads a tail on a copy) starts without one.
+pub struct KeptCell<T, S>(Mutex<Option<Resumed<T, S>>>);
+
+impl<T, S> KeptCell<T, S> {
+    pub fn lock(&self) -> MutexGuard<'_, Option<Resumed<T, S>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets it (the reader's state was replaced).
+    pub fn clear(&mut self) {
+        *self.0.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+impl<T, S> Default for KeptCell<T, S> {
+    fn default() -> Self {
+        KeptCell(Mutex::new(None))
+    }
+}
+
+impl<T, S> Clone for KeptCell<T, S> {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl<T, S> std::fmt::Debug for KeptCell<T, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptCell")
+    }
 }
