@@ -23,9 +23,13 @@ pub mod agent;
 #[cfg(feature = "full")]
 pub mod commands;
 #[cfg(feature = "full")]
+pub mod config;
+#[cfg(feature = "full")]
 pub mod daemon;
 #[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
+pub mod host;
 #[cfg(feature = "full")]
 pub mod mount_table;
 #[cfg(feature = "full")]
@@ -36,6 +40,8 @@ pub mod resume;
 pub mod search;
 #[cfg(feature = "full")]
 pub mod sources;
+#[cfg(feature = "full")]
+pub mod sync;
 #[cfg(feature = "full")]
 pub mod tree;
 #[cfg(feature = "full")]

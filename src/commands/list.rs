@@ -59,8 +59,33 @@ pub fn list_with(
     foreign: &[std::sync::Arc<ForeignSource>],
     cwd: Option<&str>,
 ) -> Result<Vec<Listing>> {
+    let dynamic: Vec<std::sync::Arc<dyn SessionSource>> = foreign
+        .iter()
+        .map(|f| f.clone() as std::sync::Arc<dyn SessionSource>)
+        .collect();
+    list_among(store, &dynamic, cwd)
+}
+
+/// Other machines' sources (§12): one per peer of `options`, caches in `store`'s.
+pub fn peer_sources(
+    options: &crate::sources::peers::PeerOptions,
+    store: &Store,
+) -> Result<Vec<std::sync::Arc<dyn SessionSource>>> {
+    Ok(crate::sources::peers::peer_sources(options, &store.root, false)?
+        .into_iter()
+        .map(|p| p as std::sync::Arc<dyn SessionSource>)
+        .collect())
+}
+
+/// `list` over fen's store and `sources` (other agents', other machines'), newest
+/// first.
+pub fn list_among(
+    store: &Store,
+    sources: &[std::sync::Arc<dyn SessionSource>],
+    cwd: Option<&str>,
+) -> Result<Vec<Listing>> {
     let mut out = list(store, cwd)?;
-    for source in foreign {
+    for source in sources {
         let namespaces = match cwd {
             Some(cwd) => vec![crate::store::naming::slug(cwd)],
             None => source.namespaces()?,
@@ -83,10 +108,10 @@ pub fn list_with(
 
 /// The foreign session `spec` names (id, unique prefix of one, or folder name):
 /// its source, namespace and folder.
-pub fn resolve_foreign<'a>(
-    foreign: &'a [std::sync::Arc<ForeignSource>],
+pub fn resolve_foreign<'a, S: SessionSource + ?Sized>(
+    foreign: &'a [std::sync::Arc<S>],
     spec: &str,
-) -> Result<Option<(&'a ForeignSource, String, String)>> {
+) -> Result<Option<(&'a S, String, String)>> {
     let mut matches = Vec::new();
     for source in foreign {
         for ns in source.namespaces()? {

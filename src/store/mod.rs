@@ -34,6 +34,9 @@ pub use layout::default_root;
 
 pub struct Store {
     pub root: PathBuf,
+    /// Where this store's caches (`.fen-cache`) live: `root` itself, except for another
+    /// machine's store received read-only (§12), whose caches live in this machine's.
+    pub cache_root: PathBuf,
     pub append: AppendOptions,
     sessions: Mutex<HashMap<(String, String), Arc<Session>>>,
     id_claims: Mutex<()>,
@@ -60,6 +63,7 @@ impl Store {
         let root = root.into();
         private_dir(&root)?;
         Ok(Store {
+            cache_root: root.clone(),
             root,
             append: AppendOptions { fsync },
             sessions: Mutex::new(HashMap::new()),
@@ -69,8 +73,17 @@ impl Store {
 
     /// Opens an existing store read-only (the CLI's `list`/`show`): never creates it.
     pub fn open_existing(root: impl Into<PathBuf>) -> Store {
+        let root = root.into();
+        Store::open_read_only(root.clone(), root)
+    }
+
+    /// Another machine's store (§12), read and never written: nothing is created,
+    /// locked or cached in `root`; its caches go under `cache_root` (a folder of this
+    /// machine's `.fen-cache`).
+    pub fn open_read_only(root: PathBuf, cache_root: PathBuf) -> Store {
         Store {
-            root: root.into(),
+            root,
+            cache_root,
             append: AppendOptions::default(),
             sessions: Mutex::new(HashMap::new()),
             id_claims: Mutex::new(()),
@@ -251,11 +264,11 @@ impl Store {
         let mut map = self.sessions.lock().unwrap();
         map.entry((ns.to_string(), dir.to_string()))
             .or_insert_with(|| {
-                Arc::new(Session::new(
+                Arc::new(Session::in_store(
                     ns.to_string(),
                     dir.to_string(),
-                    self.session_path(ns, dir),
-                    Some(self.root.clone()),
+                    &self.root,
+                    &self.cache_root,
                 ))
             })
             .clone()

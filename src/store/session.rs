@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 pub struct Session {
@@ -99,6 +99,17 @@ impl Session {
             append_lock: Mutex::new(()),
             commit: Arc::new(GroupCommit::default()),
             file: Mutex::new(None),
+        }
+    }
+
+    /// A session of the store at `root` whose persisted index lives under
+    /// `cache_root` (the same folder, but for another machine's store).
+    pub fn in_store(namespace: String, dir: String, root: &Path, cache_root: &Path) -> Self {
+        let path = super::layout::session_path(root, &namespace, &dir);
+        let cache_file = super::layout::session_index_cache(cache_root, &namespace, &dir);
+        Session {
+            cache_file: Some(cache_file),
+            ..Session::new(namespace, dir, path, Some(root.to_path_buf()))
         }
     }
 

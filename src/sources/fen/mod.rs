@@ -35,7 +35,7 @@ impl FenSource {
     /// A source for a long-lived process (the daemon): namespaces are watched.
     pub fn watching(store: Arc<Store>) -> Self {
         FenSource {
-            markdown: MarkdownCache::spilling_to(Some(&store.root)),
+            markdown: MarkdownCache::spilling_to(Some(&store.cache_root)),
             store,
             catalog: Catalog::watching(),
         }
@@ -44,7 +44,7 @@ impl FenSource {
     /// A source for a one-shot command.
     pub fn new(store: Arc<Store>) -> Self {
         FenSource {
-            markdown: MarkdownCache::spilling_to(Some(&store.root)),
+            markdown: MarkdownCache::spilling_to(Some(&store.cache_root)),
             store,
             catalog: Catalog::default(),
         }
