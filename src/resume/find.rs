@@ -66,10 +66,21 @@ pub fn find_among(
             }
         }
     }
-    let exact: Vec<&Candidate> = all
+    let mut exact: Vec<&Candidate> = all
         .iter()
         .filter(|c| c.id == spec || c.dir == spec)
         .collect();
+    // A Syncthing conflict copy shares its session's id (§12): the id names the
+    // session, the copy's folder name names the copy.
+    if exact.len() > 1 {
+        let is_copy = |c: &Candidate| {
+            let base = c.dir.rsplit_once('@').map_or(c.dir.as_str(), |(d, _)| d);
+            crate::sources::peers::conflict_original(base).is_some() && c.dir != spec
+        };
+        if exact.iter().any(|c| !is_copy(c)) {
+            exact.retain(|c| !is_copy(c));
+        }
+    }
     let matches = if exact.is_empty() {
         all.iter()
             .filter(|c| c.id.starts_with(spec) || c.dir.starts_with(spec))
