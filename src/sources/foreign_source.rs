@@ -55,7 +55,8 @@ const INDEX_WORKERS: usize = 4;
 const CHUNK: usize = 2 << 20;
 /// 2: summaries carry `archived` and `resume_rules`; 3: entries carry
 /// `context_tokens`.
-const INDEX_VERSION: u32 = 3;
+// 4: Claude Code's and Codex's updated_at come from the content (§12).
+const INDEX_VERSION: u32 = 4;
 
 /// What the index keeps per session file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1326,7 +1327,8 @@ struct ConversationHead {
     context_tokens: u64,
 }
 
-const STATE_VERSION: u32 = 1;
+// 2: Claude Code's and Codex's readers keep their last entry's time.
+const STATE_VERSION: u32 = 2;
 
 /// The first line of a saved reader state; the reader's own bytes follow.
 #[derive(Serialize, Deserialize)]
