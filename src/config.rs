@@ -70,9 +70,7 @@ impl Config {
 fn check_rule(r: &PathRule) -> std::result::Result<(), String> {
     for (what, p) in [("from", &r.from), ("to", &r.to)] {
         if !p.starts_with('/') {
-            return Err(format!(
-                "path_map {what} = {p:?} is not an absolute path"
-            ));
+            return Err(format!("path_map {what} = {p:?} is not an absolute path"));
         }
     }
     Ok(())
@@ -188,20 +186,32 @@ mod tests {
             rule(Some("other"), "/Users", "/nowhere"),
         ];
         let m = PathMap::for_host(&rules, "mac");
-        assert_eq!(m.apply("/Users/alice/proj").as_deref(), Some("/home/a/proj"));
-        assert_eq!(m.apply("/Users/alice/work/x").as_deref(), Some("/srv/work/x"));
+        assert_eq!(
+            m.apply("/Users/alice/proj").as_deref(),
+            Some("/home/a/proj")
+        );
+        assert_eq!(
+            m.apply("/Users/alice/work/x").as_deref(),
+            Some("/srv/work/x")
+        );
         assert_eq!(m.apply("/Users/alice").as_deref(), Some("/home/a"));
         assert_eq!(m.apply("/Users/alicex/p"), None);
         assert_eq!(m.apply("/Users/bob"), None);
         let any = PathMap::for_host(&rules, "laptop");
-        assert_eq!(any.apply("/Users/alice/p").as_deref(), Some("/home/alice/p"));
+        assert_eq!(
+            any.apply("/Users/alice/p").as_deref(),
+            Some("/home/alice/p")
+        );
     }
 
     #[test]
     fn namespace_prefilter_never_misses_a_mapped_cwd() {
         let m = PathMap::for_host(&[rule(None, "/Users/alice", "/home/alice")], "h");
         for cwd in ["/Users/alice", "/Users/alice/p", "/Users/alice/a-b/c:d"] {
-            assert!(m.may_apply_to_namespace(&crate::store::naming::slug(cwd)), "{cwd}");
+            assert!(
+                m.may_apply_to_namespace(&crate::store::naming::slug(cwd)),
+                "{cwd}"
+            );
         }
         assert!(!m.may_apply_to_namespace(&crate::store::naming::slug("/home/alice/p")));
     }
@@ -214,8 +224,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("config.toml");
         assert!(Config::load(&p).unwrap().path_map.is_empty());
-        std::fs::write(&p, "[[path_map]]\nhost = \"mac\"\nfrom = \"/Users/a\"\nto = \"/home/a\"\n")
-            .unwrap();
+        std::fs::write(
+            &p,
+            "[[path_map]]\nhost = \"mac\"\nfrom = \"/Users/a\"\nto = \"/home/a\"\n",
+        )
+        .unwrap();
         assert_eq!(Config::load(&p).unwrap().path_map.len(), 1);
         std::fs::write(&p, "[[path_map]]\nfrom = \"rel\"\nto = \"/x\"\n").unwrap();
         assert!(Config::load(&p).unwrap_err().reason.contains("config.toml"));

@@ -34,19 +34,27 @@ fn a_fresh_mtime_does_not_make_an_old_session_new() {
     let claude = tmp.path().join("claude");
     let codex = tmp.path().join("codex");
     let cp = |from: &Path, to: &Path| {
-        let out = std::process::Command::new("cp").arg("-r").arg(from).arg(to).output().unwrap();
+        let out = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", out_text(&out));
     };
     cp(&fixtures().join("claude"), &claude);
     cp(&fixtures().join("codex"), &codex);
-    let claude_file = claude.join("projects/-workspace-example-app/55550000-0000-4000-8000-000000000001.jsonl");
+    let claude_file =
+        claude.join("projects/-workspace-example-app/55550000-0000-4000-8000-000000000001.jsonl");
     // A well-formed rollout (the fixtures hold broken ones too).
     let codex_file = walk(&codex)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .find(|p| {
             let text = std::fs::read_to_string(p).unwrap_or_default();
-            text.starts_with("{\"timestamp\"") && text.contains("session_meta") && text.lines().count() > 3
+            text.starts_with("{\"timestamp\"")
+                && text.contains("session_meta")
+                && text.lines().count() > 3
         })
         .unwrap();
     for f in [&claude_file, &codex_file] {
@@ -69,10 +77,18 @@ fn a_fresh_mtime_does_not_make_an_old_session_new() {
         let want = last_timestamp(file);
         let got = list
             .iter()
-            .find(|l| l["agent"] == agent && l["id"] != "" && file.to_string_lossy().contains(l["id"].as_str().unwrap()))
+            .find(|l| {
+                l["agent"] == agent
+                    && l["id"] != ""
+                    && file.to_string_lossy().contains(l["id"].as_str().unwrap())
+            })
             .unwrap_or_else(|| panic!("{agent} {}: {list:#?}", file.display()));
         let parse = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap();
-        assert_eq!(parse(got["updated_at"].as_str().unwrap()), parse(&want), "{agent}: {got}");
+        assert_eq!(
+            parse(got["updated_at"].as_str().unwrap()),
+            parse(&want),
+            "{agent}: {got}"
+        );
         assert!(got["host"].is_string(), "{got}");
     }
 }

@@ -64,7 +64,12 @@ impl Machine {
 
     fn fen_ok(&self, args: &[&str]) -> String {
         let out = self.fen(args);
-        assert!(out.status.success(), "{} {args:?}: {}", self.name, out_text(&out));
+        assert!(
+            out.status.success(),
+            "{} {args:?}: {}",
+            self.name,
+            out_text(&out)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
@@ -95,7 +100,10 @@ impl Machine {
     fn create_session(&self, cwd: &str, content: &str) -> PathBuf {
         let line = serde_json::json!({"cwd": cwd, "role": "user", "content": content});
         let reply = support::ctl(&self.mnt.join("ctl"), &line.to_string());
-        let rel = reply.split_whitespace().nth(2).unwrap_or_else(|| panic!("{reply}"));
+        let rel = reply
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_else(|| panic!("{reply}"));
         self.mnt.join(rel)
     }
 }
@@ -175,9 +183,16 @@ fn two_machines_share_their_history_through_syncthing() {
     let out = a.fen(&["sync", "--syncthing-home", wrong.to_str().unwrap(), "init"]);
     assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("refused the API key") && err.contains(&wrong.join("config.xml").display().to_string()), "{err}");
+    assert!(
+        err.contains("refused the API key")
+            && err.contains(&wrong.join("config.xml").display().to_string()),
+        "{err}"
+    );
     assert!(!a.store.exists(), "a failed init made the store");
-    assert_eq!(a.st().get("/rest/config/folders").unwrap(), serde_json::json!([]));
+    assert_eq!(
+        a.st().get("/rest/config/folders").unwrap(),
+        serde_json::json!([])
+    );
 
     // init on both; each adds the other.
     let delay = DELAY.to_string();
@@ -192,14 +207,29 @@ fn two_machines_share_their_history_through_syncthing() {
     assert_eq!(ids[0], a.st().device_id);
     assert_eq!(ids[1], b.st().device_id);
     let ignore = std::fs::read_to_string(a.store.join(".stignore")).unwrap();
-    assert!(ignore.contains("/.fen-cache") && ignore.contains("/.trash"), "{ignore}");
+    assert!(
+        ignore.contains("/.fen-cache") && ignore.contains("/.trash"),
+        "{ignore}"
+    );
     for (m, other, name) in [(&a, &b, "beta"), (&b, &a, "alpha")] {
         let addr = format!("tcp://127.0.0.1:{}", other.st().listen_port);
-        let out = m.sync(&["add", &other.st().device_id, "--name", name, "--address", &addr, "--watch-delay", &delay]);
+        let out = m.sync(&[
+            "add",
+            &other.st().device_id,
+            "--name",
+            name,
+            "--address",
+            &addr,
+            "--watch-delay",
+            &delay,
+        ]);
         assert!(out.status.success(), "{}", out_text(&out));
     }
     // A second init changes nothing and says the same id.
-    assert_eq!(a.sync(&["init"]).stdout, format!("{}\n", ids[0]).into_bytes());
+    assert_eq!(
+        a.sync(&["init"]).stdout,
+        format!("{}\n", ids[0]).into_bytes()
+    );
     wait_for(30, "the two Syncthings connect", || {
         a.st().connected_to(&b.st().device_id) && b.st().connected_to(&a.st().device_id)
     });
@@ -210,29 +240,41 @@ fn two_machines_share_their_history_through_syncthing() {
     let made = b.create_session("/home/bob/proj", "the zebrafinch handshake");
     let dir = made.file_name().unwrap().to_string_lossy().into_owned();
     let on_alpha = a.mnt.join("home-alice-proj").join(format!("{dir}@beta"));
-    wait_for(30, "beta's session in alpha's mount", || on_alpha.join("meta.json").exists());
-    let meta: Value = serde_json::from_slice(&std::fs::read(on_alpha.join("meta.json")).unwrap()).unwrap();
+    wait_for(30, "beta's session in alpha's mount", || {
+        on_alpha.join("meta.json").exists()
+    });
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(on_alpha.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["host"], "beta");
     assert_eq!(meta["cwd"], "/home/alice/proj");
     assert_eq!(meta["cwd_on_host"], "/home/bob/proj");
     assert_eq!(meta["dir"], format!("{dir}@beta"));
-    let local_meta: Value = serde_json::from_slice(&std::fs::read(made.join("meta.json")).unwrap()).unwrap();
-    assert_eq!(local_meta["host"], "beta", "beta's own session says its host");
+    let local_meta: Value =
+        serde_json::from_slice(&std::fs::read(made.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(
+        local_meta["host"], "beta",
+        "beta's own session says its host"
+    );
 
     // alpha's own session in the same project: both hosts show, with a HOST column.
     a.create_session("/home/alice/proj", "alpha's own work");
     let listed: Vec<Value> =
         serde_json::from_str(&a.fen_ok(&["list", "--cwd", "/home/alice/proj", "--json"])).unwrap();
     let hosts: Vec<&str> = listed.iter().map(|l| l["host"].as_str().unwrap()).collect();
-    assert!(hosts.contains(&"alpha") && hosts.contains(&"beta"), "{listed:?}");
+    assert!(
+        hosts.contains(&"alpha") && hosts.contains(&"beta"),
+        "{listed:?}"
+    );
     let peer = listed.iter().find(|l| l["host"] == "beta").unwrap();
     assert_eq!(peer["cwd_on_host"], "/home/bob/proj");
     let table = a.fen_ok(&["list", "--cwd", "/home/alice/proj"]);
     assert!(table.starts_with("HOST"), "{table}");
-    let only: Vec<Value> = serde_json::from_str(&a.fen_ok(&["list", "--all", "--json", "--host", "beta"])).unwrap();
+    let only: Vec<Value> =
+        serde_json::from_str(&a.fen_ok(&["list", "--all", "--json", "--host", "beta"])).unwrap();
     assert_eq!(only.len(), 1, "{only:?}");
     let index: Vec<Value> =
-        serde_json::from_slice(&std::fs::read(a.mnt.join("home-alice-proj/index.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(a.mnt.join("home-alice-proj/index.json")).unwrap())
+            .unwrap();
     assert_eq!(index.len(), 2);
     assert!(index.iter().all(|l| l["host"].is_string()), "{index:?}");
 
@@ -247,11 +289,17 @@ fn two_machines_share_their_history_through_syncthing() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0]["host"], "beta");
     assert_eq!(found[0]["cwd"], "/home/alice/proj");
-    assert!(json_lines(&a.fen_ok(&["search", "--json", "--host", "alpha", "zebrafinch"])).is_empty());
+    assert!(
+        json_lines(&a.fen_ok(&["search", "--json", "--host", "alpha", "zebrafinch"])).is_empty()
+    );
 
     // A peer's session refuses every change.
     let out = Command::new("rmdir").arg(&on_alpha).output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Read-only"), "{}", out_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Read-only"),
+        "{}",
+        out_text(&out)
+    );
     assert!(!on_alpha.join("ctl").exists());
 
     // What fen-fs must never change: every byte and mtime under peers/ from here on.
@@ -259,7 +307,10 @@ fn two_machines_share_their_history_through_syncthing() {
 
     // An append on beta is in alpha's mount and search within the delay + 3 s.
     let t0 = Instant::now();
-    support::ctl_ok(&made, r#"{"role":"assistant","content":"the quokka rendezvous"}"#);
+    support::ctl_ok(
+        &made,
+        r#"{"role":"assistant","content":"the quokka rendezvous"}"#,
+    );
     let hits_file = a.mnt.join("search/quokka/hits.jsonl");
     wait_for(DELAY + 10, "the append in alpha's search", || {
         std::fs::read_to_string(&hits_file).is_ok_and(|t| t.contains("\"host\":\"beta\""))
@@ -279,7 +330,11 @@ fn two_machines_share_their_history_through_syncthing() {
     let ns_dir = a.peers().join("beta/--home-bob-proj--");
     let file = ns_dir.join(format!("{dir}.jsonl"));
     let bytes = std::fs::read(&file).unwrap();
-    std::fs::write(ns_dir.join(format!(".syncthing.{dir}.jsonl.tmp")), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(
+        ns_dir.join(format!(".syncthing.{dir}.jsonl.tmp")),
+        &bytes[..bytes.len() / 2],
+    )
+    .unwrap();
     std::fs::write(ns_dir.join(format!("~syncthing~{dir}.jsonl.tmp")), &bytes).unwrap();
     let conflict = format!("{dir}.sync-conflict-20260101-120000-ABCDEFG");
     let mut torn = bytes.clone();
@@ -296,7 +351,12 @@ fn two_machines_share_their_history_through_syncthing() {
     assert!(!names.iter().any(|n| n.contains("syncthing")), "{names:?}");
     assert!(names.contains(&format!("{conflict}@beta")), "{names:?}");
     let cmeta: Value = serde_json::from_slice(
-        &std::fs::read(a.mnt.join("home-alice-proj").join(format!("{conflict}@beta/meta.json"))).unwrap(),
+        &std::fs::read(
+            a.mnt
+                .join("home-alice-proj")
+                .join(format!("{conflict}@beta/meta.json")),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(cmeta["version_of"], format!("{dir}@beta"));
@@ -311,15 +371,28 @@ fn two_machines_share_their_history_through_syncthing() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
-    assert_eq!(made_here.len(), 2, "alpha's own and the resumed one: {made_here:?}");
+    assert_eq!(
+        made_here.len(),
+        2,
+        "alpha's own and the resumed one: {made_here:?}"
+    );
     let resumed = made_here
         .iter()
         .find(|p| std::fs::read_to_string(p).unwrap().contains("quokka"))
         .expect("the resumed session holds beta's messages");
-    assert!(std::fs::read_to_string(resumed).unwrap().starts_with(&format!(
-        "{{\"type\":\"session\",\"version\":2,\"id\":"
-    )));
-    assert!(std::fs::read_to_string(resumed).unwrap().lines().next().unwrap().contains("\"cwd\":\"/home/alice/proj\""));
+    assert!(
+        std::fs::read_to_string(resumed)
+            .unwrap()
+            .starts_with(&format!("{{\"type\":\"session\",\"version\":2,\"id\":"))
+    );
+    assert!(
+        std::fs::read_to_string(resumed)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .contains("\"cwd\":\"/home/alice/proj\"")
+    );
 
     // show, status: read only too.
     let shown = a.fen_ok(&["show", id, "--view", "meta"]);
@@ -335,10 +408,17 @@ fn two_machines_share_their_history_through_syncthing() {
     assert_eq!(lines[0]["connected"], true);
     assert!(lines[0]["sessions"].as_u64().unwrap() >= 2, "{}", lines[0]);
     let table = String::from_utf8(a.sync(&["status"]).stdout).unwrap();
-    assert!(table.contains("beta") && table.contains("connected"), "{table}");
+    assert!(
+        table.contains("beta") && table.contains("connected"),
+        "{table}"
+    );
 
     // Nothing fen-fs did wrote, locked or created anything under peers/.
-    assert_eq!(tree_state(&a.peers()), peers_before, "fen-fs changed peers/");
+    assert_eq!(
+        tree_state(&a.peers()),
+        peers_before,
+        "fen-fs changed peers/"
+    );
     assert!(!a.peers().join("beta/.fen-cache").exists());
 
     a.umount();
@@ -351,7 +431,8 @@ fn two_machines_share_their_history_through_syncthing() {
     assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("is Syncthing running") && err.contains(&a.st().home.join("config.xml").display().to_string()),
+        err.contains("is Syncthing running")
+            && err.contains(&a.st().home.join("config.xml").display().to_string()),
         "{err}"
     );
 }
@@ -364,7 +445,10 @@ fn bad_input_is_refused_before_anything_changes() {
     let out = m.fen(&["sync", "status"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("state/syncthing/config.xml") && err.contains("config/syncthing/config.xml"), "{err}");
+    assert!(
+        err.contains("state/syncthing/config.xml") && err.contains("config/syncthing/config.xml"),
+        "{err}"
+    );
     // A config whose Syncthing is not running.
     let home = m.dir.join("config/syncthing");
     std::fs::create_dir_all(&home).unwrap();
@@ -378,7 +462,11 @@ fn bad_input_is_refused_before_anything_changes() {
         let out = m.fen(&args);
         assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("is Syncthing running") && err.contains(&home.join("config.xml").display().to_string()), "{err}");
+        assert!(
+            err.contains("is Syncthing running")
+                && err.contains(&home.join("config.xml").display().to_string()),
+            "{err}"
+        );
     }
     assert!(!m.store.exists(), "nothing was made");
     // A bad device id or name is said before Syncthing is asked.

@@ -71,10 +71,12 @@ pub fn peer_sources(
     options: &crate::sources::peers::PeerOptions,
     store: &Store,
 ) -> Result<Vec<std::sync::Arc<dyn SessionSource>>> {
-    Ok(crate::sources::peers::peer_sources(options, &store.root, false)?
-        .into_iter()
-        .map(|p| p as std::sync::Arc<dyn SessionSource>)
-        .collect())
+    Ok(
+        crate::sources::peers::peer_sources(options, &store.root, false)?
+            .into_iter()
+            .map(|p| p as std::sync::Arc<dyn SessionSource>)
+            .collect(),
+    )
 }
 
 /// `list` over fen's store and `sources` (other agents', other machines'), newest

@@ -15,7 +15,11 @@ pub fn init(syncthing_home: Option<&Path>, store: &Path, delay: Option<u32>) -> 
     let done = setup::init(&c, store, delay)?;
     eprintln!(
         "fen-fs: {} {} send-only as Syncthing folder {}{}",
-        if done.created_folder { "shared" } else { "shares" },
+        if done.created_folder {
+            "shared"
+        } else {
+            "shares"
+        },
         done.store.display(),
         done.folder_id,
         if done.wrote_stignore {
@@ -60,7 +64,11 @@ pub fn status(syncthing_home: Option<&Path>, json: bool) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if json {
         for p in &peers {
-            let _ = writeln!(out, "{}", serde_json::to_string(p).expect("status serializes"));
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string(p).expect("status serializes")
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -73,7 +81,12 @@ pub fn status(syncthing_home: Option<&Path>, json: bool) -> Result<ExitCode> {
         .map(|p| {
             [
                 p.host.clone(),
-                if p.connected { "connected" } else { "not connected" }.to_string(),
+                if p.connected {
+                    "connected"
+                } else {
+                    "not connected"
+                }
+                .to_string(),
                 match (&p.state, p.need_files) {
                     (None, _) => "no store received".into(),
                     (Some(s), 0) => s.clone(),

@@ -106,7 +106,11 @@ pub fn find_among(
                 .iter()
                 .take(5)
                 .map(|c| {
-                    let host = c.source.host().map(|h| format!(" on {h}")).unwrap_or_default();
+                    let host = c
+                        .source
+                        .host()
+                        .map(|h| format!(" on {h}"))
+                        .unwrap_or_default();
                     format!("{} ({}{host})", c.dir, c.source.agent().name())
                 })
                 .collect();

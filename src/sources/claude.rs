@@ -569,7 +569,9 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     {
         list.timestamp = Some(s);
     }
-    if let Some(s) = seen("timestamp").filter(|s| chrono::DateTime::parse_from_rfc3339(&s.value).is_ok()) {
+    if let Some(s) =
+        seen("timestamp").filter(|s| chrono::DateTime::parse_from_rfc3339(&s.value).is_ok())
+    {
         list.last_timestamp = Some(s.value);
     }
     let ty = string(last(&obj, "type"));

@@ -341,7 +341,10 @@ impl CodexReader {
         };
         let base = start + offset_in(text, payload.get()) as u64;
         let ts = obj.get("timestamp").and_then(as_string);
-        if let Some(t) = ts.as_ref().filter(|t| chrono::DateTime::parse_from_rfc3339(t).is_ok()) {
+        if let Some(t) = ts
+            .as_ref()
+            .filter(|t| chrono::DateTime::parse_from_rfc3339(t).is_ok())
+        {
             self.last_time = Some(t.clone());
         }
         match kind.as_str() {

@@ -159,7 +159,7 @@ impl PeerSource {
         map: PathMap,
         watching: bool,
     ) -> PeerSource {
-        let store = Arc::new(Store::open_read_only(
+        let store = Arc::new(Store::open_peer(
             root.to_path_buf(),
             cache_root_for(local_root, host),
         ));
@@ -419,7 +419,9 @@ impl SessionSource for PeerSource {
         if from.is_empty() && self.inner.has_namespace(ns) {
             from.insert(ns.to_string());
         }
-        from.iter().filter_map(|n| self.inner.namespace_mtime(n)).max()
+        from.iter()
+            .filter_map(|n| self.inner.namespace_mtime(n))
+            .max()
     }
 
     fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
@@ -527,10 +529,12 @@ impl SessionSource for PeerSource {
     ) -> Result<SinceRead> {
         let (n, d) = self.resolve(ns, dir)?;
         let mut facts = None;
-        let mut read = self.inner.each_message_since(&n, &d, since, &mut |f, at, m| {
-            let here = facts.get_or_insert_with(|| self.facts_here(f.clone(), ns, dir));
-            each(here, at, m)
-        })?;
+        let mut read = self
+            .inner
+            .each_message_since(&n, &d, since, &mut |f, at, m| {
+                let here = facts.get_or_insert_with(|| self.facts_here(f.clone(), ns, dir));
+                each(here, at, m)
+            })?;
         read.facts = self.facts_here(read.facts, ns, dir);
         Ok(read)
     }
@@ -549,6 +553,9 @@ mod tests {
         );
         assert_eq!(conflict_original(d), None);
         assert_eq!(conflict_original("x.sync-conflict-2026-030405-ABC"), None);
-        assert_eq!(conflict_original(".sync-conflict-20260102-030405-ABC"), None);
+        assert_eq!(
+            conflict_original(".sync-conflict-20260102-030405-ABC"),
+            None
+        );
     }
 }

@@ -37,6 +37,8 @@ pub struct Store {
     /// Where this store's caches (`.fen-cache`) live: `root` itself, except for another
     /// machine's store received read-only (§12), whose caches live in this machine's.
     pub cache_root: PathBuf,
+    /// Its files arrive whole by rename (another machine's store, §12).
+    renamed_copies: bool,
     pub append: AppendOptions,
     sessions: Mutex<HashMap<(String, String), Arc<Session>>>,
     id_claims: Mutex<()>,
@@ -64,6 +66,7 @@ impl Store {
         private_dir(&root)?;
         Ok(Store {
             cache_root: root.clone(),
+            renamed_copies: false,
             root,
             append: AppendOptions { fsync },
             sessions: Mutex::new(HashMap::new()),
@@ -84,6 +87,7 @@ impl Store {
         Store {
             root,
             cache_root,
+            renamed_copies: false,
             append: AppendOptions::default(),
             sessions: Mutex::new(HashMap::new()),
             id_claims: Mutex::new(()),
@@ -163,6 +167,16 @@ impl Store {
             .into_iter()
             .filter_map(|(stem, e)| e.metadata().ok().filter(|m| m.is_file()).map(|m| (stem, m)))
             .collect())
+    }
+
+    /// Another machine's store as Syncthing delivers it (§12): read-only as
+    /// `open_read_only`, and a session file replaced by a longer copy of itself (a new
+    /// inode: Syncthing never writes in place) is read on from where it was.
+    pub fn open_peer(root: PathBuf, cache_root: PathBuf) -> Store {
+        Store {
+            renamed_copies: true,
+            ..Store::open_read_only(root, cache_root)
+        }
     }
 
     /// Namespace folders holding at least one session file.
@@ -269,6 +283,7 @@ impl Store {
                     dir.to_string(),
                     &self.root,
                     &self.cache_root,
+                    self.renamed_copies,
                 ))
             })
             .clone()

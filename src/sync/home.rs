@@ -24,7 +24,9 @@ pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
     if let Some(dir) = explicit {
         return vec![dir.to_path_buf()];
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| "/".into());
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/".into());
     let xdg = |var: &str, default: &str| {
         std::env::var_os(var)
             .filter(|v| !v.is_empty())
@@ -126,7 +128,9 @@ impl Gui {
                 self.config.display()
             )));
         }
-        let a = a.trim_start_matches("http://").trim_start_matches("https://");
+        let a = a
+            .trim_start_matches("http://")
+            .trim_start_matches("https://");
         let a = a
             .strip_prefix("0.0.0.0:")
             .map(|p| format!("127.0.0.1:{p}"))
@@ -159,10 +163,22 @@ mod tests {
         )
         .unwrap();
         let g = read_gui(&p).unwrap();
-        assert_eq!((g.address.as_str(), g.api_key.as_str(), g.tls), ("0.0.0.0:8385", "k3y", false));
+        assert_eq!(
+            (g.address.as_str(), g.api_key.as_str(), g.tls),
+            ("0.0.0.0:8385", "k3y", false)
+        );
         assert_eq!(g.base_url().unwrap(), "http://127.0.0.1:8385");
-        std::fs::write(&p, "<configuration><gui><address>x</address></gui></configuration>").unwrap();
+        std::fs::write(
+            &p,
+            "<configuration><gui><address>x</address></gui></configuration>",
+        )
+        .unwrap();
         assert!(read_gui(&p).unwrap_err().reason.contains("apikey"));
-        assert!(find(Some(dir.path().join("none").as_path())).unwrap_err().reason.contains("none"));
+        assert!(
+            find(Some(dir.path().join("none").as_path()))
+                .unwrap_err()
+                .reason
+                .contains("none")
+        );
     }
 }

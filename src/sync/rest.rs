@@ -74,7 +74,9 @@ impl Client {
                 format!(
                     "cannot reach Syncthing at {} (the GUI address in {config}): {}; is Syncthing running?",
                     self.base,
-                    t.message().map(str::to_string).unwrap_or_else(|| t.kind().to_string())
+                    t.message()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| t.kind().to_string())
                 ),
             )),
         }
@@ -110,11 +112,19 @@ impl Client {
     }
 
     pub fn folders(&self) -> Result<Vec<Value>> {
-        Ok(self.get("/rest/config/folders")?.as_array().cloned().unwrap_or_default())
+        Ok(self
+            .get("/rest/config/folders")?
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
     }
 
     pub fn devices(&self) -> Result<Vec<Value>> {
-        Ok(self.get("/rest/config/devices")?.as_array().cloned().unwrap_or_default())
+        Ok(self
+            .get("/rest/config/devices")?
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
     }
 
     /// Adds folder `f`, or replaces the one its `id` names (fields it leaves out take

@@ -123,7 +123,10 @@ pub fn add(
     let path = absolute(peers_dir).join(name);
     let peer_folder = folder_id(&device_id);
     for f in client.folders()? {
-        let (id, p) = (f["id"].as_str().unwrap_or(""), f["path"].as_str().unwrap_or(""));
+        let (id, p) = (
+            f["id"].as_str().unwrap_or(""),
+            f["path"].as_str().unwrap_or(""),
+        );
         if id == peer_folder && !same_path(p, &path) {
             return Err(Error::invalid(format!(
                 "device {} is already received into {p} (folder {id}): one name per machine",

@@ -105,7 +105,10 @@ pub fn with_fields(bytes: &[u8], set: &[(&str, serde_json::Value)]) -> Vec<u8> {
     let Ok(fields) = serde_json::from_slice::<OrderedObject>(bytes) else {
         return bytes.to_vec();
     };
-    struct Out<'a>(&'a [(String, Box<RawValue>)], &'a [(&'a str, serde_json::Value)]);
+    struct Out<'a>(
+        &'a [(String, Box<RawValue>)],
+        &'a [(&'a str, serde_json::Value)],
+    );
     impl Serialize for Out<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             let mut m = s.serialize_map(None)?;
@@ -139,7 +142,10 @@ impl<'de> serde::Deserialize<'de> for OrderedObject {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<OrderedObject, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<OrderedObject, A::Error> {
                 let mut out = Vec::new();
                 while let Some((k, v)) = a.next_entry()? {
                     out.push((k, v));
@@ -158,7 +164,11 @@ mod tests {
         let before = b"{\n  \"id\": \"a\",\n  \"cwd\": \"/x\",\n  \"roles\": {\n    \"user\": 1\n  },\n  \"host\": \"h\"\n}\n";
         let after = super::with_fields(
             before,
-            &[("cwd", "/y".into()), ("host", "peer".into()), ("new", 1.into())],
+            &[
+                ("cwd", "/y".into()),
+                ("host", "peer".into()),
+                ("new", 1.into()),
+            ],
         );
         assert_eq!(
             std::str::from_utf8(&after).unwrap(),

@@ -28,7 +28,9 @@ pub fn available(test: &str) -> bool {
         if std::env::var("FEN_FS_REQUIRE_SYNCTHING").as_deref() == Ok("1") {
             panic!("{test}: syncthing is required (FEN_FS_REQUIRE_SYNCTHING=1) but not installed");
         }
-        eprintln!("\n*** SKIPPED {test}: syncthing not installed (apt-get install syncthing) ***\n");
+        eprintln!(
+            "\n*** SKIPPED {test}: syncthing not installed (apt-get install syncthing) ***\n"
+        );
     }
     ok
 }
@@ -80,7 +82,10 @@ pub fn edit_config(path: &Path, options: &[(&str, String)], gui_address: &str) {
                 }
                 let parent = stack.len().checked_sub(2).map(|i| stack[i].as_str());
                 let value = match (parent, name.as_str()) {
-                    (Some("options"), n) => options.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()),
+                    (Some("options"), n) => options
+                        .iter()
+                        .find(|(k, _)| *k == n)
+                        .map(|(_, v)| v.clone()),
                     (Some("gui"), "address") => Some(gui_address.to_string()),
                     _ => None,
                 };
@@ -91,9 +96,7 @@ pub fn edit_config(path: &Path, options: &[(&str, String)], gui_address: &str) {
                         // A second listenAddress: its value is the same loopback one.
                     }
                     set.push(key);
-                    writer
-                        .write_event(Event::Text(BytesText::new(&v)))
-                        .unwrap();
+                    writer.write_event(Event::Text(BytesText::new(&v))).unwrap();
                     skipping = Some(stack.len());
                 }
                 continue;
@@ -119,7 +122,10 @@ pub fn edit_config(path: &Path, options: &[(&str, String)], gui_address: &str) {
             path.display()
         );
     }
-    assert!(set.contains(&"gui/address".to_string()), "no <gui><address>");
+    assert!(
+        set.contains(&"gui/address".to_string()),
+        "no <gui><address>"
+    );
     std::fs::write(path, writer.into_inner()).unwrap();
 }
 
