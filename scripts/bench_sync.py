@@ -71,7 +71,8 @@ class Syncthing:
         self.home.mkdir(parents=True)
         env = dict(os.environ, STNOUPGRADE="1", HOME=str(self.home))
         subprocess.run(["syncthing", "generate", "--home=%s" % self.home, "--no-default-folder",
-                        "--skip-port-probing"], check=True, env=env, stdout=subprocess.DEVNULL)
+                        "--skip-port-probing"], check=True, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
         cfg = self.home / "config.xml"
         tree = ET.parse(cfg)
         root = tree.getroot()

@@ -17,9 +17,9 @@ fn last_timestamp(file: &Path) -> String {
     std::fs::read_to_string(file)
         .unwrap()
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["timestamp"].as_str().map(String::from))
-        .last()
+        .find_map(|v| v["timestamp"].as_str().map(String::from))
         .unwrap()
 }
 

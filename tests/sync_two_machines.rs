@@ -257,7 +257,31 @@ fn two_machines_share_their_history_through_syncthing() {
     );
 
     // alpha's own session in the same project: both hosts show, with a HOST column.
-    a.create_session("/home/alice/proj", "alpha's own work");
+    // What is not a session stays home (the .stignore): notes beside a session, a
+    // file at the store's root, the trash, fen-fs's caches (alpha's mount has some).
+    let gone = a.create_session("/home/alice/proj", "a session alpha deletes");
+    std::fs::write(a.store.join("--home-alice-proj--/notes.txt"), "mine").unwrap();
+    std::fs::write(a.store.join("junk.txt"), "mine").unwrap();
+    a.fen_ok(&["rm", gone.file_name().unwrap().to_str().unwrap()]);
+    assert!(a.store.join(".trash").is_dir() && a.store.join(".fen-cache").is_dir());
+    let own = a.create_session("/home/alice/proj", "alpha's own work");
+    let own_on_beta = b.peers().join("alpha/--home-alice-proj--").join(format!(
+        "{}.jsonl",
+        own.file_name().unwrap().to_string_lossy()
+    ));
+    wait_for(30, "alpha's session on beta", || own_on_beta.exists());
+    for not_sent in [
+        "--home-alice-proj--/notes.txt",
+        "junk.txt",
+        ".trash",
+        ".fen-cache",
+        ".stignore",
+    ] {
+        assert!(
+            !b.peers().join("alpha").join(not_sent).exists(),
+            "{not_sent} was sent"
+        );
+    }
     let listed: Vec<Value> =
         serde_json::from_str(&a.fen_ok(&["list", "--cwd", "/home/alice/proj", "--json"])).unwrap();
     let hosts: Vec<&str> = listed.iter().map(|l| l["host"].as_str().unwrap()).collect();
@@ -383,7 +407,7 @@ fn two_machines_share_their_history_through_syncthing() {
     assert!(
         std::fs::read_to_string(resumed)
             .unwrap()
-            .starts_with(&format!("{{\"type\":\"session\",\"version\":2,\"id\":"))
+            .starts_with("{\"type\":\"session\",\"version\":2,\"id\":")
     );
     assert!(
         std::fs::read_to_string(resumed)

@@ -144,10 +144,36 @@ pub struct PeerSource {
 
 #[derive(Default)]
 struct Moved {
-    root_mtime: Option<SystemTime>,
+    root: Seen,
     namespaces: Vec<String>,
-    /// wrapped namespace → (its mtime, [(dir, mapped namespace)]).
-    sessions: HashMap<String, (Option<SystemTime>, Vec<(String, String)>)>,
+    /// wrapped namespace → (its folder as seen, [(dir, mapped namespace)]).
+    sessions: HashMap<String, (Seen, Vec<(String, String)>)>,
+}
+
+/// A folder's mtime and when what was read of it was read: the reading stands for
+/// the folder while its mtime is unchanged, if the reading came well after that mtime
+/// (two changes within one tick of the file system's clock share an mtime).
+#[derive(Default, Clone, Copy, PartialEq)]
+struct Seen {
+    mtime: Option<SystemTime>,
+    read_at: Option<SystemTime>,
+}
+
+impl Seen {
+    fn now(mtime: Option<SystemTime>) -> Seen {
+        Seen {
+            mtime,
+            read_at: Some(SystemTime::now()),
+        }
+    }
+
+    fn still(&self, mtime: Option<SystemTime>) -> bool {
+        let settled = match (self.mtime, self.read_at) {
+            (Some(m), Some(r)) => r.duration_since(m).is_ok_and(|d| d.as_secs() >= 2),
+            _ => false,
+        };
+        settled && self.mtime == mtime
+    }
 }
 
 impl PeerSource {
@@ -239,7 +265,8 @@ impl PeerSource {
         }
         let mut m = self.moved.lock().unwrap();
         let root_mtime = self.inner.root_mtime();
-        if root_mtime != m.root_mtime || root_mtime.is_none() {
+        if !m.root.still(root_mtime) {
+            m.root = Seen::now(root_mtime);
             m.namespaces = self
                 .inner
                 .namespaces()
@@ -247,16 +274,13 @@ impl PeerSource {
                 .into_iter()
                 .filter(|ns| self.map.may_apply_to_namespace(ns))
                 .collect();
-            m.root_mtime = root_mtime;
         }
         let mut out = Vec::new();
         for ns in m.namespaces.clone() {
             let mtime = self.inner.namespace_mtime(&ns);
-            let fresh = m
-                .sessions
-                .get(&ns)
-                .is_some_and(|(t, _)| *t == mtime && mtime.is_some());
+            let fresh = m.sessions.get(&ns).is_some_and(|(t, _)| t.still(mtime));
             if !fresh {
+                let seen = Seen::now(mtime);
                 let dirs = self.inner.session_dirs(&ns).unwrap_or_default();
                 let mapped = dirs
                     .into_iter()
@@ -265,7 +289,7 @@ impl PeerSource {
                         (d, to)
                     })
                     .collect();
-                m.sessions.insert(ns.clone(), (mtime, mapped));
+                m.sessions.insert(ns.clone(), (seen, mapped));
             }
             out.push((ns.clone(), m.sessions[&ns].1.clone()));
         }
@@ -415,13 +439,18 @@ impl SessionSource for PeerSource {
     }
 
     fn namespace_mtime(&self, ns: &str) -> Option<SystemTime> {
-        let mut from: BTreeSet<String> = self.members(ns).into_iter().map(|(n, _)| n).collect();
-        if from.is_empty() && self.inner.has_namespace(ns) {
-            from.insert(ns.to_string());
+        // O(1) for a namespace no rule touches (every getattr asks): no listing.
+        let mut t = if self.map.may_apply_to_namespace(ns) {
+            None
+        } else {
+            self.inner.namespace_mtime(ns)
+        };
+        for (from, sessions) in self.moved_sessions() {
+            if sessions.iter().any(|(_, to)| to == ns) {
+                t = t.max(self.inner.namespace_mtime(&from));
+            }
         }
-        from.iter()
-            .filter_map(|n| self.inner.namespace_mtime(n))
-            .max()
+        t
     }
 
     fn session_dirs(&self, ns: &str) -> Result<Vec<String>> {
