@@ -240,9 +240,26 @@ fn two_machines_share_their_history_through_syncthing() {
     let made = b.create_session("/home/bob/proj", "the zebrafinch handshake");
     let dir = made.file_name().unwrap().to_string_lossy().into_owned();
     let on_alpha = a.mnt.join("home-alice-proj").join(format!("{dir}@beta"));
-    wait_for(30, "beta's session in alpha's mount", || {
-        on_alpha.join("meta.json").exists()
+    let arrived = a
+        .peers()
+        .join("beta/--home-bob-proj--")
+        .join(format!("{dir}.jsonl"));
+    let waited = std::panic::catch_unwind(|| {
+        wait_for(30, "beta's session in alpha's mount", || {
+            on_alpha.join("meta.json").exists()
+        })
     });
+    if waited.is_err() {
+        panic!(
+            "beta's session is not in alpha's mount; on alpha's disk: {}; alpha's mount: {:?}; beta's Syncthing folders: {}\nalpha's Syncthing log: {}",
+            arrived.exists(),
+            std::fs::read_dir(&a.mnt)
+                .map(|r| r.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+                .unwrap_or_default(),
+            b.st().get("/rest/config/folders").unwrap_or_default(),
+            a.st().log()
+        );
+    }
     let meta: Value =
         serde_json::from_slice(&std::fs::read(on_alpha.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["host"], "beta");
