@@ -50,12 +50,17 @@ def scenario(B, P, R, rows, want):
 
 # ------------------------------------------------------------------ Syncthing
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def free_ports(n):
+    """`n` different free ports (held together while chosen)."""
+    held = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        held.append(s)
+    ports = [s.getsockname()[1] for s in held]
+    for s in held:
+        s.close()
+    return ports
 
 
 class Syncthing:
@@ -76,7 +81,7 @@ class Syncthing:
         cfg = self.home / "config.xml"
         tree = ET.parse(cfg)
         root = tree.getroot()
-        self.gui_port, self.listen_port = free_port(), free_port()
+        self.gui_port, self.listen_port = free_ports(2)
         opts = root.find("options")
         want = {
             "listenAddress": "tcp://127.0.0.1:%d" % self.listen_port,

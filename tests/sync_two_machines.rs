@@ -233,6 +233,9 @@ fn two_machines_share_their_history_through_syncthing() {
     wait_for(30, "the two Syncthings connect", || {
         a.st().connected_to(&b.st().device_id) && b.st().connected_to(&a.st().device_id)
     });
+    wait_for(30, "every folder scanned", || {
+        a.st().folders_idle() && b.st().folders_idle()
+    });
 
     a.mount();
     b.mount();
@@ -244,6 +247,8 @@ fn two_machines_share_their_history_through_syncthing() {
         .peers()
         .join("beta/--home-bob-proj--")
         .join(format!("{dir}.jsonl"));
+    // (A session made in a new namespace folder: the .stignore shares the folder
+    // itself, or Syncthing's watcher could miss the file until its hourly rescan.)
     let waited = std::panic::catch_unwind(|| {
         wait_for(30, "beta's session in alpha's mount", || {
             on_alpha.join("meta.json").exists()
@@ -251,13 +256,13 @@ fn two_machines_share_their_history_through_syncthing() {
     });
     if waited.is_err() {
         panic!(
-            "beta's session is not in alpha's mount; on alpha's disk: {}; alpha's mount: {:?}; beta's Syncthing folders: {}\nalpha's Syncthing log: {}",
+            "beta's session is not in alpha's mount; on alpha's disk: {}; alpha's mount: {:?}; beta's Syncthing folders: {}\nthe Syncthings' logs:\n{}",
             arrived.exists(),
             std::fs::read_dir(&a.mnt)
                 .map(|r| r.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
                 .unwrap_or_default(),
             b.st().get("/rest/config/folders").unwrap_or_default(),
-            a.st().log()
+            [a.st().log(), b.st().log()].concat()
         );
     }
     let meta: Value =

@@ -7,14 +7,19 @@ use crate::error::{Error, Result};
 use crate::store::{layout, open};
 use std::path::Path;
 
-/// The patterns; the first that matches wins.
+/// The patterns; the first that matches wins. Namespace folders (always `--…--`)
+/// are shared themselves, not only the sessions in them: Syncthing's watcher drops
+/// the events of an ignored path, and a session made in a new namespace folder just
+/// before the watch on that folder is set would otherwise go unseen until the next
+/// full rescan (an hour); the folder's own event makes Syncthing scan it whole.
 pub const PATTERNS: &str = "\
 // fen-fs: share only sessions and kept copies (written by `fen-fs sync init`)
 /.fen-cache
 /.trash
-/.stignore
 !/.kept
-!/*/*.jsonl
+!/--*--/*.jsonl
+/--*--/*
+!/--*--
 *
 ";
 

@@ -37,11 +37,16 @@ pub fn available(test: &str) -> bool {
 
 /// A port free on 127.0.0.1 now.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_ports::<1>()[0]
+}
+
+/// `N` different ports free on 127.0.0.1 now (held together while chosen, so that
+/// the system cannot hand out one twice).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<_> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 
 /// What every test Syncthing's `<options>` must say before it starts.
@@ -177,7 +182,7 @@ impl Syncthing {
             .unwrap();
         assert!(out.status.success(), "syncthing generate: {out:?}");
         let config = home.join("config.xml");
-        let (gui_port, listen_port) = (free_port(), free_port());
+        let [gui_port, listen_port] = free_ports::<2>();
         edit_config(
             &config,
             &loopback_options(listen_port),
@@ -253,6 +258,29 @@ impl Syncthing {
             .call()
             .ok()?;
         serde_json::from_str(&r.into_string().ok()?).ok()
+    }
+
+    /// `POST path` of its REST API; whether it answered 200.
+    pub fn post(&self, path: &str) -> bool {
+        ureq::post(&format!("http://127.0.0.1:{}{path}", self.gui_port))
+            .set("X-API-Key", &self.api_key)
+            .timeout(Duration::from_secs(5))
+            .call()
+            .is_ok()
+    }
+
+    /// Whether every folder it has is idle (scanned, its watcher started after).
+    pub fn folders_idle(&self) -> bool {
+        let Some(folders) = self.get("/rest/config/folders") else {
+            return false;
+        };
+        folders.as_array().is_some_and(|all| {
+            all.iter().all(|f| {
+                let id = f["id"].as_str().unwrap_or_default();
+                self.get(&format!("/rest/db/status?folder={id}"))
+                    .is_some_and(|s| s["state"] == "idle")
+            })
+        })
     }
 
     /// Whether it is connected to device `id`.
