@@ -302,3 +302,54 @@ fn a_grown_copy_delivered_by_rename_is_read_on_from_where_it_was() {
     assert!(!again.resumed);
     assert_eq!(seen.len(), 4);
 }
+
+/// A peer's sessions keep no index in memory once listed or read (every session of
+/// another machine would cost memory), and a large one that grew by a copy delivered
+/// by rename is read on from its persisted index, in this machine's cache, not again
+/// from its start.
+#[test]
+fn a_released_large_peer_session_is_read_on_from_its_persisted_index() {
+    use fen_fs::store::index::Refresh;
+    let tmp = tempfile::tempdir().unwrap();
+    let mac = tmp.path().join("peers/mac");
+    let dir = session(&mac, "/p", "large1", "the first words");
+    let file = mac.join("--p--").join(format!("{dir}.jsonl"));
+    let line = |n: u32| {
+        serde_json::json!({"type":"message","id":format!("0190a000-0000-7000-8000-{n:012}"),"parent-id":null,
+            "timestamp":"2026-01-02T03:04:06.000Z","message":{"role":"assistant","content":"x".repeat(4000)}})
+        .to_string()
+            + "\n"
+    };
+    let mut bytes = std::fs::read(&file).unwrap();
+    for n in 2..300 {
+        bytes.extend(line(n).as_bytes());
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    assert!(bytes.len() > 1 << 20);
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    let store = Store::open_peer(mac.clone(), cache.clone());
+    {
+        let s = store.session("--p--", &dir).unwrap();
+        assert!(matches!(s.refresh().unwrap(), Refresh::Reloaded));
+    }
+    store.release_if_idle("--p--", &dir);
+    assert!(store.known_sessions().is_empty(), "the index was dropped");
+    bytes.extend(line(300).as_bytes());
+    let tmpf = mac
+        .join("--p--")
+        .join(format!(".syncthing.{dir}.jsonl.tmp"));
+    std::fs::write(&tmpf, &bytes).unwrap();
+    std::fs::rename(&tmpf, &file).unwrap();
+    let s = store.session("--p--", &dir).unwrap();
+    assert!(
+        matches!(s.refresh().unwrap(), Refresh::Grew(_)),
+        "read on from the persisted index"
+    );
+    assert_eq!(s.index().message_count(), 300);
+    assert!(
+        state(&cache)
+            .keys()
+            .any(|p| p.to_string_lossy().ends_with(".idx"))
+    );
+}

@@ -32,7 +32,15 @@ struct Head {
 
 /// The cached index, if it describes an earlier (or the same) state of the open
 /// transcript `file`, whose current state is `now`.
-pub fn load(cache: &CacheFile, file: &File, now: &FileStamp) -> Option<SessionIndex> {
+/// `renamed_copies`: the file may be a longer copy of the one the index describes,
+/// delivered by rename (another machine's store, §12): another inode is then the same
+/// session when its bytes say so (the content check below).
+pub fn load(
+    cache: &CacheFile,
+    file: &File,
+    now: &FileStamp,
+    renamed_copies: bool,
+) -> Option<SessionIndex> {
     let bytes = super::atomic::read_file(cache, MAX_CACHE_BYTES)?;
     let nl = memchr::memchr(b'\n', &bytes)?;
     let sum = u64::from_str_radix(std::str::from_utf8(&bytes[..nl]).ok()?, 16).ok()?;
@@ -48,9 +56,12 @@ pub fn load(cache: &CacheFile, file: &File, now: &FileStamp) -> Option<SessionIn
     }
     let idx = head.index;
     let was = idx.file;
-    let same_file = was.dev == now.dev && was.ino == now.ino;
-    // Unchanged, or only grown (then the parsed part must still be there).
-    let state_ok = was == *now || (now.size > was.size && idx.parsed_len <= was.size);
+    let same_file = renamed_copies || (was.dev == now.dev && was.ino == now.ino);
+    // Unchanged, or only grown (then the parsed part must still be there); a copy
+    // delivered anew may have the same size.
+    let state_ok = was == *now
+        || (now.size > was.size && idx.parsed_len <= was.size)
+        || (renamed_copies && now.size >= was.size && idx.parsed_len <= was.size);
     if !same_file || !state_ok || idx.parsed_len > now.size {
         return None;
     }

@@ -179,6 +179,21 @@ impl Store {
         }
     }
 
+    /// Drops session `ns/dir`'s index unless something holds the session (an open
+    /// view, an append), for another machine's store only: listing or indexing every
+    /// session of a peer then costs no memory per session (this machine's own sessions
+    /// keep theirs, for appends and views). Its persisted index, if any, stays.
+    pub fn release_if_idle(&self, ns: &str, dir: &str) {
+        if !self.renamed_copies {
+            return;
+        }
+        let mut map = self.sessions.lock().unwrap();
+        let key = (ns.to_string(), dir.to_string());
+        if map.get(&key).is_some_and(|s| Arc::strong_count(s) == 1) {
+            map.remove(&key);
+        }
+    }
+
     /// Namespace folders holding at least one session file.
     pub fn namespaces(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();

@@ -192,7 +192,7 @@ impl Session {
         if meta.len() >= index_cache::MIN_BYTES
             && idx.file.ino == 0
             && let Some(cache) = &self.cache_file
-            && let Some(cached) = index_cache::load(cache, &file, &stamp)
+            && let Some(cached) = index_cache::load(cache, &file, &stamp, self.renamed_copies)
         {
             *idx = cached;
             *self.saved.lock().unwrap() = Some(idx.file);

@@ -373,14 +373,20 @@ fn list(
             _ => {
                 // The in-memory index if it is current, else a parse (incremental
                 // when the index has seen an earlier state of this file).
-                let session = store.session_unchecked(ns, dir);
-                let Ok(idx) = session.current() else { continue };
-                let l = Listing::of(&session, &idx);
+                let read = {
+                    let session = store.session_unchecked(ns, dir);
+                    let read = session
+                        .current()
+                        .map(|idx| (Listing::of(&session, &idx), idx.file));
+                    read
+                };
+                store.release_if_idle(ns, dir);
+                let Ok((l, file)) = read else { continue };
                 changed = true;
                 cache.sessions.insert(
                     dir.clone(),
                     CachedListing {
-                        stamp: idx.file,
+                        stamp: file,
                         listing: l.clone(),
                     },
                 );

@@ -174,7 +174,9 @@ impl SessionSource for FenSource {
         dir: &str,
         history: bool,
     ) -> Result<crate::neutral::SessionMessages> {
-        self.neutral_messages(ns, dir, history)
+        let read = self.neutral_messages(ns, dir, history);
+        self.store.release_if_idle(ns, dir);
+        read
     }
 
     fn each_message_since(
@@ -184,7 +186,9 @@ impl SessionSource for FenSource {
         since: super::MessageMark,
         each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
     ) -> Result<super::SinceRead> {
-        messages::each_message_since(&*self.store.session(ns, dir)?, since, each)
+        let read = messages::each_message_since(&*self.store.session(ns, dir)?, since, each);
+        self.store.release_if_idle(ns, dir);
+        read
     }
 
     /// Large sessions' indexes, so the next mount need not re-parse them.
