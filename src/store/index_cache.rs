@@ -156,7 +156,7 @@ mod tests {
         save(&cache, &idx);
         let f = File::open(&file).unwrap();
         let now = idx.file;
-        let back = load(&cache, &f, &now).expect("loads");
+        let back = load(&cache, &f, &now, false).expect("loads");
         assert_eq!(
             *back.messages.read().unwrap(),
             *idx.messages.read().unwrap()
@@ -169,21 +169,30 @@ mod tests {
             ino: now.ino + 1,
             ..now
         };
-        assert!(load(&cache, &f, &other).is_none(), "another inode");
+        assert!(load(&cache, &f, &other, false).is_none(), "another inode");
+        // Another machine's store (§12): a copy of the same bytes delivered by rename
+        // is the same session (its content says so), a shorter one is not.
+        assert!(load(&cache, &f, &other, true).is_some(), "a copy, renamed");
         let shorter = FileStamp {
             size: now.size - 1,
             ..now
         };
-        assert!(load(&cache, &f, &shorter).is_none(), "a shorter file");
+        assert!(
+            load(&cache, &f, &shorter, false).is_none(),
+            "a shorter file"
+        );
         let touched = FileStamp {
             ctime_ns: now.ctime_ns + 1,
             ..now
         };
-        assert!(load(&cache, &f, &touched).is_none(), "changed in place");
+        assert!(
+            load(&cache, &f, &touched, false).is_none(),
+            "changed in place"
+        );
         let mut bytes = std::fs::read(cache.path()).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(cache.path(), &bytes).unwrap();
-        assert!(load(&cache, &f, &now).is_none(), "damaged cache");
+        assert!(load(&cache, &f, &now, false).is_none(), "damaged cache");
     }
 }

@@ -375,10 +375,9 @@ fn list(
                 // when the index has seen an earlier state of this file).
                 let read = {
                     let session = store.session_unchecked(ns, dir);
-                    let read = session
+                    session
                         .current()
-                        .map(|idx| (Listing::of(&session, &idx), idx.file));
-                    read
+                        .map(|idx| (Listing::of(&session, &idx), idx.file))
                 };
                 store.release_if_idle(ns, dir);
                 let Ok((l, file)) = read else { continue };
