@@ -38,6 +38,8 @@ pub struct MountOptions {
     pub nonempty: bool,
     /// Which other agents' stores to show beside fen's own.
     pub foreign: crate::sources::ForeignOptions,
+    /// Other machines' stores (§12) and their path maps.
+    pub peers: crate::sources::peers::PeerOptions,
 }
 
 fn os_error(what: impl std::fmt::Display) -> Error {
@@ -181,6 +183,13 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
         spec.push(&r.root);
         cmd.arg("--source").arg(spec);
     }
+    if let Some(dir) = &args.peers.dir {
+        cmd.arg("--peers")
+            .arg(std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+    }
+    for m in &args.peers.maps {
+        cmd.arg("--map").arg(format!("{}={}", m.from, m.to));
+    }
     let log_path = match &args.log_file {
         Some(path) => path.clone(),
         None => {
@@ -287,6 +296,11 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             .spawn(move || indexer.build_index())
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
+    }
+    // Other machines' stores (§12), read-only, their caches in this store's.
+    match crate::sources::peers::peer_sources(&args.peers, &root, true) {
+        Ok(peers) => sources.extend(peers.into_iter().map(|p| p as Arc<dyn SessionSource>)),
+        Err(e) => return fail(&mut ready, e),
     }
     // The search index is opened, checked and brought up to date in the background.
     let search = Arc::new(crate::search::Search::open_deferred(

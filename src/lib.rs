@@ -23,11 +23,14 @@ pub mod agent;
 #[cfg(feature = "full")]
 pub mod commands;
 #[cfg(feature = "full")]
+pub mod config;
+#[cfg(feature = "full")]
 pub mod daemon;
 #[cfg(feature = "full")]
 pub mod dates;
 #[cfg(feature = "full")]
 pub mod fuse;
+pub mod host;
 #[cfg(feature = "full")]
 pub mod mcp;
 #[cfg(feature = "full")]
@@ -40,6 +43,8 @@ pub mod resume;
 pub mod search;
 #[cfg(feature = "full")]
 pub mod sources;
+#[cfg(feature = "full")]
+pub mod sync;
 #[cfg(feature = "full")]
 pub mod tree;
 #[cfg(feature = "full")]

@@ -57,6 +57,8 @@ impl Fake {
             source_path: self.root.join(id),
             resumable: true,
             not_resumable_reason: None,
+            host: None,
+            cwd_on_host: None,
         };
         let stat = SessionStat {
             size,

@@ -63,6 +63,9 @@ pub struct SessionInfo {
     pub created_at: Option<String>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// Another machine's name (§12); `None`: this machine's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One hit before it is shown: a session's best document.

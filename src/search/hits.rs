@@ -8,6 +8,8 @@ use serde::Serialize;
 pub struct Hit {
     pub id: String,
     pub agent: String,
+    /// The machine the session was recorded on (§12).
+    pub host: String,
     pub cwd: Option<String>,
     /// The namespace folder as the mount names it (`home-u-proj`).
     pub namespace: String,

@@ -70,6 +70,8 @@ pub struct Request {
     pub cwd: Option<String>,
     pub since_ms: Option<i64>,
     pub limit: usize,
+    /// Only the sessions of this machine (§12: a peer's name, or this one's).
+    pub host: Option<String>,
 }
 
 impl Request {
@@ -81,6 +83,7 @@ impl Request {
             cwd: None,
             since_ms: None,
             limit: DEFAULT_LIMIT,
+            host: None,
         })
     }
 }
@@ -289,7 +292,17 @@ impl Search {
             agent: request.agent.map(|a| a.name().to_string()),
             cwd: request.cwd.clone(),
             since_ms: request.since_ms,
-            sources: Some(self.sources.iter().map(|s| s.src).collect()),
+            sources: Some(
+                self.sources
+                    .iter()
+                    .filter(|s| {
+                        request.host.as_deref().is_none_or(|h| {
+                            s.source.host().unwrap_or(crate::host::this_host()) == h
+                        })
+                    })
+                    .map(|s| s.src)
+                    .collect(),
+            ),
         };
         let found = engine.search(&request.query, &filters, request.limit)?;
         let hits = found
@@ -302,6 +315,11 @@ impl Search {
                     store_namespace: f.session.namespace.clone(),
                     id: f.session.id.clone(),
                     agent: f.session.agent.clone(),
+                    host: f
+                        .session
+                        .host
+                        .clone()
+                        .unwrap_or_else(|| crate::host::this_host().to_string()),
                     cwd: f.session.cwd.clone(),
                     dir: f.session.dir.clone(),
                     title: f.session.title.clone(),

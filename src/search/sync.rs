@@ -403,6 +403,7 @@ fn pass(
         preview: facts.preview.clone(),
         created_at: facts.created_at.clone(),
         updated_at: facts.updated_at.clone(),
+        host: facts.host.clone(),
     };
     let k = Known {
         src: src.src,

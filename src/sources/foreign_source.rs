@@ -59,7 +59,8 @@ pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 
 /// 2: summaries carry `archived` and `resume_rules`; 3: entries carry
 /// `context_tokens`.
-const INDEX_VERSION: u32 = 3;
+// 4: Claude Code's and Codex's updated_at come from the content (§12).
+const INDEX_VERSION: u32 = 4;
 
 /// Files at least this large keep their conversation layout across mounts: reading
 /// the layout back is much cheaper than parsing the file again.

@@ -19,6 +19,7 @@ pub mod gemini;
 pub mod json_text;
 pub mod openclaw;
 pub mod opencode;
+pub mod peers;
 pub mod pi;
 pub mod sqlite_ro;
 pub mod units;
@@ -58,6 +59,12 @@ pub trait SessionSource: Send + Sync {
 
     /// The folder the source reads (for `statfs`, and messages).
     fn root(&self) -> &Path;
+
+    /// The other machine whose sessions these are (§12: a peer's name); `None` for
+    /// this machine's own.
+    fn host(&self) -> Option<&str> {
+        None
+    }
 
     /// The root folder's mtime (the mount root's, for a writable source).
     fn root_mtime(&self) -> Option<SystemTime>;

@@ -25,6 +25,19 @@ fn state_dir() -> PathBuf {
         .join("fen")
 }
 
+/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/peers`: other machines' stores, as
+/// Syncthing receives them (§12), one folder per machine; fen-fs never writes there.
+pub fn default_peers_dir() -> PathBuf {
+    state_dir().join("peers")
+}
+
+/// The folder, inside this machine's `.fen-cache`, that holds the caches of peer
+/// `host`'s store (never the peer's own folder).
+pub const PEERS_CACHE_DIR: &str = "peers";
+
+/// Syncthing's ignore file at the store's root (§12): what is not shared.
+pub const STIGNORE: &str = ".stignore";
+
 /// Where a detached daemon logs without `--log-file`:
 /// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/fen-fs.log` (beside the default store,
 /// not in it: the store holds only sessions and fen-fs's caches).

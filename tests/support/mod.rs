@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod mock_model;
+pub mod syncthing;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -110,7 +110,13 @@ fn read_messages(
         )
     };
     let latest = proj.compaction;
-    let file_id = |len: u64| MessageMark::file_identity(&file, stamp.dev, stamp.ino, len);
+    // A copy delivered by rename is the same file when its content says so.
+    let (dev, ino) = if session.renamed_copies() {
+        (0, 0)
+    } else {
+        (stamp.dev, stamp.ino)
+    };
+    let file_id = |len: u64| MessageMark::file_identity(&file, dev, ino, len);
     let shape = checksum(&[
         &(compactions.len() as u64).to_le_bytes(),
         &latest.map_or(0, |l| l as u64 + 1).to_le_bytes(),
@@ -213,6 +219,8 @@ fn facts_of(session: &Session, idx: &SessionIndex) -> SessionFacts {
         source_path: session.path.clone(),
         resumable: true,
         not_resumable_reason: None,
+        host: None,
+        cwd_on_host: None,
     }
 }
 

@@ -258,6 +258,9 @@ impl ForeignSource {
             updated_at: Some(s.updated_at.clone().unwrap_or_else(|| rfc3339(e.mtime()))),
             messages: s.messages as usize,
             agent: self.agent,
+            host: Some(crate::host::this_host().to_string()),
+            cwd_on_host: s.cwd.clone(),
+            version_of: None,
         })
     }
 

@@ -146,6 +146,8 @@ impl ForeignSource {
             source_path: self.source_path_of(path),
             resumable: s.resumable,
             not_resumable_reason: s.not_resumable_reason.clone(),
+            host: None,
+            cwd_on_host: None,
         }
     }
 

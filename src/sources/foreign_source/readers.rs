@@ -234,7 +234,8 @@ impl ForeignSource {
     }
 }
 
-const STATE_VERSION: u32 = 1;
+// 2: Claude Code's and Codex's readers keep their last entry's time.
+const STATE_VERSION: u32 = 2;
 
 /// The first line of a saved reader state; the reader's own bytes follow.
 #[derive(Serialize, Deserialize)]
