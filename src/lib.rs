@@ -39,4 +39,8 @@ pub mod sources;
 #[cfg(feature = "full")]
 pub mod tree;
 #[cfg(feature = "full")]
+pub mod usage;
+#[cfg(feature = "full")]
+pub mod usage_record;
+#[cfg(feature = "full")]
 pub mod views;

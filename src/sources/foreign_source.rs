@@ -17,6 +17,7 @@
 
 mod messages;
 mod units;
+mod usage;
 
 use super::agents::{self, AgentRoot};
 use super::foreign::{ForeignReader, ForeignSummary};
@@ -1620,6 +1621,10 @@ impl SessionSource for ForeignSource {
         each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
     ) -> Result<super::SinceRead> {
         self.neutral_since(ns, dir, since, each)
+    }
+
+    fn usage(&self, ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
+        self.usage_into(ledger)
     }
 
     fn persist(&self) {
