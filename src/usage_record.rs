@@ -252,6 +252,14 @@ pub fn raw_count(v: Option<&serde_json::value::RawValue>) -> Result<Option<u64>,
     }
 }
 
+/// `raw_count` of the field `name`, its error naming it.
+pub fn field_count(
+    name: &str,
+    v: Option<&serde_json::value::RawValue>,
+) -> Result<Option<u64>, String> {
+    raw_count(v).map_err(|why| format!("{name}: {why}"))
+}
+
 /// A JSON number (a recorded cost); `None` for anything else.
 pub fn raw_number(v: Option<&serde_json::value::RawValue>) -> Option<f64> {
     v.and_then(|v| v.get().parse::<f64>().ok())

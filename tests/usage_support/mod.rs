@@ -537,6 +537,11 @@ pub fn append_claude_response(h: &History, time: &str, output_tokens: u64) -> us
         })
         .min()
         .unwrap();
+    append_claude_response_to(&file, time, output_tokens)
+}
+
+/// Appends one more Claude Code response (one line) to the session file `file`.
+pub fn append_claude_response_to(file: &Path, time: &str, output_tokens: u64) -> usize {
     let session = file.file_stem().unwrap().to_string_lossy().into_owned();
     let mut r = Rng(output_tokens | 1);
     let u = json!({"input_tokens": 3, "output_tokens": output_tokens,

@@ -13,8 +13,8 @@
 //!   fen-fs warns about such a line; a `null` model counts as none (ccusage skips it).
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, key_of, parse_time_ms,
-    raw_count, raw_number, raw_str,
+    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    parse_time_ms, raw_number, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -164,13 +164,14 @@ impl ClaudeUsage {
 }
 
 fn tokens_of(u: &Usage) -> Result<Tokens, String> {
-    let input = raw_count(u.input_tokens)?.ok_or("no input_tokens")?;
-    let output = raw_count(u.output_tokens)?.ok_or("no output_tokens")?;
-    let written = raw_count(u.cache_creation_input_tokens)?.unwrap_or(0);
+    let n = |name: &str, v| field_count(name, v).map(|n| n.unwrap_or(0));
+    let input = field_count("input_tokens", u.input_tokens)?.ok_or("no input_tokens")?;
+    let output = field_count("output_tokens", u.output_tokens)?.ok_or("no output_tokens")?;
+    let written = n("cache_creation_input_tokens", u.cache_creation_input_tokens)?;
     let (cache_write_5m, cache_write_1h) = match &u.cache_creation {
         Some(c) => (
-            raw_count(c.ephemeral_5m_input_tokens)?.unwrap_or(0),
-            raw_count(c.ephemeral_1h_input_tokens)?.unwrap_or(0),
+            n("ephemeral_5m_input_tokens", c.ephemeral_5m_input_tokens)?,
+            n("ephemeral_1h_input_tokens", c.ephemeral_1h_input_tokens)?,
         ),
         None => (written, 0),
     };
@@ -179,7 +180,7 @@ fn tokens_of(u: &Usage) -> Result<Tokens, String> {
         output,
         cache_write_5m,
         cache_write_1h,
-        cache_read: raw_count(u.cache_read_input_tokens)?.unwrap_or(0),
+        cache_read: n("cache_read_input_tokens", u.cache_read_input_tokens)?,
         reasoning: 0,
     })
 }

@@ -10,8 +10,8 @@
 //!   its parent's lines with their times, and those count once.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, key_of, parse_time_ms,
-    raw_count, raw_str,
+    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -72,13 +72,13 @@ struct Counts<'a> {
 type Totals = [u64; 5];
 
 fn totals(c: &Counts) -> Result<Totals, String> {
-    let n = |v| raw_count(v).map(|n| n.unwrap_or(0));
+    let n = |name: &str, v| field_count(name, v).map(|n| n.unwrap_or(0));
     Ok([
-        n(c.input_tokens)?,
-        n(c.cached_input_tokens)?,
-        n(c.output_tokens)?,
-        n(c.reasoning_output_tokens)?,
-        n(c.total_tokens)?,
+        n("input_tokens", c.input_tokens)?,
+        n("cached_input_tokens", c.cached_input_tokens)?,
+        n("output_tokens", c.output_tokens)?,
+        n("reasoning_output_tokens", c.reasoning_output_tokens)?,
+        n("total_tokens", c.total_tokens)?,
     ])
 }
 

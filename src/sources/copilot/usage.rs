@@ -5,8 +5,8 @@
 //! model and is not counted). One record per run and model, at the event's time.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, key_of, parse_time_ms,
-    raw_count, raw_str,
+    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -116,13 +116,13 @@ impl CopilotUsage {
                 let event = raw_str(ev.id).unwrap_or_default().into_owned();
                 for (model, m) in metrics {
                     let Some(c) = &m.usage else { continue };
-                    let n = |v| raw_count(v).map(|n| n.unwrap_or(0));
+                    let n = |name: &str, v| field_count(name, v).map(|n| n.unwrap_or(0));
                     let counts = (|| {
                         Ok::<_, String>((
-                            n(c.input)?,
-                            n(c.output)?,
-                            n(c.cache_read)?,
-                            n(c.cache_write)?,
+                            n("inputTokens", c.input)?,
+                            n("outputTokens", c.output)?,
+                            n("cacheReadTokens", c.cache_read)?,
+                            n("cacheWriteTokens", c.cache_write)?,
                         ))
                     })();
                     let (input, output, cache_read, cache_write) = match counts {

@@ -11,8 +11,8 @@
 //!   counted.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, key_of, parse_time_ms,
-    raw_count, raw_str,
+    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -140,10 +140,14 @@ impl GeminiUsage {
 }
 
 fn tokens_of(c: &Counts) -> Result<Tokens, String> {
-    let n = |v| raw_count(v).map(|n| n.unwrap_or(0));
-    let (input, output, cached) = (n(c.input)?, n(c.output)?, n(c.cached)?);
-    let (thoughts, tool) = (n(c.thoughts)?, n(c.tool)?);
-    let reasoning = match raw_count(c.total)? {
+    let n = |name: &str, v| field_count(name, v).map(|n| n.unwrap_or(0));
+    let (input, output, cached) = (
+        n("input", c.input)?,
+        n("output", c.output)?,
+        n("cached", c.cached)?,
+    );
+    let (thoughts, tool) = (n("thoughts", c.thoughts)?, n("tool", c.tool)?);
+    let reasoning = match field_count("total", c.total)? {
         Some(total) if total >= input + output + tool => total - input - output - tool,
         _ => thoughts,
     };

@@ -5,7 +5,7 @@
 //! message id. A dump is made anew when its database changes: it is read whole.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, key_of, raw_count,
+    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
     raw_number, raw_str,
 };
 use serde::Deserialize;
@@ -93,15 +93,15 @@ impl OpencodeUsage {
         }
         let Some(c) = &line.tokens else { return };
         let bad = |why: String| move || why;
-        let n = |v| raw_count(v).map(|n| n.unwrap_or(0));
+        let n = |name: &str, v| field_count(name, v).map(|n| n.unwrap_or(0));
         let tokens = (|| {
             let cache = c.cache.as_ref();
             Ok::<_, String>(Tokens {
-                input: n(c.input)?,
-                output: n(c.output)?,
-                reasoning: n(c.reasoning)?,
-                cache_read: n(cache.and_then(|c| c.read))?,
-                cache_write_5m: n(cache.and_then(|c| c.write))?,
+                input: n("input", c.input)?,
+                output: n("output", c.output)?,
+                reasoning: n("reasoning", c.reasoning)?,
+                cache_read: n("cache.read", cache.and_then(|c| c.read))?,
+                cache_write_5m: n("cache.write", cache.and_then(|c| c.write))?,
                 ..Tokens::default()
             })
         })();

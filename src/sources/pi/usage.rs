@@ -5,8 +5,8 @@
 //! once (ccusage 20.0.24 does not de-duplicate pi's entries and counts a copy twice).
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, key_of, parse_time_ms,
-    raw_count, raw_number, raw_str,
+    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    parse_time_ms, raw_number, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -105,13 +105,13 @@ impl PiUsage {
             Ok(u) => u,
             Err(e) => return out.malformed(offset, bad(format!("usage: {e}"))),
         };
-        let n = |v| raw_count(v).map(|n| n.unwrap_or(0));
+        let n = |name: &str, v| field_count(name, v).map(|n| n.unwrap_or(0));
         let tokens = match (|| -> Result<Tokens, String> {
             Ok(Tokens {
-                input: n(usage.input)?,
-                output: n(usage.output)?,
-                cache_read: n(usage.cache_read)?,
-                cache_write_5m: n(usage.cache_write)?,
+                input: n("input", usage.input)?,
+                output: n("output", usage.output)?,
+                cache_read: n("cacheRead", usage.cache_read)?,
+                cache_write_5m: n("cacheWrite", usage.cache_write)?,
                 ..Tokens::default()
             })
         })() {
