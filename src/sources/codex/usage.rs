@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 /// The model ccusage assumes when a rollout names none (Codex's default).
 const DEFAULT_MODEL: &str = "gpt-5";
+/// How far into a line its kind is looked for.
+const HEAD: usize = 200;
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -107,7 +109,16 @@ impl CodexUsage {
     }
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
-        let f = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
+        // Codex writes `timestamp`, `type`, then `payload` (whose `type` comes first):
+        // the kind of a line is in its first bytes. A line written otherwise is
+        // searched whole.
+        let head = &raw[..raw.len().min(HEAD)];
+        let within = if memchr::memmem::find(head, b"\"payload\"").is_some() {
+            head
+        } else {
+            raw
+        };
+        let f = |n: &[u8]| memchr::memmem::find(within, n).is_some();
         if !(f(b"\"token_count\"") || f(b"\"turn_context\"") || f(b"\"session_meta\"")) {
             return;
         }

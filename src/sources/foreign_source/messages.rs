@@ -118,16 +118,16 @@ impl ForeignSource {
     /// for it (search reads every session once) is not kept in memory, where it would
     /// push out the readers of sessions being followed; its state goes to disk like
     /// the first index's.
-    fn keep_for_reading(&self, path: &Path) -> super::Keep {
-        if self.readers.lock().unwrap().1.contains_key(path) {
-            super::Keep::Memory
+    fn keep_for_reading(&self, path: &Path) -> super::readers::Keep {
+        if self.readers.lock().unwrap().following.contains_key(path) {
+            super::readers::Keep::Memory
         } else {
-            super::Keep::Disk
+            super::readers::Keep::Disk
         }
     }
 
     /// What the session's listing says of it.
-    fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::FileEntry) -> SessionFacts {
+    fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::index::FileEntry) -> SessionFacts {
         let listing = {
             let idx = self.index.lock().unwrap();
             self.listing(&idx, path, e)

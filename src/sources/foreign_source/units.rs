@@ -4,7 +4,8 @@
 //! Cursor's `store.db`), whose key is a path that need not exist and whose bytes are a
 //! dump made on demand.
 
-use super::{FileEntry, ForeignSource, Index};
+use super::ForeignSource;
+use super::index::{FileEntry, Index};
 use crate::error::Result;
 use crate::store::index::FileStamp;
 use std::collections::HashMap;

@@ -107,7 +107,7 @@ impl ForeignSource {
         let mut complete = true;
         while pos < stamp.size {
             let want = ((stamp.size - pos) as usize).min(CHUNK);
-            let n = super::read_appending(&file, &mut buf, want, pos)
+            let n = super::readers::read_appending(&file, &mut buf, want, pos)
                 .map_err(|e| Error::io(path.display(), &e))?;
             if n == 0 {
                 break;

@@ -78,7 +78,8 @@ impl PiUsage {
     }
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
-        let header = offset == 0 || memchr::memmem::find(raw, b"\"session\"").is_some();
+        // The header is the first line.
+        let header = offset == 0;
         if !header && memchr::memmem::find(raw, b"\"usage\"").is_none() {
             return;
         }

@@ -1,0 +1,343 @@
+//! Building the first index (in the background, a few files at once, the namespaces
+//! a listing waits for first) and keeping it current: new, changed and vanished
+//! files, Codex's renames.
+
+use super::conversations::{Conversation, piece_len};
+use super::index::{FileEntry, Index};
+use super::readers::Keep;
+use super::{ForeignSource, PERSIST_MIN, UNKNOWN_CWD_NAMESPACE, file_stamp, read_whole};
+use crate::agent::Agent;
+use crate::error::Result;
+use crate::sources::agents;
+use crate::store::index::{FileStamp, content_check, tokens_of};
+use crate::store::naming;
+use crate::views::pieces::PieceLayout;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Session files read at once while the first index is built (it is mostly parsing).
+const INDEX_WORKERS: usize = 4;
+
+impl ForeignSource {
+    /// Builds the first index: reuses the persisted one for unchanged files, reads
+    /// the rest. Logs progress; wakes everyone waiting for it.
+    pub fn build_index(&self) {
+        let started = std::time::Instant::now();
+        let persisted = self.load_persisted();
+        let found = self.walk();
+        let total = found.len();
+        self.seed_units(&persisted);
+        // Unchanged files come from the persisted index at once.
+        let mut todo = Vec::new();
+        {
+            let mut idx = self.index.lock().unwrap();
+            for path in found {
+                match (persisted.get(&path), self.stamp_of(&path)) {
+                    (Some(old), Some(stamp)) if old.stamp == stamp => {
+                        self.insert(&mut idx, path, old.clone())
+                    }
+                    (_, stamp) => todo.push((stamp.map_or(0, |s| s.size), path)),
+                }
+            }
+        }
+        // The rest is read file by file; each gets a namespace hint first (the cwd
+        // near its start, per project folder where folders are projects), so that a
+        // listing waits only for the files of its own namespace, read first.
+        let mut groups: BTreeMap<Option<String>, Vec<(u64, PathBuf)>> = BTreeMap::new();
+        let mut folder_hints: HashMap<PathBuf, Option<String>> = HashMap::new();
+        for (size, path) in todo {
+            let hint_of = |path: &Path| self.hint_of(path).map(|c| naming::slug(&c));
+            let hint = if agents::folders_are_projects(self.agent) {
+                let folder = path.parent().unwrap_or(Path::new("")).to_path_buf();
+                folder_hints
+                    .entry(folder)
+                    .or_insert_with(|| hint_of(&path))
+                    .clone()
+            } else {
+                hint_of(&path)
+            };
+            // A file that names no cwd near its start most likely has none at all.
+            let hint = hint.or_else(|| Some(UNKNOWN_CWD_NAMESPACE.to_string()));
+            groups.entry(hint).or_default().push((size, path));
+        }
+        // Largest files first (`next_to_read` pops from the end): a big file read last
+        // would leave the other cores idle while one parses it.
+        for g in groups.values_mut() {
+            g.sort_unstable();
+        }
+        let reread: usize = groups.values().map(Vec::len).sum();
+        {
+            let mut idx = self.index.lock().unwrap();
+            idx.pending = groups
+                .iter()
+                .filter_map(|(h, files)| h.clone().map(|h| (h, files.len())))
+                .collect();
+            idx.planned = true;
+        }
+        self.ready.notify_all();
+        // Reading is mostly parsing: a few files at once keep every core busy, and
+        // one file's disk reads overlap another's parse.
+        let groups = Mutex::new(groups);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, INDEX_WORKERS);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let next = self.next_to_read(&mut groups.lock().unwrap());
+                        let Some((hint, path)) = next else { break };
+                        let entry = self.read_file(&path, Keep::Disk);
+                        let mut idx = self.index.lock().unwrap();
+                        if let Ok(e) = entry {
+                            self.insert(&mut idx, path, e);
+                        }
+                        if let Some(h) = hint
+                            && let Some(n) = idx.pending.get_mut(&h)
+                        {
+                            *n -= 1;
+                            if *n == 0 {
+                                idx.pending.remove(&h);
+                                self.ready.notify_all();
+                            }
+                        }
+                        drop(idx);
+                        let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if done.is_multiple_of(1000) {
+                            log::info!(
+                                "{}: read {done} of {reread} session files",
+                                self.agent.name()
+                            );
+                        }
+                    }
+                });
+            }
+        });
+        {
+            let mut idx = self.index.lock().unwrap();
+            self.refresh_renames(&mut idx);
+            idx.ready = true;
+            if self.watch.is_none() {
+                idx.fresh = idx.by_ns.keys().cloned().collect();
+            }
+        }
+        self.ready.notify_all();
+        log::info!(
+            "{}: {total} session files indexed in {:?} ({reread} read, the rest from the index cache)",
+            self.agent.name(),
+            started.elapsed()
+        );
+        if reread > 0 {
+            self.persist_index();
+        }
+    }
+
+    /// The next file to read: one of a namespace someone waits for, else any.
+    pub(super) fn next_to_read(
+        &self,
+        groups: &mut BTreeMap<Option<String>, Vec<(u64, PathBuf)>>,
+    ) -> Option<(Option<String>, PathBuf)> {
+        let wanted = std::mem::take(&mut self.index.lock().unwrap().wanted);
+        let key = wanted
+            .into_iter()
+            .map(Some)
+            .find(|k| groups.get(k).is_some_and(|g| !g.is_empty()))
+            .or_else(|| {
+                groups
+                    .iter()
+                    .filter_map(|(k, g)| Some((g.last()?.0, k)))
+                    .max_by_key(|(size, _)| *size)
+                    .map(|(_, k)| k.clone())
+            })?;
+        let group = groups.get_mut(&key)?;
+        let (_, path) = group.pop()?;
+        if group.is_empty() {
+            groups.remove(&key);
+        }
+        Some((key, path))
+    }
+
+    /// Brings `idx` up to date with the folders: new files are read, vanished ones
+    /// dropped; with `ns`, every file of that namespace is also re-`stat`ed (and
+    /// re-read if it changed).
+    pub(super) fn sync(&self, ns: Option<&str>) {
+        if !self.wait_for(ns).ready {
+            // The first index is still being built and has what `ns` needs; the walk
+            // is the indexer's until it is done.
+            return;
+        }
+        let mut walk = true;
+        if let Some(watch) = &self.watch {
+            let mut idx = self.wait_for(ns);
+            // Folders with events since their last read: their files' namespaces must
+            // be re-stat'ed, and the walk must look at them again.
+            watch.drain();
+            let folders: Vec<PathBuf> = idx.folders.keys().cloned().collect();
+            // A sessions folder missing at the last walk is not watched: one `lstat`
+            // tells whether it appeared since.
+            // (A source of units alone has no folders to watch: its units tell.)
+            let mut changed = (folders.is_empty() && !self.folders.is_empty())
+                || self.folders.iter().any(|f| {
+                    !idx.folders.contains_key(&f.path) && std::fs::symlink_metadata(&f.path).is_ok()
+                });
+            for f in &folders {
+                let key = f.to_string_lossy();
+                if watch.changed_as_drained(&key, f) {
+                    watch.mark_clean(&key);
+                    changed = true;
+                    let files = idx
+                        .folders
+                        .get(f)
+                        .map(|s| s.files.clone())
+                        .unwrap_or_default();
+                    let namespaces: Vec<String> =
+                        files.iter().filter_map(|p| idx.namespace_of(p)).collect();
+                    idx.dirty.extend(namespaces);
+                }
+            }
+            let renames_changed = self.agent == Agent::Codex
+                && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
+            // Units see their own changes (a stat of the database files per access).
+            let units_changed = self.units.as_ref().is_some_and(|u| u.source().changed());
+            if !changed && !renames_changed && !units_changed {
+                if ns.is_none_or(|n| !idx.dirty.contains(n)) {
+                    return;
+                }
+                // No folder changed: no file came or went, only `ns`'s need a stat.
+                walk = false;
+            }
+        }
+        let mut stale = Vec::new();
+        let mut idx = if walk {
+            let found = self.walk();
+            let mut idx = self.wait_for(ns);
+            let present: std::collections::HashSet<&std::ffi::OsStr> =
+                found.iter().map(|p| p.as_os_str()).collect();
+            let gone: Vec<PathBuf> = idx
+                .files
+                .keys()
+                .filter(|p| !present.contains(p.as_os_str()))
+                .cloned()
+                .collect();
+            for p in gone {
+                self.remove(&mut idx, &p);
+            }
+            stale.extend(found.into_iter().filter(|p| !idx.files.contains_key(p)));
+            idx
+        } else {
+            self.index.lock().unwrap()
+        };
+        if let Some(ns) = ns
+            && (idx.dirty.remove(ns) || (self.watch.is_none() && !idx.fresh.remove(ns)))
+            && let Some(dirs) = idx.by_ns.get(ns)
+        {
+            for path in dirs.values() {
+                // With the files it hides: one of them may now be preferred.
+                let twins = idx
+                    .files
+                    .get(path)
+                    .and_then(|e| idx.by_id.get(&e.summary.id))
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| *p != path);
+                for p in std::iter::once(path).chain(twins) {
+                    if self.stamp_of(p) != idx.files.get(p).map(|e| e.stamp) {
+                        stale.push(p.clone());
+                    }
+                }
+            }
+        }
+        self.refresh_renames(&mut idx);
+        let units = self.changed_units(&idx);
+        drop(idx);
+        stale.extend(self.stale_units(units));
+        stale.sort();
+        stale.dedup();
+        for path in stale {
+            self.refresh_file(&path);
+        }
+    }
+
+    /// Re-reads one file into the index (or drops it if it is gone).
+    pub(super) fn refresh_file(&self, path: &Path) {
+        let read = self.read_file(path, Keep::Memory);
+        let mut idx = self.index.lock().unwrap();
+        match read {
+            Ok(e) => self.insert(&mut idx, path.to_path_buf(), e),
+            Err(_) => self.remove(&mut idx, path),
+        }
+    }
+
+    pub(super) fn refresh_renames(&self, idx: &mut Index) {
+        if self.agent != Agent::Codex {
+            return;
+        }
+        let path = agents::codex_session_index(&self.root);
+        let stamp = file_stamp(&path);
+        if stamp == idx.renames_stamp {
+            return;
+        }
+        idx.renames_stamp = stamp;
+        idx.renames = match read_whole(&path) {
+            Ok(bytes) => crate::sources::codex::CodexReader::read_session_index(&bytes),
+            Err(_) => HashMap::new(),
+        };
+        idx.generation += 1;
+    }
+
+    /// Reads `path` into an index entry. Its conversation is computed in the same
+    /// pass (its token count goes into the entry); a large file's layout is kept for
+    /// the next `conversation.json` (on disk at once when `keep` is `Disk`).
+    pub(super) fn read_file(&self, path: &Path, keep: Keep) -> Result<FileEntry> {
+        let (file, stamp, (summary, messages)) =
+            self.with_reader_kept(path, keep, |r, tail| r.summary_and_conversation(tail))?;
+        let mut summary = summary;
+        // A unit's dump already says all its store knows (its key is no file's place).
+        if !self.is_unit(path) {
+            agents::complete_summary(self.agent, &self.root, path, &mut summary);
+        }
+        if !summary.resumable
+            && let Some(why) = &summary.not_resumable_reason
+        {
+            log::warn!(
+                "{} session {}: not resumable: {why}",
+                self.agent.name(),
+                path.display()
+            );
+        }
+        let context_tokens = messages
+            .iter()
+            .map(|m| tokens_of(m.iter().map(piece_len).sum()))
+            .sum();
+        let large = stamp.size >= PERSIST_MIN;
+        if keep == Keep::Memory || large {
+            let proof = large
+                .then(|| {
+                    file.metadata()
+                        .ok()
+                        .filter(|m| FileStamp::of(m) == stamp)
+                        .and_then(|_| content_check(&file, stamp.size).ok())
+                })
+                .flatten();
+            let c = Conversation {
+                stamp,
+                proof,
+                layout: Arc::new(PieceLayout::conversation(messages)),
+                context_tokens,
+                used: 0,
+                saved: false,
+            };
+            match keep {
+                Keep::Memory => self.remember_conversation(path, c),
+                Keep::Disk => self.save_conversation(path, &c),
+            }
+        }
+        Ok(FileEntry {
+            stamp,
+            summary,
+            context_tokens: Some(context_tokens),
+        })
+    }
+}

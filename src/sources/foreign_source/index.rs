@@ -1,0 +1,324 @@
+//! The index of an agent's sessions: which file is which session folder in which
+//! namespace, one session per id where the agent shows one, the rendered listings,
+//! and waiting for the first index to answer for a namespace.
+
+use super::walk::FolderScan;
+use super::{ForeignSource, UNKNOWN_CWD_NAMESPACE};
+use crate::agent::Agent;
+use crate::error::{Error, Result};
+use crate::sources::NamespaceIndex;
+use crate::sources::agents;
+use crate::sources::foreign::ForeignSummary;
+use crate::store::index::FileStamp;
+use crate::store::naming;
+use crate::views::listing::{Listing, render_json, sort_newest_first};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the index keeps per session file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct FileEntry {
+    pub(super) stamp: FileStamp,
+    pub(super) summary: ForeignSummary,
+    /// `meta.json`'s `context_tokens`, from the same read (so it needs no layout).
+    #[serde(default)]
+    pub(super) context_tokens: Option<u64>,
+}
+
+impl FileEntry {
+    pub(super) fn mtime(&self) -> SystemTime {
+        let ns = self.stamp.mtime_ns.max(0) as u128;
+        UNIX_EPOCH + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
+    }
+
+    pub(super) fn namespace(&self) -> String {
+        match self.summary.cwd.as_deref() {
+            Some(cwd) if !cwd.is_empty() => naming::slug(cwd),
+            _ => UNKNOWN_CWD_NAMESPACE.to_string(),
+        }
+    }
+
+    pub(super) fn created_at(&self) -> String {
+        self.summary
+            .created_at
+            .clone()
+            .unwrap_or_else(|| rfc3339(self.mtime()))
+    }
+}
+
+pub(super) fn rfc3339(t: SystemTime) -> String {
+    naming::timestamp(chrono::DateTime::<chrono::Utc>::from(t))
+}
+
+/// `<created stamp>_<agent>-<id>`: sorts by time beside fen's `<stamp>_<id>` folders.
+fn session_dir_name(agent: Agent, path: &Path, e: &FileEntry) -> String {
+    let created = chrono::DateTime::parse_from_rfc3339(&e.created_at())
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|_| e.mtime().into());
+    let id = if naming::is_valid_session_id(&e.summary.id) {
+        e.summary.id.clone()
+    } else {
+        // No usable id in the file: its name stands in (made path-safe).
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        stem.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    };
+    format!("{}_{}-{id}", naming::stamp(created), agent.name())
+}
+
+#[derive(Default)]
+pub(super) struct Index {
+    pub(super) files: HashMap<PathBuf, FileEntry>,
+    /// namespace → session dir → file.
+    pub(super) by_ns: BTreeMap<String, BTreeMap<String, PathBuf>>,
+    pub(super) dir_of: HashMap<PathBuf, (String, String)>,
+    /// For agents showing one session per id (`agents::one_session_per_id`): id →
+    /// the files carrying it; only the one `agents::prefer` ranks first is placed in
+    /// `by_ns`, the others wait in `files` in case it goes.
+    pub(super) by_id: HashMap<String, Vec<PathBuf>>,
+    pub(super) folders: HashMap<PathBuf, FolderScan>,
+    /// Codex renames (`session_index.jsonl`): id → name, with the file's stamp.
+    pub(super) renames: HashMap<String, String>,
+    pub(super) renames_stamp: Option<FileStamp>,
+    pub(super) ready: bool,
+    /// Set once the first index knows which files it must still read.
+    pub(super) planned: bool,
+    /// Namespaces (by hint) with files the first index has still to read.
+    pub(super) pending: HashMap<String, usize>,
+    /// Namespaces a listing waits for: read their files first.
+    pub(super) wanted: BTreeSet<String>,
+    /// Bumped by every change to the index: keys the rendered listings.
+    pub(super) generation: u64,
+    /// Namespaces whose files must be re-`stat`ed before the next listing (all of
+    /// them when nothing watches the folders).
+    pub(super) dirty: BTreeSet<String>,
+    /// Without a watch: namespaces whose files the first index has just `stat`ed,
+    /// not listed since; their first listing takes those stamps (a one-shot command
+    /// such as `fen-fs list` would `stat` every file twice otherwise).
+    pub(super) fresh: BTreeSet<String>,
+    pub(super) rendered: HashMap<String, (u64, Arc<Vec<Listing>>, NamespaceIndex)>,
+}
+
+impl Index {
+    pub(super) fn namespace_of(&self, path: &Path) -> Option<String> {
+        self.dir_of.get(path).map(|(n, _)| n.clone())
+    }
+}
+
+impl ForeignSource {
+    /// The index once it can answer for `ns` (`None`: for everything): at once after
+    /// the first index is built; before, when the files hinted to be in `ns` are read
+    /// (asking the indexer to read those first).
+    pub(super) fn wait_for(&self, ns: Option<&str>) -> std::sync::MutexGuard<'_, Index> {
+        let mut idx = self.index.lock().unwrap();
+        loop {
+            if idx.ready {
+                return idx;
+            }
+            if let Some(ns) = ns
+                && idx.planned
+            {
+                if !idx.pending.contains_key(ns) {
+                    return idx;
+                }
+                idx.wanted.insert(ns.to_string());
+            }
+            idx = self.ready.wait(idx).unwrap();
+        }
+    }
+
+    pub(super) fn insert(&self, idx: &mut Index, path: PathBuf, e: FileEntry) {
+        self.remove(idx, &path);
+        let id = (agents::one_session_per_id(self.agent) && !e.summary.id.is_empty())
+            .then(|| e.summary.id.clone());
+        idx.files.insert(path.clone(), e);
+        idx.generation += 1;
+        match id {
+            Some(id) => {
+                idx.by_id.entry(id.clone()).or_default().push(path);
+                self.elect(idx, &id);
+            }
+            None => self.place(idx, path),
+        }
+    }
+
+    /// Shows the indexed file `path` as a session folder of its namespace.
+    pub(super) fn place(&self, idx: &mut Index, path: PathBuf) {
+        let Some(e) = idx.files.get(&path) else {
+            return;
+        };
+        let ns = e.namespace();
+        let mut dir = session_dir_name(self.agent, &path, e);
+        if idx
+            .by_ns
+            .get(&ns)
+            .and_then(|m| m.get(&dir))
+            .is_some_and(|other| *other != path)
+        {
+            // Two files claim one id (a copied file): the path tells them apart.
+            dir = format!("{dir}-{:08x}", path_hash(&path) as u32);
+        }
+        idx.by_ns
+            .entry(ns.clone())
+            .or_default()
+            .insert(dir.clone(), path.clone());
+        idx.dir_of.insert(path, (ns, dir));
+        if let Some(cwd) = &e.summary.cwd {
+            // A candidate for placing Cursor stores, which name their cwd by MD5 only.
+            crate::sources::cursor_store::note_cwd(cwd);
+        }
+        idx.generation += 1;
+    }
+
+    /// Of the files carrying session `id`, places the preferred one and hides the rest.
+    pub(super) fn elect(&self, idx: &mut Index, id: &str) {
+        let Some(group) = idx.by_id.get(id).cloned() else {
+            return;
+        };
+        let winner = group
+            .iter()
+            .filter_map(|p| idx.files.get(p).map(|e| (p, &e.summary)))
+            .max_by(|a, b| agents::prefer(self.agent, (a.0, a.1), (b.0, b.1)))
+            .map(|(p, _)| p.clone());
+        for p in &group {
+            if Some(p) != winner.as_ref() {
+                unplace(idx, p);
+            }
+        }
+        if let Some(w) = winner
+            && !idx.dir_of.contains_key(&w)
+        {
+            self.place(idx, w);
+        }
+    }
+
+    /// Drops `path` from the index; a file it hid (same session id) shows again.
+    pub(super) fn remove(&self, idx: &mut Index, path: &Path) {
+        let id = idx.files.get(path).map(|e| e.summary.id.clone());
+        if idx.files.remove(path).is_some() {
+            idx.generation += 1;
+        }
+        unplace(idx, path);
+        if let Some(id) = id
+            && let Some(group) = idx.by_id.get_mut(&id)
+        {
+            group.retain(|p| p != path);
+            if group.is_empty() {
+                idx.by_id.remove(&id);
+            } else {
+                self.elect(idx, &id);
+            }
+        }
+    }
+
+    /// The file and index entry of session `ns/dir`, re-read if it changed on disk.
+    pub(super) fn session(&self, ns: &str, dir: &str) -> Result<(PathBuf, FileEntry)> {
+        let missing = || Error::not_found(format!("no session {ns}/{dir}"));
+        let path = {
+            let idx = self.wait_for(Some(ns));
+            idx.by_ns
+                .get(ns)
+                .and_then(|m| m.get(dir))
+                .cloned()
+                .ok_or_else(missing)?
+        };
+        let known = self.index.lock().unwrap().files.get(&path).map(|e| e.stamp);
+        if self.stamp_of(&path) != known {
+            self.refresh_file(&path);
+        }
+        let idx = self.index.lock().unwrap();
+        match (idx.dir_of.get(&path), idx.files.get(&path)) {
+            (Some((n, d)), Some(e)) if n == ns && d == dir => Ok((path.clone(), e.clone())),
+            _ => Err(missing()),
+        }
+    }
+
+    pub(super) fn listing(&self, idx: &Index, path: &Path, e: &FileEntry) -> Option<Listing> {
+        let (_, dir) = idx.dir_of.get(path)?;
+        let s = &e.summary;
+        let title = idx.renames.get(&s.id).cloned().or_else(|| s.title.clone());
+        Some(Listing {
+            dir: dir.clone(),
+            id: s.id.clone(),
+            cwd: s.cwd.clone(),
+            title,
+            preview: s.preview.clone(),
+            created_at: Some(e.created_at()),
+            updated_at: Some(s.updated_at.clone().unwrap_or_else(|| rfc3339(e.mtime()))),
+            messages: s.messages as usize,
+            agent: self.agent,
+        })
+    }
+
+    /// The listings and `index.json` of `ns`, rendered again only after the index
+    /// changed.
+    pub(super) fn rendered(&self, ns: &str) -> (Arc<Vec<Listing>>, NamespaceIndex) {
+        self.sync(Some(ns));
+        let mut idx = self.index.lock().unwrap();
+        if let Some((generation, listings, index)) = idx.rendered.get(ns)
+            && *generation == idx.generation
+        {
+            return (listings.clone(), index.clone());
+        }
+        let mut out: Vec<Listing> = idx
+            .by_ns
+            .get(ns)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|p| self.listing(&idx, p, idx.files.get(p)?))
+            .collect();
+        sort_newest_first(&mut out);
+        let index = NamespaceIndex {
+            latest: out.first().map(|l| l.dir.clone()),
+            index_json: Arc::new(render_json(&out)),
+        };
+        let listings = Arc::new(out);
+        let generation = idx.generation;
+        idx.rendered.insert(
+            ns.to_string(),
+            (generation, listings.clone(), index.clone()),
+        );
+        (listings, index)
+    }
+
+    /// The session (namespace, folder) whose file is `path`, compared by device and
+    /// inode so that any path to the file names it (`fen-fs resume PATH`).
+    pub fn session_of_file(&self, path: &Path) -> Option<(String, String)> {
+        let meta = std::fs::metadata(path).ok()?;
+        self.sync(None);
+        let idx = self.wait_for(None);
+        idx.files
+            .iter()
+            .find(|(_, e)| e.stamp.dev == meta.dev() && e.stamp.ino == meta.ino())
+            .and_then(|(p, _)| idx.dir_of.get(p).cloned())
+    }
+}
+
+/// Takes `path`'s session folder out of its namespace (the file stays indexed).
+fn unplace(idx: &mut Index, path: &Path) {
+    if let Some((ns, dir)) = idx.dir_of.remove(path)
+        && let Some(m) = idx.by_ns.get_mut(&ns)
+    {
+        m.remove(&dir);
+        if m.is_empty() {
+            idx.by_ns.remove(&ns);
+        }
+        idx.generation += 1;
+    }
+}
+
+/// Stable across builds: it is part of a folder name in the mount.
+fn path_hash(path: &Path) -> u64 {
+    crate::store::atomic::checksum(&[path.as_os_str().as_encoded_bytes()])
+}

@@ -1,0 +1,160 @@
+//! `meta.json` and `summary.txt` of another agent's session.
+
+use super::ForeignSource;
+use super::index::FileEntry;
+use crate::agent::Agent;
+use crate::error::Result;
+use crate::store::index::tokens_of;
+use crate::store::naming;
+use crate::views::local_time;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+impl ForeignSource {
+    pub(super) fn meta(&self, ns: &str, dir: &str, path: &Path, e: &FileEntry) -> Result<Vec<u8>> {
+        let context_tokens = match e.context_tokens {
+            Some(t) => t,
+            None => self.conversation(path)?.2,
+        };
+        let listing = {
+            let idx = self.index.lock().unwrap();
+            self.listing(&idx, path, e)
+        };
+        let s = &e.summary;
+        let meta = ForeignMeta {
+            id: &s.id,
+            dir,
+            namespace: naming::mount_name(ns),
+            cwd: s.cwd.as_deref(),
+            title: listing.as_ref().and_then(|l| l.title.as_deref()),
+            preview: s.preview.as_deref(),
+            created_at: listing.as_ref().and_then(|l| l.created_at.as_deref()),
+            updated_at: listing.as_ref().and_then(|l| l.updated_at.as_deref()),
+            entries: s.entries,
+            messages: s.messages,
+            roles: &s.roles,
+            compactions: s.compactions,
+            malformed_lines: s.malformed_lines,
+            transcript_tokens: tokens_of(e.stamp.size),
+            context_tokens,
+            size_bytes: e.stamp.size,
+            writers: 0,
+            agent: self.agent,
+            source_path: &self.source_path_of(path),
+            resumable: s.resumable,
+            not_resumable_reason: s.not_resumable_reason.as_deref(),
+            resume_rules: s.resume_rules.as_deref(),
+            listed_by_agent: s.listed,
+            archived: s.archived,
+            parent_id: s.parent_id.as_deref(),
+        };
+        let mut out = serde_json::to_vec_pretty(&meta).expect("meta serializes");
+        out.push(b'\n');
+        Ok(out)
+    }
+
+    pub(super) fn summary_text(&self, path: &Path, e: &FileEntry) -> Vec<u8> {
+        let s = &e.summary;
+        let listing = {
+            let idx = self.index.lock().unwrap();
+            self.listing(&idx, path, e)
+        };
+        let mut out = String::new();
+        let heading = listing
+            .as_ref()
+            .and_then(|l| l.title.clone().or_else(|| l.preview.clone()))
+            .unwrap_or_else(|| "(no messages)".into());
+        out.push_str(&crate::store::index::one_line(&heading, 78));
+        out.push_str("\n\n");
+        let mut field = |label: &str, value: &str| {
+            out.push_str(&format!("{label:<10} {value}\n"));
+        };
+        field("agent", self.agent.name());
+        field("id", &s.id);
+        field("cwd", s.cwd.as_deref().unwrap_or("(unknown)"));
+        field("file", &self.source_path_of(path).to_string_lossy());
+        if let Some(l) = &listing {
+            field(
+                "created",
+                &l.created_at.as_deref().map(local_time).unwrap_or_default(),
+            );
+            field(
+                "updated",
+                &l.updated_at.as_deref().map(local_time).unwrap_or_default(),
+            );
+        }
+        let roles: Vec<String> = s.roles.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        let roles = if roles.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", roles.join(", "))
+        };
+        field("messages", &format!("{}{roles}", s.messages));
+        field(
+            "entries",
+            &format!("{} ({} malformed lines)", s.entries, s.malformed_lines),
+        );
+        match (&s.resumable, &s.not_resumable_reason) {
+            (true, _) if s.resume_rules.is_some() => field(
+                "resumable",
+                &format!("yes ({})", s.resume_rules.as_deref().unwrap_or_default()),
+            ),
+            (true, _) => field("resumable", "yes"),
+            (false, Some(why)) => field("resumable", &format!("no: {why}")),
+            (false, None) => field("resumable", "no"),
+        }
+        if let Some(rules) = &s.resume_rules {
+            field("rebuilt", rules);
+        }
+        if let Some(parent) = &s.parent_id {
+            field("parent", parent);
+        }
+        if s.archived {
+            field("archived", "yes");
+        }
+        if let Some(p) = &s.preview {
+            out.push_str(&format!(
+                "\nfirst request:\n  {}\n",
+                crate::store::index::one_line(p, 76)
+            ));
+        }
+        out.into_bytes()
+    }
+}
+
+#[derive(Serialize)]
+struct ForeignMeta<'a> {
+    id: &'a str,
+    dir: &'a str,
+    /// The namespace folder as the mount shows it.
+    namespace: String,
+    cwd: Option<&'a str>,
+    title: Option<&'a str>,
+    preview: Option<&'a str>,
+    created_at: Option<&'a str>,
+    updated_at: Option<&'a str>,
+    entries: u64,
+    messages: u64,
+    roles: &'a BTreeMap<String, u64>,
+    compactions: u64,
+    malformed_lines: u64,
+    transcript_tokens: u64,
+    context_tokens: u64,
+    size_bytes: u64,
+    writers: u64,
+    agent: Agent,
+    source_path: &'a Path,
+    resumable: bool,
+    not_resumable_reason: Option<&'a str>,
+    /// How far `conversation.json` is a guess at the agent's rebuild (`"best effort"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resume_rules: Option<&'a str>,
+    /// Whether the agent's own session picker lists it.
+    listed_by_agent: bool,
+    /// Whether the agent keeps it archived.
+    archived: bool,
+    /// The session it was spawned from (a subagent's), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_id: Option<&'a str>,
+}
