@@ -150,6 +150,11 @@ pub trait UsageLedger {
     /// Called between units and chunks: background work waits here while foreground
     /// requests are served.
     fn pause(&self) {}
+    /// How many units a source may read at once (a count someone waits for uses the
+    /// cores; background work reads one at a time).
+    fn workers(&self) -> usize {
+        1
+    }
 }
 
 /// Records found while reading, and the usage objects that could not be read.
@@ -209,6 +214,50 @@ pub fn each_line(offset: u64, bytes: &[u8], mut line: impl FnMut(u64, &[u8])) ->
         pos += nl + 1;
     }
     pos as u64
+}
+
+/// Runs `line` on each complete line of `bytes` (which starts at `offset`) that holds
+/// what `finder` looks for: one search through all of `bytes`, then each hit's line,
+/// so the lines without it (most of a session's bytes) cost that search only. Returns
+/// the bytes consumed (through the last `\n`).
+pub fn each_line_holding(
+    offset: u64,
+    bytes: &[u8],
+    finder: &memchr::memmem::Finder,
+    mut line: impl FnMut(u64, &[u8]),
+) -> u64 {
+    let Some(last) = memchr::memrchr(b'\n', bytes) else {
+        return 0;
+    };
+    let data = &bytes[..=last];
+    let mut next = 0;
+    for hit in finder.find_iter(data) {
+        if hit < next {
+            continue;
+        }
+        let start = memchr::memrchr(b'\n', &data[next..hit]).map_or(next, |p| next + p + 1);
+        let end = hit + memchr::memchr(b'\n', &data[hit..]).unwrap_or(data.len() - hit);
+        line(offset + start as u64, &data[start..end]);
+        next = end + 1;
+    }
+    data.len() as u64
+}
+
+/// A byte-string searcher built once (building one per line was a tenth of a count).
+pub struct Needle(std::sync::LazyLock<memchr::memmem::Finder<'static>>);
+
+impl Needle {
+    pub const fn new(f: fn() -> memchr::memmem::Finder<'static>) -> Self {
+        Needle(std::sync::LazyLock::new(f))
+    }
+
+    pub fn finder(&self) -> &memchr::memmem::Finder<'static> {
+        &self.0
+    }
+
+    pub fn is_in(&self, hay: &[u8]) -> bool {
+        self.0.find(hay).is_some()
+    }
 }
 
 /// An RFC 3339 time as milliseconds since the epoch.

@@ -21,7 +21,14 @@ fn usage_files_parse_and_change_after_an_append() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    for f in ["daily.json", "monthly.json", "by-project.json", "by-model.json", "by-agent.json", "daily.svg"] {
+    for f in [
+        "daily.json",
+        "monthly.json",
+        "by-project.json",
+        "by-model.json",
+        "by-agent.json",
+        "daily.svg",
+    ] {
         assert!(names.contains(&f.to_string()), "{names:?}");
     }
     let jq = |file: &str, filter: &str| {
@@ -30,22 +37,42 @@ fn usage_files_parse_and_change_after_an_append() {
             .arg(usage.join(file))
             .output()
             .expect("run jq");
-        assert!(o.status.success(), "jq {filter} {file}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "jq {filter} {file}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8(o.stdout).unwrap().trim().to_string()
     };
-    for f in ["daily.json", "monthly.json", "by-project.json", "by-model.json", "by-agent.json"] {
+    for f in [
+        "daily.json",
+        "monthly.json",
+        "by-project.json",
+        "by-model.json",
+        "by-agent.json",
+    ] {
         assert_eq!(jq(f, "type"), "\"array\"", "{f}");
         assert_ne!(jq(f, "length"), "0", "{f}");
     }
-    assert_eq!(jq("by-agent.json", "[.[].agent] | sort"), r#"["claude","codex","gemini"]"#);
+    assert_eq!(
+        jq("by-agent.json", "[.[].agent] | sort"),
+        r#"["claude","codex","gemini"]"#
+    );
     // stat's size is what cat reads.
     let daily = std::fs::read(usage.join("daily.json")).unwrap();
-    assert_eq!(std::fs::metadata(usage.join("daily.json")).unwrap().len(), daily.len() as u64);
+    assert_eq!(
+        std::fs::metadata(usage.join("daily.json")).unwrap().len(),
+        daily.len() as u64
+    );
     let svg = std::fs::read_to_string(usage.join("daily.svg")).unwrap();
     roxmltree::Document::parse(&svg).expect("daily.svg is well-formed XML");
     // An agent appends a response today: the next cat has it.
     let now = chrono::Utc::now();
-    usage_support::append_claude_response(&h, &now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), 4321);
+    usage_support::append_claude_response(
+        &h,
+        &now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        4321,
+    );
     let after = std::fs::read(usage.join("daily.json")).unwrap();
     assert_ne!(after, daily);
     let today = jq("daily.json", ".[-1].period");

@@ -208,6 +208,8 @@ pub struct Pass<'a> {
     pub stopped: bool,
     /// Units read in this pass.
     pub read: u64,
+    /// Units a source may read at once.
+    pub workers: usize,
 }
 
 impl UsageLedger for Pass<'_> {
@@ -245,6 +247,10 @@ impl UsageLedger for Pass<'_> {
 
     fn pause(&self) {
         (self.pause)()
+    }
+
+    fn workers(&self) -> usize {
+        self.workers
     }
 }
 

@@ -29,6 +29,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Units read at once by a count someone waits for (at most; fewer cores, fewer).
+const WORKERS: usize = 4;
+
 /// The usage of a set of sources.
 pub struct Usage {
     sources: Vec<Arc<dyn SessionSource>>,
@@ -117,6 +120,22 @@ impl Usage {
     /// grown ones their new bytes. `stop` ends it at the next unit or chunk (what was
     /// read is kept); `pause` is called between them (background work waits there).
     pub fn refresh(&self, stop: &dyn Fn() -> bool, pause: &dyn Fn()) -> Result<Refreshed> {
+        self.refresh_with(stop, pause, 1)
+    }
+
+    /// `refresh` to the end, as fast as it goes: someone waits for it (`fen-fs usage`,
+    /// an open of `usage/`), so units are read on several threads.
+    pub fn refresh_all(&self) -> Result<Refreshed> {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        self.refresh_with(&|| false, &|| {}, cores.clamp(1, WORKERS))
+    }
+
+    fn refresh_with(
+        &self,
+        stop: &dyn Fn() -> bool,
+        pause: &dyn Fn(),
+        workers: usize,
+    ) -> Result<Refreshed> {
         let mut state = self.state.lock().unwrap();
         self.load(&mut state);
         let mut done = Refreshed {
@@ -131,6 +150,7 @@ impl Usage {
                 pause,
                 stopped: false,
                 read: 0,
+                workers,
             };
             let result = source.usage(&mut pass);
             done.units_read += pass.read;
@@ -145,11 +165,6 @@ impl Usage {
             ledger.end_complete();
         }
         Ok(done)
-    }
-
-    /// `refresh` to the end.
-    pub fn refresh_all(&self) -> Result<Refreshed> {
-        self.refresh(&|| false, &|| {})
     }
 
     /// Saves the ledgers that changed (best effort).

@@ -13,9 +13,11 @@
 //!   fen-fs warns about such a line; a `null` model counts as none (ccusage skips it).
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
-    parse_time_ms, raw_number, raw_str,
+    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line_holding, field_count,
+    key_of, parse_time_ms, raw_number, raw_str,
 };
+
+static USAGE: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"usage\""));
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -86,12 +88,9 @@ impl ClaudeUsage {
         }
     }
 
+    /// A line with a `"usage"` key (the other lines, most of the bytes: tool results,
+    /// user text, are never looked at line by line).
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
-        // Only a line with a `"usage"` key can count; the other lines (most of the
-        // bytes: tool results, user text) are not parsed.
-        if memchr::memmem::find(raw, b"\"usage\"").is_none() {
-            return;
-        }
         let Ok(text) = simdutf8::basic::from_utf8(raw) else {
             return;
         };
@@ -187,7 +186,9 @@ fn tokens_of(u: &Usage) -> Result<Tokens, String> {
 
 impl UsageReader for ClaudeUsage {
     fn feed(&mut self, offset: u64, bytes: &[u8], out: &mut UsageOut) -> u64 {
-        each_line(offset, bytes, |at, line| self.line(at, line, out))
+        each_line_holding(offset, bytes, USAGE.finder(), |at, line| {
+            self.line(at, line, out)
+        })
     }
 
     fn save(&self) -> Vec<u8> {

@@ -10,7 +10,7 @@
 //!   its parent's lines with their times, and those count once.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
     parse_time_ms, raw_str,
 };
 use serde::Deserialize;
@@ -21,6 +21,11 @@ use std::sync::Arc;
 const DEFAULT_MODEL: &str = "gpt-5";
 /// How far into a line its kind is looked for.
 const HEAD: usize = 200;
+
+static PAYLOAD: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"payload\""));
+static TOKEN_COUNT: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"token_count\""));
+static TURN_CONTEXT: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"turn_context\""));
+static SESSION_META: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"session_meta\""));
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -113,13 +118,9 @@ impl CodexUsage {
         // the kind of a line is in its first bytes. A line written otherwise is
         // searched whole.
         let head = &raw[..raw.len().min(HEAD)];
-        let within = if memchr::memmem::find(head, b"\"payload\"").is_some() {
-            head
-        } else {
-            raw
-        };
-        let f = |n: &[u8]| memchr::memmem::find(within, n).is_some();
-        if !(f(b"\"token_count\"") || f(b"\"turn_context\"") || f(b"\"session_meta\"")) {
+        let within = if PAYLOAD.is_in(head) { head } else { raw };
+        if !(TOKEN_COUNT.is_in(within) || TURN_CONTEXT.is_in(within) || SESSION_META.is_in(within))
+        {
             return;
         }
         let Ok(text) = simdutf8::basic::from_utf8(raw) else {

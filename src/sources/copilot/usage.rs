@@ -5,13 +5,16 @@
 //! model and is not counted). One record per run and model, at the event's time.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
     parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+static START: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"session.start\""));
+static SHUTDOWN: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"session.shutdown\""));
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -79,8 +82,7 @@ impl CopilotUsage {
     }
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
-        let f = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
-        if !(f(b"\"session.start\"") || f(b"\"session.shutdown\"")) {
+        if !(START.is_in(raw) || SHUTDOWN.is_in(raw)) {
             return;
         }
         let Ok(text) = simdutf8::basic::from_utf8(raw) else {

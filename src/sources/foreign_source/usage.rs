@@ -19,11 +19,9 @@ impl ForeignSource {
         if agents::usage_reader_for(self.agent, Path::new(""), UnitFacts::default()).is_none() {
             return Ok(());
         }
+        // What the ledger does not hold: a stat per unit.
+        let mut todo = Vec::new();
         for path in self.usage_units() {
-            if ledger.stop() {
-                break;
-            }
-            ledger.pause();
             let Some(stamp) = self.stamp_of(&path) else {
                 continue;
             };
@@ -37,15 +35,69 @@ impl ForeignSource {
                     stamp.ctime_ns as u64,
                 ],
             };
-            let Some(since) = ledger.since(&unit) else {
-                continue;
-            };
-            match self.read_usage(&path, &since, ledger) {
-                Ok(read) => ledger.took(&unit, read),
-                Err(e) => log::debug!("usage of {}: {}", path.display(), e.reason),
+            if let Some(since) = ledger.since(&unit) {
+                todo.push((path, unit, since));
             }
         }
+        let workers = ledger.workers().clamp(1, todo.len().max(1));
+        if workers == 1 {
+            for (path, unit, since) in todo {
+                if ledger.stop() {
+                    break;
+                }
+                ledger.pause();
+                let read = self.read_usage(&path, &since, &|| ledger.stop(), &|| ledger.pause());
+                self.took(ledger, &path, &unit, read);
+            }
+            return Ok(());
+        }
+        // Several at once (a foreground count: someone waits for it): files are read
+        // and parsed on `workers` threads, the largest first, and handed to the ledger
+        // here as each is done.
+        todo.sort_by_key(|(_, u, _)| u.stamp[2]);
+        let queue = std::sync::Mutex::new(todo);
+        let stopped = std::sync::atomic::AtomicBool::new(false);
+        let stop = || stopped.load(std::sync::atomic::Ordering::Relaxed);
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (queue, stop) = (&queue, &stop);
+                scope.spawn(move || {
+                    while !stop() {
+                        let Some((path, unit, since)) = queue.lock().unwrap().pop() else {
+                            break;
+                        };
+                        let read = self.read_usage(&path, &since, stop, &|| {});
+                        if tx.send((path, unit, read)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            for (path, unit, read) in rx {
+                self.took(ledger, &path, &unit, read);
+                if ledger.stop() {
+                    stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                ledger.pause();
+            }
+        });
         Ok(())
+    }
+
+    fn took(
+        &self,
+        ledger: &mut dyn UsageLedger,
+        path: &Path,
+        unit: &UsageUnit,
+        read: Result<UnitUsage>,
+    ) {
+        match read {
+            Ok(read) => ledger.took(unit, read),
+            Err(e) => log::debug!("usage of {}: {}", path.display(), e.reason),
+        }
     }
 
     /// The units whose usage counts: the agent's usage files where they are more than
@@ -78,11 +130,14 @@ impl ForeignSource {
         }
     }
 
+    /// Reads `path`'s usage from `since` on; `stop` ends it at the next chunk (the mark
+    /// says how far it got), `pause` is called between chunks.
     fn read_usage(
         &self,
         path: &Path,
         since: &UsageMark,
-        ledger: &mut dyn UsageLedger,
+        stop: &dyn Fn() -> bool,
+        pause: &dyn Fn(),
     ) -> Result<UnitUsage> {
         let (file, stamp) = self.open_bytes(path)?;
         let fresh = || {
@@ -117,11 +172,11 @@ impl ForeignSource {
             consumed += used as u64;
             buf.drain(..used.min(buf.len()));
             if pos < stamp.size {
-                if ledger.stop() {
+                if stop() {
                     complete = false;
                     break;
                 }
-                ledger.pause();
+                pause();
             }
         }
         if complete {

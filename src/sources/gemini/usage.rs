@@ -11,12 +11,15 @@
 //!   counted.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
     parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
+
+static TOKENS: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"tokens\""));
+static SESSION_ID: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"sessionId\""));
 
 #[derive(Deserialize)]
 struct Record<'a> {
@@ -124,8 +127,7 @@ impl GeminiUsage {
     }
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
-        let f = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
-        if !(f(b"\"tokens\"") || f(b"\"sessionId\"")) {
+        if !(TOKENS.is_in(raw) || SESSION_ID.is_in(raw)) {
             return;
         }
         let Ok(text) = simdutf8::basic::from_utf8(raw) else {

@@ -5,12 +5,14 @@
 //! message id. A dump is made anew when its database changes: it is read whole.
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
+    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
     raw_number, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
+
+static TOKENS: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"tokens\""));
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -73,7 +75,7 @@ impl OpencodeUsage {
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
         let first = offset == 0;
-        if !first && memchr::memmem::find(raw, b"\"tokens\"").is_none() {
+        if !first && !TOKENS.is_in(raw) {
             return;
         }
         let Ok(text) = simdutf8::basic::from_utf8(raw) else {

@@ -5,12 +5,14 @@
 //! once (ccusage 20.0.24 does not de-duplicate pi's entries and counts a copy twice).
 
 use crate::usage_record::{
-    Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
-    parse_time_ms, raw_number, raw_str,
+    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line_holding, field_count,
+    key_of, parse_time_ms, raw_number, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
+
+static USAGE: Needle = Needle::new(|| memchr::memmem::Finder::new(b"\"usage\""));
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -78,11 +80,6 @@ impl PiUsage {
     }
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
-        // The header is the first line.
-        let header = offset == 0;
-        if !header && memchr::memmem::find(raw, b"\"usage\"").is_none() {
-            return;
-        }
         let Ok(text) = simdutf8::basic::from_utf8(raw) else {
             return;
         };
@@ -155,7 +152,22 @@ impl PiUsage {
 
 impl UsageReader for PiUsage {
     fn feed(&mut self, offset: u64, bytes: &[u8], out: &mut UsageOut) -> u64 {
-        each_line(offset, bytes, |at, line| self.line(at, line, out))
+        // The header (the first line), then the lines with a `"usage"` key.
+        let mut skip = 0;
+        if offset == 0 {
+            let Some(nl) = memchr::memchr(b'\n', bytes) else {
+                return 0;
+            };
+            self.line(0, &bytes[..nl], out);
+            skip = nl + 1;
+        }
+        skip as u64
+            + each_line_holding(
+                offset + skip as u64,
+                &bytes[skip..],
+                USAGE.finder(),
+                |at, l| self.line(at, l, out),
+            )
     }
 
     fn save(&self) -> Vec<u8> {
