@@ -27,6 +27,7 @@ use prices::Prices;
 use report::{Entry, Query, Report};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Units read at once by a count someone waits for (at most; fewer cores, fewer).
@@ -41,6 +42,8 @@ pub struct Usage {
     /// This machine's name, for the records of its own sources.
     host: Arc<str>,
     state: Mutex<State>,
+    /// Counts someone waits for, waiting or running.
+    waiting: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -86,6 +89,7 @@ impl Usage {
             prices,
             host: Arc::from(host_name()),
             state: Mutex::new(State::default()),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -119,15 +123,21 @@ impl Usage {
     /// Brings every ledger up to date with its source: unchanged units cost a `stat`,
     /// grown ones their new bytes. `stop` ends it at the next unit or chunk (what was
     /// read is kept); `pause` is called between them (background work waits there).
+    /// A count someone waits for (`refresh_all`) takes over from it: this one stops at
+    /// the next unit or chunk, keeping what it read.
     pub fn refresh(&self, stop: &dyn Fn() -> bool, pause: &dyn Fn()) -> Result<Refreshed> {
-        self.refresh_with(stop, pause, 1)
+        let yield_to_foreground = || stop() || self.waiting.load(Ordering::Relaxed) > 0;
+        self.refresh_with(&yield_to_foreground, pause, 1)
     }
 
     /// `refresh` to the end, as fast as it goes: someone waits for it (`fen-fs usage`,
     /// an open of `usage/`), so units are read on several threads.
     pub fn refresh_all(&self) -> Result<Refreshed> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        self.refresh_with(&|| false, &|| {}, cores.clamp(1, WORKERS))
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let done = self.refresh_with(&|| false, &|| {}, cores.clamp(1, WORKERS));
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        done
     }
 
     fn refresh_with(

@@ -115,10 +115,11 @@ impl CodexUsage {
 
     fn line(&mut self, offset: u64, raw: &[u8], out: &mut UsageOut) {
         // Codex writes `timestamp`, `type`, then `payload` (whose `type` comes first):
-        // the kind of a line is in its first bytes. A line written otherwise is
-        // searched whole.
+        // the kind of a line is in its first bytes. A line written otherwise (another
+        // tool's, keys sorted) is searched whole.
         let head = &raw[..raw.len().min(HEAD)];
-        let within = if PAYLOAD.is_in(head) { head } else { raw };
+        let codex_order = raw.starts_with(b"{\"timestamp\":") && PAYLOAD.is_in(head);
+        let within = if codex_order { head } else { raw };
         if !(TOKEN_COUNT.is_in(within) || TURN_CONTEXT.is_in(within) || SESSION_META.is_in(within))
         {
             return;
