@@ -75,11 +75,14 @@ impl UsageFile {
 /// recent are reused by it, so an `ls -l usage/` is one pass, not six.
 const STAT_REUSE: Duration = Duration::from_millis(500);
 
+/// A file as rendered, and when.
+type Rendered = (UsageFile, Instant, Arc<Vec<u8>>);
+
 /// The mount's usage: the counting, the zone days are in, recent renderings.
 pub struct UsageFolder {
     pub usage: Arc<Usage>,
     pub zone: Zone,
-    rendered: Mutex<Vec<(UsageFile, Instant, Arc<Vec<u8>>)>>,
+    rendered: Mutex<Vec<Rendered>>,
 }
 
 impl UsageFolder {

@@ -14,7 +14,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -42,7 +42,7 @@ fn bar(value: f64, max: f64) -> String {
     }
     let eighths = ((value / max) * (BAR * 8) as f64).round().max(1.0) as usize;
     let mut out = "█".repeat(eighths / 8);
-    if eighths % 8 > 0 {
+    if !eighths.is_multiple_of(8) {
         out.push(BLOCKS[eighths % 8 - 1]);
     }
     out

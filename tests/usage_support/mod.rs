@@ -91,19 +91,33 @@ fn uuid(r: &mut Rng) -> String {
     )
 }
 
+/// How one Claude Code response is written.
+struct Resp<'a> {
+    time: &'a str,
+    model: &'a str,
+    /// `Some("")`: no request id.
+    request: Option<&'a str>,
+    extra: &'a [(&'a str, Value)],
+    /// Lines (content blocks) sharing the response's id and usage.
+    blocks: usize,
+}
+
 /// One Claude Code response: one line per content block, sharing id, request id and
 /// usage.
 fn claude_response(
     r: &mut Rng,
     session: &str,
     cwd: &str,
-    time: &str,
-    model: &str,
     usage: Value,
-    request: Option<&str>,
-    extra: &[(&str, Value)],
-    blocks: usize,
+    w: Resp,
 ) -> (Vec<String>, String) {
+    let Resp {
+        time,
+        model,
+        request,
+        extra,
+        blocks,
+    } = w;
     let id = format!("msg_01{:016x}", r.next());
     let req = request
         .map(str::to_string)
@@ -188,7 +202,19 @@ fn write_claude(root: &Path) {
             let model = models[(day as usize + k as usize) % models.len()];
             let share = [0, 100, 40][k as usize % 3];
             let u = usage(&mut r, share);
-            let (l, _) = claude_response(&mut r, &a, cwd, &t, model, u, None, &[], 3);
+            let (l, _) = claude_response(
+                &mut r,
+                &a,
+                cwd,
+                u,
+                Resp {
+                    time: &t,
+                    model,
+                    request: None,
+                    extra: &[],
+                    blocks: 3,
+                },
+            );
             lines.extend(l);
         }
     }
@@ -199,12 +225,14 @@ fn write_claude(root: &Path) {
         &mut r,
         &a,
         cwd,
-        &at(4, 5),
-        "claude-sonnet-4-5-20250929",
         big,
-        None,
-        &[],
-        2,
+        Resp {
+            time: &at(4, 5),
+            model: "claude-sonnet-4-5-20250929",
+            request: None,
+            extra: &[],
+            blocks: 2,
+        },
     );
     lines.extend(l);
     // Fast mode.
@@ -214,12 +242,14 @@ fn write_claude(root: &Path) {
         &mut r,
         &a,
         cwd,
-        &at(5, 7),
-        "claude-opus-4-6",
         fast,
-        None,
-        &[],
-        2,
+        Resp {
+            time: &at(5, 7),
+            model: "claude-opus-4-6",
+            request: None,
+            extra: &[],
+            blocks: 2,
+        },
     );
     lines.extend(l);
     // The cost Claude Code once recorded.
@@ -228,12 +258,14 @@ fn write_claude(root: &Path) {
         &mut r,
         &a,
         cwd,
-        &at(6, 9),
-        "claude-sonnet-4-5-20250929",
         u,
-        None,
-        &[("costUSD", json!(0.4321))],
-        1,
+        Resp {
+            time: &at(6, 9),
+            model: "claude-sonnet-4-5-20250929",
+            request: None,
+            extra: &[("costUSD", json!(0.4321))],
+            blocks: 1,
+        },
     );
     lines.extend(l);
     // No request id: each line counts (as ccusage counts it).
@@ -242,12 +274,14 @@ fn write_claude(root: &Path) {
         &mut r,
         &a,
         cwd,
-        &at(7, 11),
-        "claude-haiku-4-5",
         u,
-        Some(""),
-        &[],
-        2,
+        Resp {
+            time: &at(7, 11),
+            model: "claude-haiku-4-5",
+            request: Some(""),
+            extra: &[],
+            blocks: 2,
+        },
     );
     lines.extend(l);
     // A synthetic message (no model call).
@@ -257,12 +291,14 @@ fn write_claude(root: &Path) {
         &mut r,
         &a,
         cwd,
-        &at(8, 1),
-        "<synthetic>",
         zero,
-        None,
-        &[],
-        1,
+        Resp {
+            time: &at(8, 1),
+            model: "<synthetic>",
+            request: None,
+            extra: &[],
+            blocks: 1,
+        },
     );
     lines.extend(l);
     write(&project.join(format!("{a}.jsonl")), &lines);
@@ -272,7 +308,19 @@ fn write_claude(root: &Path) {
     for k in 0..4i64 {
         let t = at(10, 30 + k * 13);
         let u = usage(&mut r, 100);
-        let (l, _) = claude_response(&mut r, &b, cwd, &t, "claude-opus-4-7", u, None, &[], 2);
+        let (l, _) = claude_response(
+            &mut r,
+            &b,
+            cwd,
+            u,
+            Resp {
+                time: &t,
+                model: "claude-opus-4-7",
+                request: None,
+                extra: &[],
+                blocks: 2,
+            },
+        );
         copy.extend(l);
     }
     write(&project.join(format!("{b}.jsonl")), &copy);
@@ -285,12 +333,14 @@ fn write_claude(root: &Path) {
             &mut r,
             &a,
             cwd,
-            &t,
-            "claude-haiku-4-5",
             u,
-            None,
-            &[("isSidechain", json!(true)), ("agentId", json!("a1b2c3"))],
-            2,
+            Resp {
+                time: &t,
+                model: "claude-haiku-4-5",
+                request: None,
+                extra: &[("isSidechain", json!(true)), ("agentId", json!("a1b2c3"))],
+                blocks: 2,
+            },
         );
         sub.extend(l);
     }
@@ -305,12 +355,14 @@ fn write_claude(root: &Path) {
             &mut r,
             &a,
             cwd,
-            &t,
-            "claude-sonnet-4-5-20250929",
             u,
-            None,
-            &[("isSidechain", json!(true))],
-            1,
+            Resp {
+                time: &t,
+                model: "claude-sonnet-4-5-20250929",
+                request: None,
+                extra: &[("isSidechain", json!(true))],
+                blocks: 1,
+            },
         );
         old.extend(l);
     }
@@ -327,12 +379,14 @@ fn write_claude(root: &Path) {
             &mut r,
             &c,
             cwd2,
-            &t,
-            "claude-sonnet-4-5-20250929",
             u,
-            None,
-            &[],
-            2,
+            Resp {
+                time: &t,
+                model: "claude-sonnet-4-5-20250929",
+                request: None,
+                extra: &[],
+                blocks: 2,
+            },
         );
         other.extend(l);
     }
@@ -550,17 +604,16 @@ pub fn append_claude_response_to(file: &Path, time: &str, output_tokens: u64) ->
         &mut r,
         &session,
         "/home/u/alpha",
-        time,
-        "claude-sonnet-4-5-20250929",
         u,
-        None,
-        &[],
-        1,
+        Resp {
+            time,
+            model: "claude-sonnet-4-5-20250929",
+            request: None,
+            extra: &[],
+            blocks: 1,
+        },
     );
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
     f.write_all(l[0].as_bytes()).unwrap();
     l[0].len()
 }
