@@ -66,13 +66,15 @@ pub fn daily_svg(entries: &[Entry], zone: Zone, today: NaiveDate) -> String {
                 .margin(14)
                 .x_label_area_size(36)
                 .y_label_area_size(64)
-                .build_cartesian_2d(0f64..DAYS as f64, 0f64..top)?;
+                .build_cartesian_2d(-0.5f64..DAYS as f64 - 0.5, 0f64..top)?;
             chart
                 .configure_mesh()
                 .disable_x_mesh()
+                .y_max_light_lines(1)
                 .x_labels(DAYS / 3)
+                // Bars are centred on their day's number.
                 .x_label_formatter(&|x| {
-                    let d = first + chrono::Duration::days(x.floor() as i64);
+                    let d = first + chrono::Duration::days(x.round() as i64);
                     d.format("%m-%d").to_string()
                 })
                 .y_label_formatter(&|y| format!("${y:.2}"))
@@ -85,7 +87,7 @@ pub fn daily_svg(entries: &[Entry], zone: Zone, today: NaiveDate) -> String {
                     .filter(|&i| costs[i] > 0.0)
                     .map(|i| {
                         let (x, y) = (i as f64, base[i]);
-                        Rectangle::new([(x + 0.12, y), (x + 0.88, y + costs[i])], c.filled())
+                        Rectangle::new([(x - 0.38, y), (x + 0.38, y + costs[i])], c.filled())
                     })
                     .collect();
                 for i in 0..DAYS {
