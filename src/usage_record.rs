@@ -314,3 +314,12 @@ pub fn raw_number(v: Option<&serde_json::value::RawValue>) -> Option<f64> {
     v.and_then(|v| v.get().parse::<f64>().ok())
         .filter(|n| n.is_finite())
 }
+
+/// Every record of a unit whose bytes are all at hand (a kept copy decompressed, a
+/// test's file): fed whole, then finished.
+pub fn read_all(reader: &mut dyn UsageReader, bytes: &[u8]) -> UsageOut {
+    let mut out = UsageOut::default();
+    let used = (reader.feed(0, bytes, &mut out) as usize).min(bytes.len());
+    reader.finish(used as u64, &bytes[used..], &mut out);
+    out
+}

@@ -129,6 +129,21 @@ fn json_array(bytes: &[u8]) -> Vec<serde_json::Value> {
 fn usage_folder_lists_its_files_and_serves_fresh_true_sized_snapshots() {
     let f = fixture();
     assert!(f.names("/").contains(&"usage".to_string()));
+    // A session whose cwd is /usage has its namespace beside the folder, not in it.
+    f.tree
+        .lookup(ROOT, OsStr::new("ctl"))
+        .map(|a| {
+            let o = f.tree.open(a.ino, libc::O_WRONLY, 1).unwrap();
+            let line = br#"{"cwd":"/usage","role":"user","content":"hi"}"#.to_vec();
+            f.tree
+                .write(a.ino, o.fh, &[line, b"\n".to_vec()].concat(), Some(1))
+                .unwrap();
+            f.tree.release(o.fh);
+        })
+        .unwrap();
+    let root = f.names("/");
+    assert!(root.contains(&"_usage".to_string()), "{root:?}");
+    assert_eq!(root.iter().filter(|n| *n == "usage").count(), 1);
     assert_eq!(
         f.names("/usage")[2..],
         [
