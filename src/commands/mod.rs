@@ -346,7 +346,7 @@ enum Command {
         /// Only the sessions of this directory.
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
-        /// Only this machine's usage (a peer's name, or this machine's host name).
+        /// Only the usage recorded on this host (this machine's host name, or a peer's).
         #[arg(long, value_name = "NAME")]
         host: Option<String>,
         /// One row per model within each row.

@@ -92,6 +92,8 @@ pub struct Mount {
     pub mp: PathBuf,
     pub store: PathBuf,
     pub args: Vec<String>,
+    /// The daemon's environment beyond `fen_fs()`'s (e.g. `FEN_FS_USAGE=off`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Mount {
@@ -122,7 +124,22 @@ impl Mount {
             mp,
             store,
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         }
+    }
+
+    /// As `with_args`, the daemon started with `env` set.
+    pub fn with_env(test: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Mount> {
+        if !fuse_available(test) {
+            return None;
+        }
+        let mut m = Mount::unmounted(args);
+        m.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        m.mount();
+        Some(m)
     }
 
     /// Mounts a given store (e.g. a tmpfs) at a fresh mount point.
@@ -138,6 +155,7 @@ impl Mount {
             mp,
             store: store.to_path_buf(),
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         };
         m.mount();
         Some(m)
@@ -154,6 +172,7 @@ impl Mount {
             .arg("--log-file")
             .arg(&log)
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .output()
             .expect("run fen-fs mount");
         assert!(
