@@ -1,6 +1,6 @@
 //! fen-fs: a session store for AI coding agents, served as a FUSE filesystem.
 //!
-//! The layers, each calling only those below it (README: Architecture):
+//! The layers, each calling only those below it (docs/architecture.md):
 //! `commands` (the CLI, with clap) → `daemon` (mount lifecycle) → `fuse` (the only
 //! user of fuser) → `tree` (the mount's tree as plain Rust) → `sources` (one per kind
 //! of store) and `ctl` (control files) → `views` → `store` (files on disk); `check`
@@ -25,7 +25,11 @@ pub mod commands;
 #[cfg(feature = "full")]
 pub mod daemon;
 #[cfg(feature = "full")]
+pub mod dates;
+#[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
+pub mod mcp;
 #[cfg(feature = "full")]
 pub mod mount_table;
 #[cfg(feature = "full")]

@@ -2,6 +2,7 @@
 //! parses its options here and calls the library; the work is done there.
 
 pub mod list;
+pub mod mcp;
 pub mod resume;
 pub mod search;
 pub mod status;
@@ -141,6 +142,13 @@ struct MountArgs {
     /// store=DIR, no_detect, nonempty; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
     #[arg(short = 'o', value_name = "OPTS", value_delimiter = ',')]
     mount_options: Vec<String>,
+    /// Set by `normalize_args` for mount(8)'s form: the store and the mount point
+    /// must exist, nothing is created.
+    #[arg(long, hide = true)]
+    as_mount_helper: bool,
+    /// mount(8)'s `-f` to its helper: a fake mount, everything checked, nothing mounted.
+    #[arg(long, hide = true)]
+    fake_mount: bool,
 }
 
 /// Mount options that mean nothing to fen-fs beyond what it always does, or that are
@@ -195,6 +203,32 @@ impl MountArgs {
                 k if GENERIC_OPTIONS.contains(&k) => {}
                 _ => return Err(crate::Error::invalid(format!("unknown mount option {opt}"))),
             }
+        }
+        Ok(())
+    }
+
+    /// mount(8)'s form names a store and a mount point that exist: a missing one is
+    /// an error (a typo there must not leave a new store or folder behind).
+    fn check_both_exist(&self) -> crate::Result<()> {
+        if !self.as_mount_helper {
+            return Ok(());
+        }
+        let missing = |p: &std::path::Path| {
+            std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        let store = self.store.clone().unwrap_or_else(default_root);
+        if missing(&store) {
+            return Err(crate::Error::not_found(format!(
+                "no fen-fs store at {} (mount(8)'s form creates nothing: `fen-fs mount MOUNTPOINT --store {}` creates a store)",
+                store.display(),
+                store.display()
+            )));
+        }
+        if missing(&self.mountpoint) {
+            return Err(crate::Error::not_found(format!(
+                "no mount point {} (mount(8)'s form creates nothing: make the folder first)",
+                self.mountpoint.display()
+            )));
         }
         Ok(())
     }
@@ -368,6 +402,15 @@ enum Command {
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// Serve the history to agents over the Model Context Protocol on stdio: read-only
+    /// tools search_sessions, list_sessions, read_session and resume_command
+    /// (`claude mcp add fen -- fen-fs mcp`).
+    Mcp {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
     /// Check transcripts and report problems; changes nothing.
     Fsck {
         session: Option<String>,
@@ -441,6 +484,10 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
     match cli.command {
         Command::Mount(mut args) => {
             args.apply_mount_options()?;
+            args.check_both_exist()?;
+            if args.fake_mount {
+                return Ok(ExitCode::SUCCESS);
+            }
             let options = args.options();
             let new_store = std::fs::symlink_metadata(&options.store).is_err();
             let said = format!("fen-fs: created a new store at {}", options.store.display());
@@ -685,6 +732,20 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 store,
             )
         }
+        Command::Mcp { store, sources } => {
+            let mut args = Vec::new();
+            if let Some(dir) = &store.store {
+                args.extend(["--store".to_string(), dir.display().to_string()]);
+            }
+            for r in &sources.sources {
+                args.push("--source".into());
+                args.push(format!("{}={}", r.agent.name(), r.root.display()));
+            }
+            if sources.no_detect {
+                args.push("--no-detect".into());
+            }
+            mcp::run(store.existing()?, sources.options(), args)
+        }
         Command::Fsck { session, store } => {
             let store = store.existing()?;
             let report = crate::check::check_store(&store, session.as_deref())?;
@@ -708,25 +769,43 @@ fn is_subcommand(name: &str) -> bool {
         .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
 }
 
-/// The command line as clap should see it: `fen-fs STORE MOUNTPOINT [-o OPTS]` (or the
-/// program invoked as `mount.fuse.fen-fs`) becomes `fen-fs mount MOUNTPOINT --store
-/// STORE [-o OPTS]`; anything else is left as it is.
+/// What mount(8) passes a helper besides the source, target and `-o OPTS`
+/// (libmount: `-s` sloppy, `-n` no mtab, `-v` verbose; `-t TYPE` when the helper's
+/// name does not already say it): meaningless to fen-fs, so dropped in that form. Its
+/// `-f` (fake: do everything but mount) becomes `--fake-mount`, not `--foreground`.
+const MOUNT_HELPER_FLAGS: [&str; 3] = ["-s", "-n", "-v"];
+
+/// The command line as clap should see it: the mount helper form becomes `fen-fs mount
+/// MOUNTPOINT --store STORE [-o OPTS]`, marked so that it creates nothing (no store,
+/// no mount point: that form names things that exist); anything else is left as it is.
+///
+/// The mount helper form is two positional arguments, STORE and MOUNTPOINT, and more
+/// than that: the program invoked as `mount.fuse.fen-fs` (any `mount.*`), or mount.fuse's
+/// `-o OPTS` with the mount point already there. Two words alone are not enough: that is
+/// also a mistyped subcommand and one argument (`fen-fs serch flaky`), which must get
+/// clap's "unrecognized subcommand", not a new store and a mount.
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let helper = args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
         .is_some_and(|n| n.to_string_lossy().starts_with("mount."));
+    // Arguments that are another's value: after `-o` (and, for a helper, `-t`).
+    let is_value = |i: usize| args[i - 1] == "-o" || (helper && args[i - 1] == "-t");
     let positional: Vec<usize> = (1..args.len())
-        .filter(|&i| {
-            let a = args[i].to_string_lossy();
-            !a.starts_with('-') && args[i - 1] != "-o"
-        })
+        .filter(|&i| !args[i].to_string_lossy().starts_with('-') && !is_value(i))
         .collect();
-    let first = positional
-        .first()
-        .map(|&i| args[i].to_string_lossy().into_owned());
-    let mount_form =
-        positional.len() == 2 && (helper || first.as_deref().is_some_and(|f| !is_subcommand(f)));
+    let has_options = (1..args.len()).any(|i| {
+        let a = args[i].to_string_lossy();
+        a.starts_with("-o") && !is_value(i)
+    });
+    let mount_form = positional.len() == 2
+        && if helper {
+            true
+        } else {
+            let first = args[positional[0]].to_string_lossy();
+            let mountpoint = std::path::Path::new(&args[positional[1]]);
+            !is_subcommand(&first) && has_options && mountpoint.symlink_metadata().is_ok()
+        };
     if !mount_form {
         return args;
     }
@@ -737,12 +816,21 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
         mountpoint,
         "--store".into(),
         store,
+        "--as-mount-helper".into(),
     ];
-    out.extend(
-        (1..args.len())
-            .filter(|i| !positional.contains(i))
-            .map(|i| args[i].clone()),
-    );
+    let dropped = |i: usize| {
+        let a = &args[i];
+        positional.contains(&i)
+            || (helper && (MOUNT_HELPER_FLAGS.iter().any(|f| a == f) || a == "-t"))
+            || (helper && args[i - 1] == "-t")
+    };
+    out.extend((1..args.len()).filter(|&i| !dropped(i)).map(|i| {
+        if helper && args[i] == "-f" {
+            "--fake-mount".into()
+        } else {
+            args[i].clone()
+        }
+    }));
     out
 }
 
@@ -815,21 +903,58 @@ mod tests {
 
     #[test]
     fn the_mount_helper_form_becomes_mount() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mp = tmp.path().to_str().unwrap();
+        // mount.fuse's form: `-o OPTS`, the mount point there.
         assert_eq!(
-            norm(&["fen-fs", "/s", "/m", "-o", "rw,fsync=no"]),
+            norm(&["fen-fs", "/s", mp, "-o", "rw,fsync=no"]),
+            [
+                "fen-fs",
+                "mount",
+                mp,
+                "--store",
+                "/s",
+                "--as-mount-helper",
+                "-o",
+                "rw,fsync=no"
+            ]
+        );
+        // The binary as mount(8)'s helper: libmount's own flags are dropped.
+        assert_eq!(
+            norm(&["/sbin/mount.fuse.fen-fs", "/s", "/m"]),
             [
                 "fen-fs",
                 "mount",
                 "/m",
                 "--store",
                 "/s",
-                "-o",
-                "rw,fsync=no"
+                "--as-mount-helper"
             ]
         );
         assert_eq!(
-            norm(&["/sbin/mount.fuse.fen-fs", "/s", "/m"]),
-            ["fen-fs", "mount", "/m", "--store", "/s"]
+            norm(&[
+                "/sbin/mount.fuse.fen-fs",
+                "/s",
+                "/m",
+                "-n",
+                "-v",
+                "-f",
+                "-o",
+                "rw,noatime",
+                "-t",
+                "fuse.fen-fs"
+            ]),
+            [
+                "fen-fs",
+                "mount",
+                "/m",
+                "--store",
+                "/s",
+                "--as-mount-helper",
+                "--fake-mount",
+                "-o",
+                "rw,noatime"
+            ]
         );
         assert_eq!(
             norm(&["fen-fs", "list", "--all"]),
@@ -837,6 +962,28 @@ mod tests {
         );
         assert_eq!(norm(&["fen-fs", "show", "abc"]), ["fen-fs", "show", "abc"]);
         assert_eq!(norm(&["fen-fs", "mount", "/m"]), ["fen-fs", "mount", "/m"]);
+    }
+
+    #[test]
+    fn a_mistyped_subcommand_is_no_mount() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("flaky");
+        let missing = missing.to_str().unwrap();
+        // Two words alone, or `-o` with no mount point there: left to clap.
+        for args in [
+            vec!["fen-fs", "serch", "flaky"],
+            vec!["fen-fs", "serch", missing],
+            vec!["fen-fs", "serch", missing, "-o", "rw"],
+            // A subcommand's name first is that subcommand, whatever follows.
+            vec!["fen-fs", "search", tmp.path().to_str().unwrap(), "-o", "rw"],
+        ] {
+            assert_eq!(norm(&args), args, "{args:?}");
+        }
+        let err = Cli::try_parse_from(norm(&["fen-fs", "serch", "flaky"]))
+            .err()
+            .expect("a usage error");
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidSubcommand);
+        assert_eq!(err.exit_code(), 2);
     }
 
     #[test]

@@ -15,28 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The agents `--in` writes.
-pub const TARGETS: [&str; 4] = ["fen", "pi", "claude", "codex"];
-
-/// `--in AGENT`.
-pub fn parse_target(s: &str) -> std::result::Result<Agent, String> {
-    match s {
-        "fen" => Ok(Agent::Fen),
-        "pi" | "claude" | "codex" => Ok(Agent::from_kind(s).expect("a source kind")),
-        _ => Err(format!("one of {}", TARGETS.join(", "))),
-    }
-}
-
-/// How people call each agent.
-pub fn display_name(agent: Agent) -> &'static str {
-    match agent {
-        Agent::Claude => "Claude Code",
-        Agent::Codex => "Codex",
-        Agent::Pi => "pi",
-        Agent::Fen => "fen",
-        other => other.name(),
-    }
-}
+pub use crate::resume::{TARGETS, display_name, parse_target};
 
 /// What the command was asked.
 pub struct Args {
@@ -98,30 +77,11 @@ fn target_root(agent: Agent, foreign: &ForeignOptions) -> Result<PathBuf> {
     }))
 }
 
-/// The mount point of the store at `root`, if it is mounted.
-fn mount_of(root: &Path) -> Option<PathBuf> {
-    let want = std::fs::canonicalize(root).ok()?;
-    crate::mount_table::fen_mounts()
-        .into_iter()
-        .find(|m| {
-            m.store
-                .as_deref()
-                .and_then(|s| std::fs::canonicalize(s).ok())
-                .is_some_and(|s| s == want)
-        })
-        .map(|m| m.mountpoint)
-}
-
 /// A fen session goes on through its `ctl`: its path in the mount, else (stderr) how
 /// to get one, and the file's path.
 fn fen_next(store_root: &Path, ns: &str, dir: &str, file: &Path) -> String {
-    match mount_of(store_root) {
-        Some(mnt) => mnt
-            .join(naming::mount_name(ns))
-            .join(dir)
-            .join("ctl")
-            .display()
-            .to_string(),
+    match crate::resume::command::ctl_in_mount(store_root, ns, dir) {
+        Some(ctl) => ctl.display().to_string(),
         None => {
             eprintln!(
                 "fen-fs: the store at {} is not mounted: `fen-fs mount MNT`, then append to MNT/{}/{dir}/ctl",

@@ -4,6 +4,7 @@
 //! know which kind of store it serves.
 
 pub mod agents;
+pub mod all;
 pub mod claude;
 pub mod codex;
 pub mod convert;

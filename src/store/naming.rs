@@ -210,6 +210,13 @@ pub fn session_id_of_dir(dir: &str) -> &str {
     }
 }
 
+/// `dir` as the absolute path a session's header would record: relative to the
+/// current directory, normalized lexically (no trailing `/`, no `.` or `..`).
+pub fn absolute_cwd(dir: &std::path::Path) -> String {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    normalize_cwd(&abs.to_string_lossy())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
