@@ -229,7 +229,7 @@ def scenario(B, P, R, rows, want):
         sid = Path(rel).stem
         for ns in os.listdir(mp):
             d = mp / ns
-            if ns in ("ctl", "search") or not d.is_dir():
+            if ns in ("ctl", "search", "usage") or not d.is_dir():
                 continue
             for s in os.listdir(d):
                 if s.endswith(sid):

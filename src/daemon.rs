@@ -308,8 +308,19 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         &args.mountpoint,
         sources.clone(),
     ));
-    let tree =
-        Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid).with_search(search.clone()));
+    // Usage (usage/) is counted once in the background after the mount, then on each
+    // open of its files, from what changed.
+    let usage = Arc::new(crate::usage::Usage::new(
+        sources.clone(),
+        Some(&root),
+        crate::usage::prices::Prices::builtin(),
+    ));
+    let usage_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tree = Arc::new(
+        Tree::new(sources.clone(), Some(ctl), uid, gid)
+            .with_search(search.clone())
+            .with_usage(usage.clone(), crate::usage::zone::Zone::from_env()),
+    );
     let status = MountStatus {
         pid: std::process::id(),
         mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
@@ -386,6 +397,22 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
+    if std::env::var_os(USAGE_ENV).is_some_and(|v| v == "off") {
+        log::info!("usage is counted only when usage/ is read ({USAGE_ENV}=off)");
+    } else {
+        let (usage, stop) = (usage.clone(), usage_stop.clone());
+        let started = std::thread::Builder::new()
+            .name("fen-usage".into())
+            .spawn(move || {
+                let stop = || stop.load(std::sync::atomic::Ordering::Relaxed);
+                // The lead's shared yield primitive goes here: foreground requests first.
+                let pause = || {};
+                crate::usage::count_in_background(&usage, &stop, &pause);
+            });
+        if let Err(e) = started {
+            log::error!("usage thread: {e}");
+        }
+    }
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -401,10 +428,12 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         unmount_own(&args.mountpoint, ours.as_ref())
     };
     search.stop();
+    usage_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
     }
+    usage.persist();
     crate::store::atomic::remove_file(&status_file);
     if !ends {
         // The session would end by fuser unmounting the path, which may now hold
@@ -421,6 +450,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
 pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";
 /// `FEN_FS_SEARCH=off` in `mount`'s environment: no background search indexer.
 pub const SEARCH_ENV: &str = "FEN_FS_SEARCH";
+/// `FEN_FS_USAGE=off` in `mount`'s environment: usage is not counted in the background
+/// after the mount (only when `usage/` is read).
+pub const USAGE_ENV: &str = "FEN_FS_USAGE";
 
 /// What `fen-fs status` learns of a running daemon from its store (`.fen-cache/mounts/
 /// <pid>.json`): what its command line does not say.

@@ -48,4 +48,8 @@ pub mod sync;
 #[cfg(feature = "full")]
 pub mod tree;
 #[cfg(feature = "full")]
+pub mod usage;
+#[cfg(feature = "full")]
+pub mod usage_record;
+#[cfg(feature = "full")]
 pub mod views;

@@ -8,6 +8,7 @@ pub mod search;
 pub mod status;
 pub mod sync;
 pub mod trash;
+pub mod usage;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
@@ -416,6 +417,47 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
+    /// What the agents' model calls used and cost, per day (default), week, month,
+    /// session, project, model, agent or host. Exit 2 for an unknown report or a bad
+    /// date.
+    Usage {
+        /// daily, weekly, monthly, session, project, model, agent or host.
+        #[arg(value_name = "REPORT", default_value = "daily", value_parser = usage::parse_report)]
+        report: crate::usage::report::Kind,
+        /// From this day on (2026-11-01, 20261101, or 7d: the last seven days).
+        #[arg(long, value_name = "DATE", value_parser = usage::parse_day)]
+        since: Option<usage::DayArg>,
+        /// Up to this day, inclusive.
+        #[arg(long, value_name = "DATE", value_parser = usage::parse_day)]
+        until: Option<usage::DayArg>,
+        /// Only this agent's usage (pi, claude, codex, gemini, ...).
+        #[arg(long, value_name = "KIND", value_parser = search::parse_agent)]
+        agent: Option<crate::agent::Agent>,
+        /// Only the sessions of this directory.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only the usage recorded on this host (this machine's host name, or a peer's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        /// One row per model within each row.
+        #[arg(long)]
+        breakdown: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Days in this time zone (an IANA name, UTC, or local; default $TZ, else the
+        /// system's).
+        #[arg(long, value_name = "ZONE", value_parser = crate::usage::zone::Zone::parse)]
+        timezone: Option<crate::usage::zone::Zone>,
+        /// Prices from this file, in LiteLLM's model_prices_and_context_window.json
+        /// format (default: the snapshot shipped with fen-fs).
+        #[arg(long, value_name = "FILE")]
+        prices: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
     /// Serve the history to agents over the Model Context Protocol on stdio: read-only
     /// tools search_sessions, list_sessions, read_session and resume_command
     /// (`claude mcp add fen -- fen-fs mcp`).
@@ -773,6 +815,38 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 host,
             };
             search::run(args, store)
+        }
+        Command::Usage {
+            report,
+            since,
+            until,
+            agent,
+            cwd,
+            host,
+            breakdown,
+            json,
+            timezone,
+            prices,
+            store,
+            sources,
+        } => {
+            let store = store.existing()?;
+            usage::run(
+                usage::Args {
+                    report,
+                    since,
+                    until,
+                    agent,
+                    cwd: cwd.map(|c| list::absolute_dir(&c)),
+                    host,
+                    breakdown,
+                    json,
+                    zone: timezone,
+                    prices,
+                    foreign: sources.options(),
+                },
+                store,
+            )
         }
         Command::Mcp { store, sources } => {
             let mut args = Vec::new();

@@ -7,6 +7,7 @@
 //! the records on demand, so an append only parses the new lines.
 
 mod neutral;
+pub mod usage;
 pub use neutral::{content_parts, is_injected_text, to_neutral};
 
 use crate::json::strict::{valid_array_items, valid_object_fields};

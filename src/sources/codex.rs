@@ -3,6 +3,7 @@
 //! which lines deserialize, how the resumed history is rebuilt, and what the picker lists.
 
 mod neutral;
+pub mod usage;
 pub use neutral::to_neutral;
 
 use super::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};

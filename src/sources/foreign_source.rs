@@ -25,7 +25,8 @@
 //! - `persist.rs`: the index saved in fen's cache, and saving every cache;
 //! - `views.rs`: `meta.json`, `summary.txt`; `messages.rs`: neutral messages and
 //!   `conversation.md`;
-//! - `units.rs`: where a session's bytes come from (a file, or a database's unit).
+//! - `units.rs`: where a session's bytes come from (a file, or a database's unit);
+//! - `usage.rs`: the token usage its units record (`SessionSource::usage`).
 
 mod build;
 mod conversations;
@@ -34,6 +35,7 @@ mod messages;
 mod persist;
 mod readers;
 mod units;
+mod usage;
 mod views;
 mod walk;
 
@@ -275,6 +277,10 @@ impl SessionSource for ForeignSource {
         each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
     ) -> Result<super::SinceRead> {
         self.neutral_since(ns, dir, since, each)
+    }
+
+    fn usage(&self, ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
+        self.usage_into(ledger)
     }
 
     fn persist(&self) {

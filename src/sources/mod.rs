@@ -166,6 +166,16 @@ pub trait SessionSource: Send + Sync {
             mark: MessageMark::default(),
         })
     }
+
+    /// What this source's model calls used (§13): for each of its units (a session
+    /// file, or a file it does not show as a session that still records model calls,
+    /// such as Claude Code's subagent transcripts), the records `ledger` does not hold
+    /// yet: none for a unit whose stamp it holds, those after its mark for a unit that
+    /// only grew (proved by the bytes before the mark), all of them otherwise. Stops at
+    /// the next unit or chunk when the ledger asks. By default: no usage.
+    fn usage(&self, _ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Where a reading of a session's messages ended, for a later reading to go on from

@@ -169,6 +169,13 @@ pub fn foreign_reader_cache(root: &Path, agent: &str, file: &Path) -> CacheFile 
     )
 }
 
+/// fen-fs's ledger of the token usage one source's units recorded (§13), beside its
+/// other caches of that source.
+pub fn usage_cache(root: &Path, agent: &str, source_root: &Path) -> CacheFile {
+    let h = super::naming::fnv1a64(source_root.as_os_str().as_encoded_bytes());
+    cache_file(root, &["usage"], format!("{agent}-{h:016x}.bin"))
+}
+
 /// What a running daemon says of itself for `fen-fs status` (removed when it exits).
 pub fn mount_status_file(root: &Path, pid: u32) -> CacheFile {
     cache_file(root, &["mounts"], format!("{pid}.json"))

@@ -11,6 +11,7 @@ pub mod inodes;
 pub mod invalidate;
 mod page_cache;
 mod search;
+pub mod usage;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
@@ -45,8 +46,8 @@ enum OpenFile {
         snap: Snapshot,
         cached: Mutex<Option<(u64, u64)>>,
     },
-    /// A search's `hits.jsonl` (reading it is not the mount being busy: see
-    /// `serving`).
+    /// A search's `hits.jsonl` or a file of `usage/` (reading them is not the mount
+    /// being busy: see `serving`).
     Hits(Snapshot),
     Ctl(Mutex<CtlHandle>),
     Dir(Arc<Vec<DirEntry>>),
@@ -94,6 +95,8 @@ pub struct Tree {
     trashing: Mutex<()>,
     /// Answers the `search/` folder's queries, and hears of `ctl` appends.
     search: Option<Arc<crate::search::Search>>,
+    /// The `usage/` folder.
+    usage: Option<usage::UsageFolder>,
 }
 
 impl Tree {
@@ -118,7 +121,19 @@ impl Tree {
             kernel_reads_transcripts: AtomicBool::new(false),
             trashing: Mutex::new(()),
             search: None,
+            usage: None,
         }
+    }
+
+    /// The same tree with a `usage/` folder counting `usage`'s sources, its days in
+    /// `zone`.
+    pub fn with_usage(
+        mut self,
+        usage: Arc<crate::usage::Usage>,
+        zone: crate::usage::zone::Zone,
+    ) -> Self {
+        self.usage = Some(usage::UsageFolder::new(usage, zone));
+        self
     }
 
     /// The same tree with a `search/` folder answered by `search`.
@@ -280,6 +295,7 @@ impl Tree {
             | Node::SearchLink(..) => {
                 return self.search_attr(ino, node, opened);
             }
+            Node::UsageRoot | Node::UsageFile(_) => return self.usage_attr(ino, node, opened),
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
             Node::RootCtl => {
                 let size = opened.unwrap_or_else(|| self.ctl_size(None, pid));
@@ -345,6 +361,8 @@ impl Tree {
             Node::Root if name == CTL => Node::RootCtl,
             Node::Root if name == inodes::SEARCH && self.search.is_some() => Node::SearchRoot,
             Node::SearchRoot | Node::SearchQuery(_) => return self.search_child(parent, name),
+            Node::Root if name == usage::USAGE && self.usage.is_some() => Node::UsageRoot,
+            Node::UsageRoot => return self.usage_child(name),
             Node::Root => {
                 // Mount names are the slugs without their `--` (naming::mount_name).
                 let ns = crate::store::naming::namespaces_of_mount_name(name)
@@ -398,6 +416,9 @@ impl Tree {
                         inodes::SEARCH,
                     ));
                 }
+                if self.usage.is_some() {
+                    out.push(entry(&Node::UsageRoot, FileKind::Directory, usage::USAGE));
+                }
                 let mut names = Vec::new();
                 for s in &self.sources {
                     names.extend(s.namespaces()?);
@@ -450,6 +471,7 @@ impl Tree {
                 }
             }
             Node::SearchRoot | Node::SearchQuery(_) => self.search_list(node, &mut out)?,
+            Node::UsageRoot => self.usage_list(&mut out)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
         }
         Ok(out)
@@ -606,6 +628,17 @@ impl Tree {
                 return Err(Error::access("a search's hits are read-only"));
             }
             let (snapshot, cache) = self.search_open(&node)?;
+            let fh = self.add_handle(OpenFile::Hits(snapshot));
+            return Ok(Opened {
+                fh,
+                cache,
+                backing: false,
+                if_backed: false,
+            });
+        }
+        if let Node::UsageRoot | Node::UsageFile(_) = node {
+            let (snapshot, cache) =
+                self.usage_open(&node, writing || flags & libc::O_TRUNC != 0)?;
             let fh = self.add_handle(OpenFile::Hits(snapshot));
             return Ok(Opened {
                 fh,
@@ -893,6 +926,11 @@ impl Tree {
                 let size = self.page_cache.listed_size(entry.ino, 0);
                 Some(self.attr(entry.ino, entry.kind, 0o444, size, SystemTime::UNIX_EPOCH))
             }
+            // Likewise `usage/`'s files: a listing counts nothing.
+            Node::UsageFile(_) => Some(Attr {
+                volatile: true,
+                ..self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::now())
+            }),
             // Likewise `conversation.md`: its size is known once it is rendered (a
             // pass over the session), which a plain `ls` should not cost.
             Node::View(ns, dir, ViewKind::Markdown) => {

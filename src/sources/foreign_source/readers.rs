@@ -274,7 +274,12 @@ fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
 
 /// Appends up to `want` bytes of `file` at offset `at` to `buf` without zeroing the
 /// room first (a first index reads gigabytes; zeroing was 3% of it).
-fn read_appending(file: &File, buf: &mut Vec<u8>, want: usize, at: u64) -> std::io::Result<usize> {
+pub(super) fn read_appending(
+    file: &File,
+    buf: &mut Vec<u8>,
+    want: usize,
+    at: u64,
+) -> std::io::Result<usize> {
     use std::os::fd::AsRawFd;
     buf.reserve(want);
     let spare = buf.spare_capacity_mut();
