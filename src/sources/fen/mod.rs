@@ -182,7 +182,11 @@ impl SessionSource for FenSource {
         ns: &str,
         dir: &str,
         since: super::MessageMark,
-        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+        each: &mut dyn FnMut(
+            &crate::neutral::SessionFacts,
+            u64,
+            crate::neutral::Message,
+        ) -> super::ControlFlow<()>,
     ) -> Result<super::SinceRead> {
         messages::each_message_since(&*self.store.session(ns, dir)?, since, each)
     }
