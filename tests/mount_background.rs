@@ -4,6 +4,7 @@
 //! misses what changed meanwhile, and a completed build holds every session; nothing
 //! is written into the store once the unmount returned.
 
+mod opencode_support;
 mod support;
 
 use serde_json::Value;
@@ -436,5 +437,79 @@ fn nothing_is_written_into_the_store_once_umount_or_sigterm_returned() {
             changed.is_empty(),
             "{how}: written after it returned: {changed:?}"
         );
+    }
+}
+
+/// A Claude Code session file of one prompt, in `cwd`.
+fn claude_session(root: &Path, cwd: &str, id: &str, text: &str) {
+    let dir = root.join("projects").join(cwd.replace('/', "-"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = serde_json::json!({
+        "type": "user", "uuid": format!("{id}-u"), "parentUuid": null, "sessionId": id,
+        "cwd": cwd, "timestamp": "2025-07-01T10:00:00.000Z",
+        "message": {"role": "user", "content": text}
+    });
+    std::fs::write(dir.join(format!("{id}.jsonl")), format!("{line}\n")).unwrap();
+}
+
+#[test]
+fn the_first_look_after_a_mount_finds_every_sources_sessions() {
+    let test = "the_first_look_after_a_mount_finds_every_sources_sessions";
+    if !fuse_available(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // OpenCode 1.1's JSON storage/ (its listing names no cwd: every session's
+    // namespace is known only once it is read), Claude Code, and fen's own.
+    let data = tmp.path().join("opencode");
+    let st = opencode_support::Storage::new(&data);
+    for k in 0..80 {
+        let id = format!("ses_{k:03}");
+        st.session(&id, &format!("/home/u/oc{k}"), &format!("session {k}"));
+        for i in 0..4 {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            st.message(&id, &format!("msg_{k:03}_{i}"), role, "some words");
+        }
+    }
+    let claude = tmp.path().join("claude");
+    for k in 0..20 {
+        let id = format!("00000000-0000-4000-8000-{k:012}");
+        claude_session(&claude, &format!("/home/u/cl{k}"), &id, "hello");
+    }
+    let oc = format!("opencode={}", data.display());
+    let cl = format!("claude={}", claude.display());
+    let m = Mount::unmounted(&["--no-detect", "--source", &oc, "--source", &cl]);
+    write_session(&m.store, "/home/u/fen", 1, &["a fen session".to_string()]);
+    // Every session folder, as a settled mount shows them.
+    m.mount();
+    let mut folders = Vec::new();
+    for ns in std::fs::read_dir(&m.mp).unwrap().flatten() {
+        if !ns.file_type().unwrap().is_dir() || ns.file_name() == "search" {
+            continue;
+        }
+        for s in std::fs::read_dir(ns.path()).unwrap().flatten() {
+            if s.file_type().unwrap().is_dir() {
+                folders.push(s.path());
+            }
+        }
+    }
+    assert_eq!(folders.len(), 80 + 20 + 1, "{folders:?}");
+    // The last ones read come first: looked up at once after each mount.
+    folders.sort();
+    folders.reverse();
+    for round in 0..3 {
+        timed_umount(&m);
+        if round != 1 {
+            // A first index again (nothing persisted of the other agents' stores).
+            std::fs::remove_dir_all(m.store.join(".fen-cache/foreign")).unwrap();
+        }
+        m.mount();
+        for f in &folders {
+            assert!(
+                f.join("meta.json").exists(),
+                "round {round}: {} missing at the first look after the mount",
+                f.display()
+            );
+        }
     }
 }
