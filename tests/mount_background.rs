@@ -318,7 +318,12 @@ fn a_search_right_after_a_remount_says_it_is_partial_or_finds_what_changed() {
         let grown = format!("grownword{round}");
         let new = format!("newword{round}");
         append_message(&files[round * 7], &format!("{grown} at last"));
-        write_session(&m.store, "/home/u/r", 5_000 + round as u64, &[new.clone()]);
+        write_session(
+            &m.store,
+            "/home/u/r",
+            5_000 + round as u64,
+            std::slice::from_ref(&new),
+        );
         m.mount();
         for word in [&grown, &new] {
             let (progress, ids) = search(&m.store, word);
