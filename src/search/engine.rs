@@ -148,9 +148,9 @@ impl Engine {
             taken,
         };
         let seen = e.meta_stat();
-        if !e.storage.writable() {
-            // The stamp read above may be of a newer commit than the one the checks
-            // opened (a writer beside): both again, with a proof.
+        if !e.storage.writable() && (seen.is_none() || seen != e.storage.opened_at) {
+            // The stamp read above may be of another commit than the one the checks
+            // opened (a writer beside committed meanwhile): both again, with a proof.
             e.reload()?;
         }
         *e.meta_seen.lock().unwrap() = seen;
@@ -281,11 +281,16 @@ impl Engine {
         }
         self.reload()?;
         self.mark_checked();
-        // What the batch's threads freed goes back to the system (glibc keeps
-        // per-thread arenas otherwise).
+        Ok(())
+    }
+
+    /// Gives what a batch's threads freed back to the system (glibc keeps it in its
+    /// arenas otherwise). Not after every commit: a trim holds the arenas' locks while
+    /// it walks them, and the mount's requests allocate meanwhile (after each commit
+    /// of `ctl` appends it made the appends wait).
+    pub fn trim(&self) {
         // SAFETY: glibc call with no preconditions.
         unsafe { libc::malloc_trim(0) };
-        Ok(())
     }
 
     /// Drops the writer (after its merges finish), giving its memory back.

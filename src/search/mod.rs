@@ -475,7 +475,18 @@ impl Search {
         if self.bg.should_stop() {
             return Ok(());
         }
-        let (todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
+        let (mut todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
+        if !first {
+            // Sessions being appended to through `ctl` are the touched path's: a sweep
+            // during a burst of appends would index them twice (and commit twice).
+            let p = self.pending.lock().unwrap();
+            if !p.touched.is_empty() {
+                todo.retain(|l| {
+                    !(self.sources[l.source].source.writable()
+                        && p.touched.contains(&(l.ns.clone(), l.dir.clone())))
+                });
+            }
+        }
         if todo.is_empty() && gone.is_empty() {
             // What looking costs when nothing changed spaces the sweeps (a look that
             // found changes also re-read them in the sources: work done anyway, which
@@ -665,6 +676,7 @@ impl Search {
             // Said once searchable: the commit waits for the index to take every
             // document, and a search until then sees the last commit.
             engine.commit(&self.stamp_now(engine, progress))?;
+            engine.trim();
             if first || background {
                 *self.progress.lock().unwrap() = Some(progress);
             }

@@ -82,6 +82,9 @@ pub struct Storage {
     /// A writer's: this holding of the lock, written into the lock file and into
     /// every commit's stamp (a fresh UUID each time the lock is taken).
     pub token: Option<String>,
+    /// `meta.json`'s stamp when `reader` was opened, proved (it did not change
+    /// while the checks opened it); `None`: unknown.
+    pub opened_at: MetaStamp,
 }
 
 impl Storage {
@@ -120,6 +123,7 @@ pub fn memory(fields: &Fields, why: String) -> Storage {
         notes: vec![why],
         reader: None,
         token: None,
+        opened_at: None,
     }
 }
 
@@ -247,12 +251,13 @@ fn open_in(folder: Dir, fields: &Fields, lock: Option<(File, String)>) -> Storag
     let path = folder.path().to_path_buf();
     let mut notes = Vec::new();
     match (open_checked_steady(&folder, fields, lock.is_some()), lock) {
-        (Ok((index, reader)), lock) => Storage {
+        (Ok((index, reader, opened_at)), lock) => Storage {
             index,
             place: Place::Disk { path, folder, lock },
             notes,
             reader: Some(reader),
             token,
+            opened_at,
         },
         (Err(why), Some(lock)) => {
             if why != Damage::Missing {
@@ -273,6 +278,7 @@ fn open_in(folder: Dir, fields: &Fields, lock: Option<(File, String)>) -> Storag
                     notes,
                     reader: None,
                     token,
+                    opened_at: None,
                 },
                 Err(e) => {
                     let mut s = memory(
@@ -331,16 +337,21 @@ fn open_checked_steady(
     folder: &Dir,
     fields: &Fields,
     writer: bool,
-) -> Result<(Index, tantivy::IndexReader), Damage> {
+) -> Result<(Index, tantivy::IndexReader, MetaStamp), Damage> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
     loop {
         let before = meta_stamp(folder);
         let r = open_checked(folder, fields, writer);
-        if writer || meta_stamp(folder) == before || std::time::Instant::now() >= deadline {
-            return r;
+        let steady = meta_stamp(folder) == before;
+        if writer || steady || std::time::Instant::now() >= deadline {
+            // Not steady: no stamp vouches for what was opened.
+            return r.map(|(i, rd)| (i, rd, if steady { before } else { None }));
         }
     }
 }
+
+/// A stamp of `meta.json` (time, size, inode).
+pub type MetaStamp = Option<(i64, u64, u64)>;
 
 /// `meta.json`'s stamp: a commit replaces it (a new inode, a new time).
 pub fn meta_stamp(folder: &Dir) -> Option<(i64, u64, u64)> {
