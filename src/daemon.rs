@@ -270,11 +270,6 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
 
     raise_open_file_limit();
     limit_malloc_arenas();
-    // Everything this daemon creates is private (the store's files, its caches, the
-    // search index whose files Tantivy creates under the umask): so are files made
-    // by a worker still running when the daemon exits (a merge at unmount).
-    // SAFETY: umask cannot fail.
-    unsafe { libc::umask(0o077) };
     let store = match Store::open(&root, args.fsync) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&mut ready, e),

@@ -404,11 +404,6 @@ impl Search {
         Ok(answer)
     }
 
-    /// The stop signal and the mount's activity this index's work answers to.
-    pub fn background(&self) -> &Background {
-        &self.bg
-    }
-
     /// A session was just made (through the root `ctl`): the indexer looks at every
     /// session now, not at its next sweep.
     pub fn sweep_soon(&self) {
@@ -467,11 +462,7 @@ impl Search {
         let scan_started = Instant::now();
         let (live, failed) = sync::scan(&self.sources);
         let scan_cost = scan_started.elapsed();
-        log::debug!(
-            "search: looked at {} sessions in {:?}",
-            live.len(),
-            scan_started.elapsed()
-        );
+        log::debug!("search: looked at {} sessions in {scan_cost:?}", live.len());
         if self.bg.should_stop() {
             return Ok(());
         }
@@ -508,6 +499,7 @@ impl Search {
                 partial.len(),
                 partial
                     .iter()
+                    .take(10)
                     .map(u64::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -807,6 +799,7 @@ impl Search {
             // indexer never takes a core the daemon's requests are waiting for.
             // (The writer's threads, made from here, inherit it.)
             crate::background::lower_priority(false);
+            storage::private_files_on_this_thread();
             if let Err(e) = me.run() {
                 log::error!("search indexer stopped: {}", e.reason);
             }

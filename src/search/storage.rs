@@ -566,6 +566,20 @@ fn verify_segments(
     Ok(reader)
 }
 
+/// The calling thread, and the threads it starts from now on, create files private
+/// (umask 077) whatever the process's umask: the index's writer threads create
+/// Tantivy's files, and a merge still running when the daemon exits at unmount
+/// leaves files nobody makes private after it. The thread gets a filesystem context
+/// of its own first (`unshare(CLONE_FS)`), so the daemon's umask is left as it is.
+pub fn private_files_on_this_thread() {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        if libc::unshare(libc::CLONE_FS) == 0 {
+            libc::umask(0o077);
+        }
+    }
+}
+
 /// Makes every file in the folder 0600: Tantivy creates its files under the umask,
 /// and fen-fs's own files are private whatever the umask (the folder is 0700 too).
 /// Files are opened without following links and changed through the descriptor.
