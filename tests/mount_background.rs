@@ -354,14 +354,14 @@ fn a_completed_build_finds_every_session() {
     if !fuse_available(test) {
         return;
     }
-    for round in 0..4u64 {
+    for round in 0..2u64 {
         let m = Mount::with_args(test, &["--no-detect"]).unwrap();
         let word = format!("twinword{round}");
         // Searches come while the sessions are made, as an agent's user would ask.
         search(&m.store, &word);
         let a = m.create_session("/home/u/twins", &format!("first {word} here"));
         search(&m.store, &word);
-        std::thread::sleep(Duration::from_millis(150 * round));
+        std::thread::sleep(Duration::from_millis(300 * round));
         let b = m.create_session("/home/u/twins", &format!("second {word} there"));
         let made = Instant::now();
         // A complete answer given a second after the sessions were made (SPEC 8:
@@ -395,13 +395,13 @@ fn nothing_is_written_into_the_store_once_umount_or_sigterm_returned() {
     }
     let m = Mount::unmounted(&["--no-detect"]);
     let para = paragraphs(32, 4 << 10, 5);
-    for k in 0..3_000u64 {
+    for k in 0..1_500u64 {
         write_session(&m.store, "/home/u/w", k, &[para[k as usize % 32].clone()]);
     }
     for how in ["umount", "SIGTERM"] {
         m.mount();
         // Background work under way: the index being built.
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(800));
         let before = match how {
             "umount" => {
                 let took = timed_umount(&m);
@@ -430,7 +430,7 @@ fn nothing_is_written_into_the_store_once_umount_or_sigterm_returned() {
                 state
             }
         };
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(1000));
         let after = tree_state(&m.store);
         let changed: Vec<_> = after
             .iter()
