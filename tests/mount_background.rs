@@ -281,9 +281,19 @@ fn umount_within_a_second_during_a_first_index_of_10000_sessions_and_the_next_mo
         "umount took {took:?}\n{}",
         m.daemon_log()
     );
-    // The next mount starts from what the last one indexed.
+    // The next mount starts from what the last one indexed (once it has looked at
+    // the sessions: until then an answer says it knows nothing yet).
     m.mount();
-    let (p, _) = search(&m.store, "zzznothing");
+    let p = wait_for(
+        "the next mount's first look",
+        Duration::from_secs(30),
+        || {
+            let (p, _) = search(&m.store, "zzznothing");
+            p.as_ref()
+                .is_none_or(|p| p["sessions"].as_u64() > Some(0))
+                .then_some(p)
+        },
+    );
     let again = indexed(&p);
     assert!(
         again >= first && again < 10_000,

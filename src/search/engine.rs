@@ -264,6 +264,7 @@ impl Engine {
 
     /// Commits what was added, with `stamp` as its payload, and makes it searchable.
     pub fn commit(&self, stamp: &Stamp) -> Result<()> {
+        let started = std::time::Instant::now();
         let payload = serde_json::to_string(stamp).expect("stamp serializes");
         {
             let mut w = self.writer.write().unwrap();
@@ -279,8 +280,14 @@ impl Engine {
             prepared.set_payload(&payload);
             prepared.commit().map_err(|e| index_error("commit", e))?;
         }
+        let committed = started.elapsed();
         self.reload()?;
+        let reloaded = started.elapsed();
         self.mark_checked();
+        log::debug!(
+            "search: committed in {committed:?}, searchable after {reloaded:?}, checked after {:?}",
+            started.elapsed()
+        );
         Ok(())
     }
 
