@@ -250,7 +250,9 @@ impl Engine {
             && !stop()
             && waited.elapsed() < std::time::Duration::from_secs(5)
         {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            // A few wake-ups a second (the backlog is a tenth of a second of work):
+            // each is a switch on a core the mount's requests may be waiting for.
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
         self.sent.fetch_add(bytes, Ordering::Relaxed);
     }
