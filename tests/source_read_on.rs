@@ -303,3 +303,96 @@ proptest! {
         check_steps(*agent, &name_of(path), &bytes, &steps);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The daemon's followers: a file that grew is read on only if it only grew
+
+use fen_fs::sources::SessionSource;
+use fen_fs::sources::agents::AgentRoot;
+use fen_fs::sources::foreign_source::ForeignSource;
+use fen_fs::views::ViewKind;
+
+/// A pi folder with one session file, and a source over it as a mount has one.
+struct PiStore {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    file: PathBuf,
+}
+
+impl PiStore {
+    fn new(text: &str) -> PiStore {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("pi");
+        let folder = root.join("sessions/--p--");
+        std::fs::create_dir_all(&folder).unwrap();
+        let file = folder.join("2025-01-01T00-00-00-000Z_s2.jsonl");
+        std::fs::write(&file, text).unwrap();
+        PiStore {
+            _tmp: tmp,
+            root,
+            file,
+        }
+    }
+
+    fn source(&self) -> ForeignSource {
+        let fen = self.root.with_file_name("fen");
+        std::fs::create_dir_all(&fen).unwrap();
+        let s = ForeignSource::new(
+            &AgentRoot {
+                agent: Agent::Pi,
+                root: self.root.clone(),
+            },
+            Some(&fen),
+        );
+        s.build_index();
+        s
+    }
+}
+
+/// Every view of the one session of `source`, as bytes.
+fn views(source: &ForeignSource) -> Vec<(ViewKind, String)> {
+    let dirs = source.session_dirs("--p--").unwrap();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    [ViewKind::Conversation, ViewKind::Meta, ViewKind::Markdown]
+        .into_iter()
+        .map(|kind| {
+            let snap = source.snapshot("--p--", &dirs[0], kind, 0).unwrap();
+            let bytes = snap.read_at(0, snap.size() as usize).unwrap();
+            (kind, String::from_utf8(bytes).unwrap())
+        })
+        .collect()
+}
+
+/// pi rewrites a session file of format 1 or 2 in place when it opens it (its
+/// migration, `writeFileSync`: same inode, the file longer, every line changed): the
+/// reader following that file in memory must not read on from where it stopped in
+/// the old bytes. Then an append to the rewritten file is read on as usual.
+#[test]
+fn a_file_rewritten_in_place_and_grown_is_read_anew() {
+    let store = PiStore::new(PI_V1);
+    let source = store.source();
+    let before = views(&source);
+    assert!(before[0].1.contains("three"), "{}", before[0].1);
+
+    // What pi's migration writes: version 3, ids and parents, the compaction by id.
+    let migrated = r#"{"type":"session","id":"s2","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p","version":3}
+{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"one","timestamp":1},"id":"0a1b2c3d","parentId":null}
+{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","tokensBefore":7,"id":"1a1b2c3d","parentId":"0a1b2c3d","firstKeptEntryId":"0a1b2c3d"}
+{"type":"message","timestamp":"2025-01-01T00:00:04.000Z","message":{"role":"user","content":"three","timestamp":3},"id":"2a1b2c3d","parentId":"1a1b2c3d"}
+"#;
+    assert!(migrated.len() > PI_V1.len());
+    let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let inode = ino(&store.file);
+    std::fs::write(&store.file, migrated).unwrap();
+    assert_eq!(ino(&store.file), inode, "rewritten in place");
+    assert_eq!(views(&source), views(&store.source()), "after the rewrite");
+
+    // pi appends to the migrated file.
+    let mut more = String::from(migrated);
+    more.push_str(r#"{"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"four"}],"timestamp":4},"id":"3a1b2c3d","parentId":"2a1b2c3d"}"#);
+    more.push('\n');
+    std::fs::write(&store.file, &more).unwrap();
+    let after = views(&source);
+    assert!(after[0].1.contains("four"), "{}", after[0].1);
+    assert_eq!(after, views(&store.source()), "after the append");
+}
