@@ -170,6 +170,11 @@ impl ParsedEnds {
         })
     }
 
+    /// How many of the file's first bytes they describe.
+    pub fn covered_len(&self) -> u64 {
+        self.len
+    }
+
     fn tail(&self) -> &[u8] {
         let start = self
             .len
