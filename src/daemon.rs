@@ -2,6 +2,7 @@
 //! systemd's readiness protocol, the notifier and sync threads, clean unmount on
 //! SIGINT/SIGTERM (only of the mount this daemon made), and `fen-fs umount`.
 
+use crate::background::Background;
 use crate::ctl::CtlService;
 use crate::error::{Error, Result};
 use crate::mount_table::{self, MountEntry};
@@ -38,6 +39,8 @@ pub struct MountOptions {
     pub nonempty: bool,
     /// Which other agents' stores to show beside fen's own.
     pub foreign: crate::sources::ForeignOptions,
+    /// Other machines' stores (§12) and their path maps.
+    pub peers: crate::sources::peers::PeerOptions,
 }
 
 fn os_error(what: impl std::fmt::Display) -> Error {
@@ -181,6 +184,13 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
         spec.push(&r.root);
         cmd.arg("--source").arg(spec);
     }
+    if let Some(dir) = &args.peers.dir {
+        cmd.arg("--peers")
+            .arg(std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+    }
+    for m in &args.peers.maps {
+        cmd.arg("--map").arg(format!("{}={}", m.from, m.to));
+    }
     let log_path = match &args.log_file {
         Some(path) => path.clone(),
         None => {
@@ -278,24 +288,47 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut sources: Vec<Arc<dyn SessionSource>> =
         vec![Arc::new(FenSource::watching(store.clone()))];
+    // Every worker beside the mount's requests stops at unmount through this, and lets
+    // the requests go first.
+    let background = Background::new();
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
     for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
         let indexer = foreign.clone();
-        std::thread::Builder::new()
-            .name(format!("fen-index-{}", foreign.agent().name()))
-            .spawn(move || indexer.build_index())
+        let bg = background.clone();
+        background
+            .spawn(
+                &format!("fen-index-{}", foreign.agent().name()),
+                move || indexer.build_index_with(&bg),
+            )
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
+    }
+    // Other machines' stores (§12), read-only, their caches in this store's.
+    match crate::sources::peers::peer_sources(&args.peers, &root, true) {
+        Ok(peers) => sources.extend(peers.into_iter().map(|p| p as Arc<dyn SessionSource>)),
+        Err(e) => return fail(&mut ready, e),
     }
     // The search index is opened, checked and brought up to date in the background.
     let search = Arc::new(crate::search::Search::open_deferred(
         &root,
         &args.mountpoint,
         sources.clone(),
+        background.clone(),
     ));
-    let tree =
-        Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid).with_search(search.clone()));
+    // Usage (usage/) is counted once in the background after the mount, then on each
+    // open of its files, from what changed.
+    let usage = Arc::new(crate::usage::Usage::new(
+        sources.clone(),
+        Some(&root),
+        crate::usage::prices::Prices::builtin(),
+    ));
+    let tree = Arc::new(
+        Tree::new(sources.clone(), Some(ctl), uid, gid)
+            .with_search(search.clone())
+            .with_usage(usage.clone(), crate::usage::zone::Zone::from_env())
+            .with_background(background.clone()),
+    );
     let status = MountStatus {
         pid: std::process::id(),
         mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
@@ -372,6 +405,19 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
+    if std::env::var_os(USAGE_ENV).is_some_and(|v| v == "off") {
+        log::info!("usage is counted only when usage/ is read ({USAGE_ENV}=off)");
+    } else {
+        let (usage, bg) = (usage.clone(), background.clone());
+        let started = background.spawn("fen-usage", move || {
+            let stop = || bg.should_stop();
+            let pause = || bg.pause();
+            crate::usage::count_in_background(&usage, &stop, &pause);
+        });
+        if let Err(e) = started {
+            log::error!("usage thread: {e}");
+        }
+    }
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -379,19 +425,29 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let mut sig = 0;
     // SAFETY: valid set and out-pointer.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    let ends = if sig == libc::SIGUSR1 {
-        true
-    } else {
+    let stopping = std::time::Instant::now();
+    if sig != libc::SIGUSR1 {
         log::info!("signal {sig}: unmounting");
         sd_notify("STOPPING=1");
-        unmount_own(&args.mountpoint, ours.as_ref())
-    };
-    search.stop();
+    }
+    // Background work stops at its next message and saves what it has; what has not
+    // saved within the budget is left at its last save (the next mount goes on from
+    // there). On a signal this comes before the unmount: once the mount is gone, this
+    // daemon writes nothing more into the store.
+    if !background.stop_and_wait(STOP_BUDGET) {
+        log::info!(
+            "background work still saving after {STOP_BUDGET:?}: its last save stands, \
+             the next mount goes on from there"
+        );
+    }
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
     }
+    usage.persist();
     crate::store::atomic::remove_file(&status_file);
+    let ends = sig == libc::SIGUSR1 || unmount_own(&args.mountpoint, ours.as_ref());
+    log::info!("stopped in {:?}", stopping.elapsed());
     if !ends {
         // The session would end by fuser unmounting the path, which may now hold
         // another mount: exit instead; closing /dev/fuse ends this connection only.
@@ -403,10 +459,17 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     }
 }
 
+/// How long background work gets to stop and save at unmount: `fen-fs umount` (and
+/// SIGTERM) returns within a second whatever the daemon is doing.
+const STOP_BUDGET: Duration = Duration::from_millis(400);
+
 /// `off` turns FUSE passthrough off (transcripts are then read through the daemon).
 pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";
 /// `FEN_FS_SEARCH=off` in `mount`'s environment: no background search indexer.
 pub const SEARCH_ENV: &str = "FEN_FS_SEARCH";
+/// `FEN_FS_USAGE=off` in `mount`'s environment: usage is not counted in the background
+/// after the mount (only when `usage/` is read).
+pub const USAGE_ENV: &str = "FEN_FS_USAGE";
 
 /// What `fen-fs status` learns of a running daemon from its store (`.fen-cache/mounts/
 /// <pid>.json`): what its command line does not say.

@@ -211,6 +211,12 @@ pub struct SessionFacts {
     pub source_path: PathBuf,
     pub resumable: bool,
     pub not_resumable_reason: Option<String>,
+    /// Another machine's name, for a session recorded there (§12); `None`: this one.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The cwd as recorded there, when a path map changed it into `cwd`.
+    #[serde(default)]
+    pub cwd_on_host: Option<String>,
 }
 
 /// A session's messages as neutral values, with its facts.

@@ -238,7 +238,6 @@ fn search_list_and_resume_answer_from_the_history_and_write_nothing() {
     assert_eq!(tool[0]["messages"], 1);
     let elsewhere = c.ok("list_sessions", json!({"host": "elsewhere"}));
     assert!(ids(&elsewhere).is_empty(), "{elsewhere}");
-    assert!(elsewhere.contains("carries a host"), "{elsewhere}");
     let here = nix_hostname();
     assert_eq!(ids(&c.ok("list_sessions", json!({"host": here}))).len(), 4);
 

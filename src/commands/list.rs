@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::sources::SessionSource;
 use crate::sources::foreign_source::ForeignSource;
 
-pub use crate::sources::all::{list, list_with};
+pub use crate::sources::all::{list, list_among, list_with, peer_sources};
 pub use crate::store::naming::absolute_cwd as absolute_dir;
 
 /// Other agents' sources, indexed now (a one-shot command waits for the index).
@@ -18,10 +18,10 @@ pub fn foreign_sources(
 
 /// The foreign session `spec` names (id, unique prefix of one, or folder name):
 /// its source, namespace and folder.
-pub fn resolve_foreign<'a>(
-    foreign: &'a [std::sync::Arc<ForeignSource>],
+pub fn resolve_foreign<'a, S: SessionSource + ?Sized>(
+    foreign: &'a [std::sync::Arc<S>],
     spec: &str,
-) -> Result<Option<(&'a ForeignSource, String, String)>> {
+) -> Result<Option<(&'a S, String, String)>> {
     let mut matches = Vec::new();
     for source in foreign {
         for ns in source.namespaces()? {

@@ -6,7 +6,9 @@ pub mod mcp;
 pub mod resume;
 pub mod search;
 pub mod status;
+pub mod sync;
 pub mod trash;
+pub mod usage;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
@@ -106,6 +108,28 @@ impl SourceArgs {
     }
 }
 
+/// Other machines' sessions (§12).
+#[derive(clap::Args, Debug, Clone, Default)]
+struct PeerArgs {
+    /// Other machines' stores, one folder each, as Syncthing receives them (default:
+    /// $XDG_STATE_HOME/fen/peers).
+    #[arg(long, value_name = "DIR")]
+    peers: Option<PathBuf>,
+    /// Read other machines' working directories under FROM as under TO (repeatable;
+    /// before config.toml's [[path_map]] rules).
+    #[arg(long = "map", value_name = "FROM=TO", value_parser = crate::config::parse_map)]
+    maps: Vec<crate::config::PathRule>,
+}
+
+impl PeerArgs {
+    fn options(&self) -> crate::sources::peers::PeerOptions {
+        crate::sources::peers::PeerOptions {
+            dir: self.peers.clone(),
+            maps: self.maps.clone(),
+        }
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 struct MountArgs {
     mountpoint: PathBuf,
@@ -136,6 +160,8 @@ struct MountArgs {
     nonempty: bool,
     #[command(flatten)]
     sources: SourceArgs,
+    #[command(flatten)]
+    peers: PeerArgs,
     /// Mount options, comma-separated, as mount(8) and /etc/fstab pass them:
     /// fsync=MODE, allow_other, threads=N, log_file=FILE, max_entry_bytes=N,
     /// store=DIR, no_detect, nonempty; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
@@ -197,6 +223,7 @@ impl MountArgs {
                 "log_file" => self.log_file = Some(PathBuf::from(need(value)?)),
                 "store" => self.store = Some(PathBuf::from(need(value)?)),
                 "no_detect" => self.sources.no_detect = true,
+                "peers" => self.peers.peers = Some(PathBuf::from(need(value)?)),
                 "foreground" => self.foreground = true,
                 "nonempty" => self.nonempty = true,
                 k if GENERIC_OPTIONS.contains(&k) => {}
@@ -244,6 +271,7 @@ impl MountArgs {
             max_entry_bytes: self.max_entry_bytes,
             nonempty: self.nonempty,
             foreign: self.sources.options(),
+            peers: self.peers.options(),
         }
     }
 }
@@ -296,10 +324,15 @@ enum Command {
         /// A JSON array of index.json's objects instead of a table.
         #[arg(long)]
         json: bool,
+        /// Only the sessions of this machine (a peer's name, or this one's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Print one view of a session (by id, unique id prefix, or file path).
     Show {
@@ -311,6 +344,8 @@ enum Command {
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Continue a session: print the command that resumes it in its own agent, or
     /// (--in AGENT) write it as a new session of fen, pi, Claude Code or Codex and
@@ -333,6 +368,8 @@ enum Command {
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Find sessions by what was said in them, best first: words (all must match),
     /// "a phrase", -word (excluded), word* (prefix). Exit 2 for a bad query.
@@ -355,6 +392,67 @@ enum Command {
         /// Only messages since DATE (2026-11-01) or in the last DURATION (7d, 12h).
         #[arg(long, value_name = "DATE", value_parser = search::parse_since)]
         since: Option<i64>,
+        /// Only the sessions of this machine (a peer's name, or this one's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
+    },
+    /// Share this store with other machines, and see theirs, through Syncthing
+    /// (one writer per tree: this store send-only, each peer's received read-only).
+    Sync {
+        #[command(subcommand)]
+        action: SyncCommand,
+        /// Syncthing's home folder (else ~/.local/state/syncthing, then
+        /// ~/.config/syncthing): where its config.xml gives the GUI address and API key.
+        #[arg(long, global = true, value_name = "DIR")]
+        syncthing_home: Option<PathBuf>,
+        /// Where peers' stores are received (default: $XDG_STATE_HOME/fen/peers).
+        #[arg(long, global = true, value_name = "DIR")]
+        peers: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// What the agents' model calls used and cost, per day (default), week, month,
+    /// session, project, model, agent or host. Exit 2 for an unknown report or a bad
+    /// date.
+    Usage {
+        /// daily, weekly, monthly, session, project, model, agent or host.
+        #[arg(value_name = "REPORT", default_value = "daily", value_parser = usage::parse_report)]
+        report: crate::usage::report::Kind,
+        /// From this day on (2026-11-01, 20261101, or 7d: the last seven days).
+        #[arg(long, value_name = "DATE", value_parser = usage::parse_day)]
+        since: Option<usage::DayArg>,
+        /// Up to this day, inclusive.
+        #[arg(long, value_name = "DATE", value_parser = usage::parse_day)]
+        until: Option<usage::DayArg>,
+        /// Only this agent's usage (pi, claude, codex, gemini, ...).
+        #[arg(long, value_name = "KIND", value_parser = search::parse_agent)]
+        agent: Option<crate::agent::Agent>,
+        /// Only the sessions of this directory.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only the usage recorded on this host (this machine's host name, or a peer's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        /// One row per model within each row.
+        #[arg(long)]
+        breakdown: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Days in this time zone (an IANA name, UTC, or local; default $TZ, else the
+        /// system's).
+        #[arg(long, value_name = "ZONE", value_parser = crate::usage::zone::Zone::parse)]
+        timezone: Option<crate::usage::zone::Zone>,
+        /// Prices from this file, in LiteLLM's model_prices_and_context_window.json
+        /// format (default: the snapshot shipped with fen-fs).
+        #[arg(long, value_name = "FILE")]
+        prices: Option<PathBuf>,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -395,6 +493,38 @@ enum Command {
         action: TrashCommand,
         #[command(flatten)]
         store: StoreArg,
+    },
+}
+
+#[derive(Subcommand)]
+enum SyncCommand {
+    /// Share this store send-only (Syncthing folder fen-<short id>), write its
+    /// .stignore, and print this machine's device id.
+    Init {
+        /// Syncthing's watcher delay for the store, in seconds (its default is 10).
+        #[arg(long, value_name = "SECS")]
+        watch_delay: Option<u32>,
+    },
+    /// Add another machine: share this store with it and receive its store
+    /// read-only into PEERS/NAME. Run it on both machines, each naming the other.
+    Add {
+        /// The other machine's device id (`fen-fs sync init` prints it there).
+        device_id: String,
+        /// Its name here: the HOST of its sessions, and its folder under peers/.
+        #[arg(long)]
+        name: String,
+        /// Where to reach it (tcp://HOST:PORT); default: Syncthing's discovery.
+        #[arg(long, value_name = "tcp://HOST:PORT")]
+        address: Option<String>,
+        /// Syncthing's watcher delay for the store, in seconds (its default is 10).
+        #[arg(long, value_name = "SECS")]
+        watch_delay: Option<u32>,
+    },
+    /// Each peer: connected, last synced, sessions.
+    Status {
+        /// One JSON object per peer and line.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -507,18 +637,29 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             cwd,
             all,
             json,
+            host,
             store,
             sources,
+            peers,
         } => {
             let store = store.existing()?;
-            let foreign = list::foreign_sources(&sources.options(), &store);
+            let mut all_sources: Vec<std::sync::Arc<dyn SessionSource>> =
+                list::foreign_sources(&sources.options(), &store)
+                    .into_iter()
+                    .map(|f| f as std::sync::Arc<dyn SessionSource>)
+                    .collect();
+            all_sources.extend(list::peer_sources(&peers.options(), &store)?);
             let cwd = (!all).then(|| list::absolute_dir(&cwd.unwrap_or_else(current_dir)));
-            let list = list::list_with(&store, &foreign, cwd.as_deref())?;
+            let mut list = list::list_among(&store, &all_sources, cwd.as_deref())?;
+            if let Some(h) = &host {
+                list.retain(|l| l.host.as_deref() == Some(h.as_str()));
+            }
             let out = if json {
                 listing::render_json(&list)
             } else {
                 let agents = all || list.iter().any(|l| l.agent != crate::agent::Agent::Fen);
-                listing::render_table(&list, agents).into_bytes()
+                let hosts = list.iter().any(|l| l.host != list[0].host);
+                listing::render_table_with(&list, agents, hosts).into_bytes()
             };
             let _ = std::io::stdout().write_all(&out);
             Ok(ExitCode::SUCCESS)
@@ -528,6 +669,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             view,
             store,
             sources,
+            peers,
         } => {
             // A session file named by its path needs no store.
             let by_path = session.contains('/') || session.ends_with(".jsonl");
@@ -544,8 +686,18 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 }
                 Ok(session) => views::snapshot(&session, view, 0)?,
                 Err(fen_err) => {
-                    let foreign = list::foreign_sources(&sources.options(), &store);
-                    match list::resolve_foreign(&foreign, &session)? {
+                    let mut others: Vec<std::sync::Arc<dyn SessionSource>> =
+                        list::foreign_sources(&sources.options(), &store)
+                            .into_iter()
+                            .map(|f| f as std::sync::Arc<dyn SessionSource>)
+                            .collect();
+                    others.extend(list::peer_sources(&peers.options(), &store)?);
+                    match list::resolve_foreign(&others, &session)? {
+                        Some((source, ns, dir)) if view == ViewKind::Markdown => {
+                            let messages = source.messages(&ns, &dir, false)?;
+                            let text = views::markdown::render_owned(messages).into_bytes();
+                            views::Snapshot::Bytes(std::sync::Arc::new(text))
+                        }
                         Some((source, ns, dir)) => source.snapshot(&ns, &dir, view, 0)?,
                         None => return Err(fen_err),
                     }
@@ -573,6 +725,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             exec,
             store,
             sources,
+            peers,
         } => resume::run(resume::Args {
             session,
             target,
@@ -582,6 +735,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty()),
             store_root: store.root(),
             foreign: sources.options(),
+            peers: peers.options(),
         }),
         Command::Rm { sessions, store } => {
             let store = store.existing()?;
@@ -643,8 +797,10 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             agent,
             cwd,
             since,
+            host,
             store,
             sources,
+            peers,
         } => {
             let store = store.existing()?;
             let args = search::Args {
@@ -655,8 +811,42 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 cwd: cwd.map(|c| list::absolute_dir(&c)),
                 since_ms: since,
                 foreign: sources.options(),
+                peers: peers.options(),
+                host,
             };
             search::run(args, store)
+        }
+        Command::Usage {
+            report,
+            since,
+            until,
+            agent,
+            cwd,
+            host,
+            breakdown,
+            json,
+            timezone,
+            prices,
+            store,
+            sources,
+        } => {
+            let store = store.existing()?;
+            usage::run(
+                usage::Args {
+                    report,
+                    since,
+                    until,
+                    agent,
+                    cwd: cwd.map(|c| list::absolute_dir(&c)),
+                    host,
+                    breakdown,
+                    json,
+                    zone: timezone,
+                    prices,
+                    foreign: sources.options(),
+                },
+                store,
+            )
         }
         Command::Mcp { store, sources } => {
             let mut args = Vec::new();
@@ -671,6 +861,33 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 args.push("--no-detect".into());
             }
             mcp::run(store.existing()?, sources.options(), args)
+        }
+        Command::Sync {
+            action,
+            syncthing_home,
+            peers,
+            store,
+        } => {
+            let home = syncthing_home.as_deref();
+            let peers_dir = peers.unwrap_or_else(crate::store::layout::default_peers_dir);
+            match action {
+                SyncCommand::Init { watch_delay } => sync::init(home, &store.root(), watch_delay),
+                SyncCommand::Add {
+                    device_id,
+                    name,
+                    address,
+                    watch_delay,
+                } => sync::add(
+                    home,
+                    &store.root(),
+                    &peers_dir,
+                    &device_id,
+                    &name,
+                    address.as_deref(),
+                    watch_delay,
+                ),
+                SyncCommand::Status { json } => sync::status(home, json),
+            }
         }
         Command::Fsck { session, store } => {
             let store = store.existing()?;
@@ -765,8 +982,9 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
 /// a query's words does not matter).
 pub fn search_words_after_dashes(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const FLAGS: [&str; 4] = ["--json", "--no-detect", "--help", "-h"];
-    const VALUED: [&str; 6] = [
-        "--limit", "--agent", "--cwd", "--since", "--store", "--source",
+    const VALUED: [&str; 9] = [
+        "--limit", "--agent", "--cwd", "--since", "--store", "--source", "--host", "--peers",
+        "--map",
     ];
     let Some(at) = args.iter().position(|a| a == "search") else {
         return args;

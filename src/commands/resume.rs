@@ -27,6 +27,8 @@ pub struct Args {
     pub store_root: PathBuf,
     pub store_named: bool,
     pub foreign: ForeignOptions,
+    /// Other machines' sessions (§12).
+    pub peers: crate::sources::peers::PeerOptions,
 }
 
 /// The root folder `--in agent` writes under: `--source agent=DIR`, else the
@@ -157,7 +159,7 @@ fn describe(made: &Made, session: &SessionMessages) {
 
 /// Runs `fen-fs resume`.
 pub fn run(args: Args) -> Result<ExitCode> {
-    let writes = args.target.is_some() || args.cwd.is_some();
+    let mut writes = args.target.is_some() || args.cwd.is_some();
     if args.exec && args.target == Some(Agent::Fen) {
         eprintln!(
             "fen-fs: --exec has nothing to run for --in fen: a fen session goes on through its ctl file"
@@ -187,13 +189,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         _ => None,
     };
     let foreign = super::list::foreign_sources(&args.foreign, &store);
-    let found = crate::resume::find::find(&store, &foreign, &args.session)?;
+    let peers = super::list::peer_sources(&args.peers, &store)?;
+    let found = crate::resume::find::find_among(&store, &foreign, &peers, &args.session)?;
     let session = found.source.messages(&found.ns, &found.dir, false)?;
     let facts = &session.facts;
     let source_agent = facts.agent;
     if let Some(why) = crate::resume::unresumable(&session) {
         return Err(Error::invalid(why));
     }
+    // Another machine's session (§12) goes on here as a new session, in its cwd as
+    // mapped here; nothing is written under `peers/`.
+    let store = if facts.host.is_some() {
+        writes = true;
+        match args.target.unwrap_or(source_agent) {
+            Agent::Fen => Arc::new(Store::open(&args.store_root, Default::default())?),
+            _ => store,
+        }
+    } else {
+        store
+    };
 
     if !writes {
         // Its own agent's command.

@@ -27,6 +27,9 @@ pub struct Args {
     pub cwd: Option<String>,
     pub since_ms: Option<i64>,
     pub foreign: crate::sources::ForeignOptions,
+    /// Other machines' sessions (§12), and `--host NAME`.
+    pub peers: crate::sources::peers::PeerOptions,
+    pub host: Option<String>,
 }
 
 pub fn run(args: Args, store: Store) -> Result<ExitCode> {
@@ -44,12 +47,18 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
         cwd: args.cwd,
         since_ms: args.since_ms,
         limit: args.limit,
+        host: args.host,
     };
     let root = store.root.clone();
     let store = Arc::new(store);
     let foreign = crate::sources::foreign_sources(&args.foreign, &root, false);
     let mut sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::new(store))];
     sources.extend(foreign.iter().map(|f| f.clone() as Arc<dyn SessionSource>));
+    sources.extend(
+        crate::sources::peers::peer_sources(&args.peers, &root, false)?
+            .into_iter()
+            .map(|p| p as Arc<dyn SessionSource>),
+    );
     let search = Search::open(root.is_dir().then_some(root.as_path()), sources, true);
     for note in search.notes() {
         eprintln!("fen-fs: {note}");
@@ -65,6 +74,10 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
             eprintln!("fen-fs: indexing: {} of {} sessions", b.indexed, b.sessions)
         })?;
     } else {
+        // Right after a mount its daemon has not yet looked at the sessions (some may
+        // have changed since the index was last written): wait for it a moment, then
+        // say the answer may be partial rather than answer from the old index alone.
+        search.settle(crate::search::SETTLE);
         for label in search.uncovered() {
             eprintln!(
                 "fen-fs: {label} is not indexed by the process that keeps this store's index (a mount without that source): its sessions are left out"
@@ -134,7 +147,13 @@ fn updated(h: &Hit) -> String {
 pub fn render_table(answer: &Answer, tty: bool) -> String {
     let mut out = String::new();
     let agent_w = answer.hits.iter().map(|h| h.agent.len()).max().unwrap_or(0);
+    // A HOST column when more than one machine's sessions show (§12).
+    let hosts = answer.hits.iter().any(|h| h.host != answer.hits[0].host);
+    let host_w = answer.hits.iter().map(|h| h.host.len()).max().unwrap_or(0);
     for h in &answer.hits {
+        if hosts {
+            out.push_str(&format!("{:<host_w$}  ", h.host));
+        }
         let title = h
             .title
             .as_deref()

@@ -56,8 +56,33 @@ pub fn list_with(
     foreign: &[Arc<ForeignSource>],
     cwd: Option<&str>,
 ) -> Result<Vec<Listing>> {
+    let dynamic: Vec<Arc<dyn SessionSource>> = foreign
+        .iter()
+        .map(|f| f.clone() as Arc<dyn SessionSource>)
+        .collect();
+    list_among(store, &dynamic, cwd)
+}
+
+/// Other machines' sources (§12): one per peer of `options`, caches in `store`'s.
+pub fn peer_sources(
+    options: &super::peers::PeerOptions,
+    store: &Store,
+) -> Result<Vec<Arc<dyn SessionSource>>> {
+    Ok(super::peers::peer_sources(options, &store.root, false)?
+        .into_iter()
+        .map(|p| p as Arc<dyn SessionSource>)
+        .collect())
+}
+
+/// `list` over fen's store and `sources` (other agents', other machines'), newest
+/// first.
+pub fn list_among(
+    store: &Store,
+    sources: &[Arc<dyn SessionSource>],
+    cwd: Option<&str>,
+) -> Result<Vec<Listing>> {
     let mut out = list(store, cwd)?;
-    for source in foreign {
+    for source in sources {
         let namespaces = match cwd {
             Some(cwd) => vec![crate::store::naming::slug(cwd)],
             None => source.namespaces()?,

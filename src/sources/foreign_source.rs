@@ -25,7 +25,8 @@
 //! - `persist.rs`: the index saved in fen's cache, and saving every cache;
 //! - `views.rs`: `meta.json`, `summary.txt`; `messages.rs`: neutral messages and
 //!   `conversation.md`;
-//! - `units.rs`: where a session's bytes come from (a file, or a database's unit).
+//! - `units.rs`: where a session's bytes come from (a file, or a database's unit);
+//! - `usage.rs`: the token usage its units record (`SessionSource::usage`).
 
 mod build;
 mod conversations;
@@ -34,6 +35,7 @@ mod messages;
 mod persist;
 mod readers;
 mod units;
+mod usage;
 mod views;
 mod walk;
 
@@ -59,7 +61,8 @@ pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 
 /// 2: summaries carry `archived` and `resume_rules`; 3: entries carry
 /// `context_tokens`.
-const INDEX_VERSION: u32 = 3;
+// 4: Claude Code's and Codex's updated_at come from the content (§12).
+const INDEX_VERSION: u32 = 4;
 
 /// Files at least this large keep their conversation layout across mounts: reading
 /// the layout back is much cheaper than parsing the file again.
@@ -271,9 +274,17 @@ impl SessionSource for ForeignSource {
         ns: &str,
         dir: &str,
         since: super::MessageMark,
-        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+        each: &mut dyn FnMut(
+            &crate::neutral::SessionFacts,
+            u64,
+            crate::neutral::Message,
+        ) -> super::ControlFlow<()>,
     ) -> Result<super::SinceRead> {
         self.neutral_since(ns, dir, since, each)
+    }
+
+    fn usage(&self, ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
+        self.usage_into(ledger)
     }
 
     fn persist(&self) {

@@ -11,6 +11,7 @@ pub mod inodes;
 pub mod invalidate;
 mod page_cache;
 mod search;
+pub mod usage;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
@@ -45,8 +46,8 @@ enum OpenFile {
         snap: Snapshot,
         cached: Mutex<Option<(u64, u64)>>,
     },
-    /// A search's `hits.jsonl` (reading it is not the mount being busy: see
-    /// `serving`).
+    /// A search's `hits.jsonl` or a file of `usage/` (reading them is not the mount
+    /// being busy: see `serving`).
     Hits(Snapshot),
     Ctl(Mutex<CtlHandle>),
     Dir(Arc<Vec<DirEntry>>),
@@ -94,6 +95,10 @@ pub struct Tree {
     trashing: Mutex<()>,
     /// Answers the `search/` folder's queries, and hears of `ctl` appends.
     search: Option<Arc<crate::search::Search>>,
+    /// The `usage/` folder.
+    usage: Option<usage::UsageFolder>,
+    /// The daemon's background work, which lets the requests served here go first.
+    background: Option<crate::background::Background>,
 }
 
 impl Tree {
@@ -118,7 +123,27 @@ impl Tree {
             kernel_reads_transcripts: AtomicBool::new(false),
             trashing: Mutex::new(()),
             search: None,
+            usage: None,
+            background: None,
         }
+    }
+
+    /// The same tree with a `usage/` folder counting `usage`'s sources, its days in
+    /// `zone`.
+    pub fn with_usage(
+        mut self,
+        usage: Arc<crate::usage::Usage>,
+        zone: crate::usage::zone::Zone,
+    ) -> Self {
+        self.usage = Some(usage::UsageFolder::new(usage, zone));
+        self
+    }
+
+    /// The same tree, marking the requests it serves (opens, reads, appends, queries)
+    /// for `background` work to let them go first.
+    pub fn with_background(mut self, background: crate::background::Background) -> Self {
+        self.background = Some(background);
+        self
     }
 
     /// The same tree with a `search/` folder answered by `search`.
@@ -280,6 +305,7 @@ impl Tree {
             | Node::SearchLink(..) => {
                 return self.search_attr(ino, node, opened);
             }
+            Node::UsageRoot | Node::UsageFile(_) => return self.usage_attr(ino, node, opened),
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
             Node::RootCtl => {
                 let size = opened.unwrap_or_else(|| self.ctl_size(None, pid));
@@ -345,6 +371,8 @@ impl Tree {
             Node::Root if name == CTL => Node::RootCtl,
             Node::Root if name == inodes::SEARCH && self.search.is_some() => Node::SearchRoot,
             Node::SearchRoot | Node::SearchQuery(_) => return self.search_child(parent, name),
+            Node::Root if name == usage::USAGE && self.usage.is_some() => Node::UsageRoot,
+            Node::UsageRoot => return self.usage_child(name),
             Node::Root => {
                 // Mount names are the slugs without their `--` (naming::mount_name).
                 let ns = crate::store::naming::namespaces_of_mount_name(name)
@@ -398,6 +426,9 @@ impl Tree {
                         inodes::SEARCH,
                     ));
                 }
+                if self.usage.is_some() {
+                    out.push(entry(&Node::UsageRoot, FileKind::Directory, usage::USAGE));
+                }
                 let mut names = Vec::new();
                 for s in &self.sources {
                     names.extend(s.namespaces()?);
@@ -450,6 +481,7 @@ impl Tree {
                 }
             }
             Node::SearchRoot | Node::SearchQuery(_) => self.search_list(node, &mut out)?,
+            Node::UsageRoot => self.usage_list(&mut out)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
         }
         Ok(out)
@@ -601,6 +633,7 @@ impl Tree {
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let _served = self.foreground(matches!(node, Node::SearchHits(_)));
         if let Node::SearchHits(_) = node {
             if writing || flags & libc::O_TRUNC != 0 {
                 return Err(Error::access("a search's hits are read-only"));
@@ -614,7 +647,17 @@ impl Tree {
                 if_backed: false,
             });
         }
-        self.serving();
+        if let Node::UsageRoot | Node::UsageFile(_) = node {
+            let (snapshot, cache) =
+                self.usage_open(&node, writing || flags & libc::O_TRUNC != 0)?;
+            let fh = self.add_handle(OpenFile::Hits(snapshot));
+            return Ok(Opened {
+                fh,
+                cache,
+                backing: false,
+                if_backed: false,
+            });
+        }
         let _moving = matches!(node, Node::SessionCtl(..)).then(|| self.trashing.lock().unwrap());
         let ctl_target = match &node {
             Node::RootCtl => Some(CtlTarget::Root),
@@ -746,7 +789,7 @@ impl Tree {
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         match self.handle(fh).as_deref() {
             Some(OpenFile::View { snap, cached }) => {
-                self.serving();
+                let _served = self.foreground(false);
                 let bytes = snap.read_at(offset, size as usize)?;
                 if let Some((ino, token)) = *cached.lock().unwrap() {
                     let to_end = bytes.len() < size as usize;
@@ -786,6 +829,7 @@ impl Tree {
         writer: Option<u64>,
         done: impl FnOnce(Result<usize>) + Send + 'static,
     ) {
+        let _served = self.foreground(false);
         let handle = self.handle(fh);
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
             return done(Err(Error::new(libc::EBADF, "not open for writing")));
@@ -893,6 +937,11 @@ impl Tree {
                 let size = self.page_cache.listed_size(entry.ino, 0);
                 Some(self.attr(entry.ino, entry.kind, 0o444, size, SystemTime::UNIX_EPOCH))
             }
+            // Likewise `usage/`'s files: a listing counts nothing.
+            Node::UsageFile(_) => Some(Attr {
+                volatile: true,
+                ..self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::now())
+            }),
             // Likewise `conversation.md`: its size is known once it is rendered (a
             // pass over the session), which a plain `ls` should not cost.
             Node::View(ns, dir, ViewKind::Markdown) => {
@@ -950,13 +999,12 @@ impl Tree {
         }
     }
 
-    /// Someone is being served (an open or a read of a session's view, not a search's
-    /// own answers, which are how a build is watched): a search index build lets them
-    /// go first.
-    fn serving(&self) {
-        if let Some(s) = &self.search {
-            s.mount_busy();
-        }
+    /// Someone is being served until the value is dropped: background work lets
+    /// them go first. A search's own answer (`query`) only while it is computed: a
+    /// build is watched through queries, and must not wait after each.
+    fn foreground(&self, query: bool) -> Option<crate::background::Foreground<'_>> {
+        let bg = self.background.as_ref()?;
+        Some(if query { bg.brief() } else { bg.foreground() })
     }
 
     /// After a `ctl` write or flush appended on `ino`: if it is a session's `ctl`, the
@@ -965,6 +1013,12 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
+        if let Ok(Node::RootCtl) = self.node_of(ino)
+            && let Some(search) = &self.search
+        {
+            // A new session: searchable at once, not at the next look at every one.
+            search.sweep_soon();
+        }
         if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
             if let Some(s) = self.sources.iter().find(|s| s.writable()) {
                 s.appended(&ns);

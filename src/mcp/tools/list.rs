@@ -20,8 +20,8 @@ pub struct Args {
     /// cursor or openclaw.
     #[serde(default)]
     pub agent: Option<String>,
-    /// Only sessions of this machine (by the host name sessions carry once they are
-    /// synced across machines; sessions that carry none are this machine's).
+    /// Only sessions recorded on this machine: its host name, or the name a synced
+    /// machine has under fen's peers (every session carries its `host`).
     #[serde(default)]
     pub host: Option<String>,
     /// At most this many sessions, newest first (default 20, at most 200).
@@ -59,22 +59,12 @@ impl Tool for ListSessions {
             .map(|l| serde_json::to_value(&l).expect("a listing serializes"))
             .collect();
         if let Some(host) = host {
-            let here = this_host();
-            let carried = all
-                .iter()
-                .any(|l| l.get("host").is_some_and(|h| !h.is_null()));
-            all.retain(|l| match l.get("host").and_then(|h| h.as_str()) {
-                Some(h) => h.eq_ignore_ascii_case(host),
-                None => here
-                    .as_deref()
-                    .is_some_and(|me| me.eq_ignore_ascii_case(host)),
+            // Every listing carries its host (§12): this machine's name or a peer's.
+            all.retain(|l| {
+                l.get("host")
+                    .and_then(|h| h.as_str())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(host))
             });
-            if !carried {
-                notes.push(format!(
-                    "no session listed carries a host (sessions are not synced from other machines): all are this machine's ({})",
-                    here.as_deref().unwrap_or("its name is unknown")
-                ));
-            }
         }
         let total = all.len();
         let lines: Vec<String> = all.iter().take(limit).map(json_line).collect();
@@ -92,19 +82,4 @@ impl Tool for ListSessions {
             "ask with a lower limit, or narrow with cwd or agent",
         ))
     }
-}
-
-/// This machine's name.
-fn this_host() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    std::str::from_utf8(&buf[..end])
-        .ok()
-        .filter(|s| !s.is_empty())
-        .map(String::from)
 }

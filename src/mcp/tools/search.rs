@@ -50,6 +50,7 @@ impl Tool for SearchSessions {
             cwd: cwd_arg(args.cwd.as_deref())?,
             since_ms: since_arg(args.since.as_deref())?,
             limit: limit_arg(args.limit, crate::search::DEFAULT_LIMIT, MAX_LIMIT)?,
+            host: None,
         };
         let found = history.search(&request)?;
         let hits = &found.answer.hits;
