@@ -793,3 +793,68 @@ proptest! {
         follow(Agent::Copilot, "events.jsonl", &file, &steps_of(&file, &how));
     }
 }
+
+// ---------------------------------------------------------------------------
+// The agents' own files
+// ---------------------------------------------------------------------------
+
+/// The session files the agents themselves wrote (the shared fixtures, and Gemini
+/// CLI's writes while resuming) for the readers that follow appends.
+fn agent_files() -> Vec<(Agent, std::path::PathBuf)> {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.join("../shared/agent-fixtures");
+    let mut out = Vec::new();
+    for (agent, dir) in [
+        (Agent::Claude, root.join("claude")),
+        (Agent::Codex, root.join("codex")),
+        (Agent::Gemini, root.join("gemini")),
+        (Agent::Copilot, root.join("copilot")),
+        (Agent::Openclaw, root.join("openclaw")),
+        (Agent::Gemini, manifest.join("tests/gemini/recorded")),
+    ] {
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    out.push((agent, p));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What the agents wrote, followed as they wrote it (a line at a time, in the
+/// largest files a few lines at a time, every third write torn): the grown
+/// conversation and layout equal a fresh reader's after every write, and most
+/// writes are taken in as growth. (A torn write is given whole: the tail is read on
+/// a copy. So is every line of Claude Code 1.0's inline sidechains, its Task
+/// subagents, which the growth rules refuse.)
+#[test]
+fn the_agents_own_files_grow_as_a_fresh_read() {
+    let files = agent_files();
+    assert!(files.len() > 30, "{}", files.len());
+    let mut total = Counts::default();
+    for (agent, path) in &files {
+        let file = std::fs::read(path).unwrap();
+        let lines = memchr::memchr_iter(b'\n', &file).count();
+        // Each step is checked against a fresh read: at most ~24 steps per file.
+        let every = lines / 24 + 1;
+        let how: Vec<Write> = (0..lines)
+            .map(|k| match (k % every, (k / every) % 3) {
+                (0, 0) => Write::Torn,
+                (0, _) => Write::Whole,
+                _ => Write::WithNext,
+            })
+            .collect();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let counts = follow(*agent, &name, &file, &steps_of(&file, &how));
+        total.grown += counts.grown;
+        total.whole += counts.whole;
+    }
+    assert!(total.grown > total.whole, "{total:?}");
+}
