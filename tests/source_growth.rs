@@ -339,9 +339,38 @@ fn claude_appends_that_extend_the_chain_are_growth() {
     let file = claude_file(&claude_turns(12));
     let steps = steps_of(&file, &[]);
     let counts = follow(Agent::Claude, CLAUDE_NAME, &file, &steps);
-    // Only the first read is whole: every later append extends the chain.
-    assert_eq!(counts.whole, 1, "{counts:?}");
-    assert_eq!(counts.grown, steps.len() - 1);
+    // The first read is whole, and so is the first append: a reader makes what
+    // growth needs once it sees its file grow. Every later append extends the chain.
+    assert_eq!(counts.whole, 2, "{counts:?}");
+    assert_eq!(counts.grown, steps.len() - 2);
+}
+
+/// A reader restored from its saved state (the daemon follows a large file that
+/// way) takes the very next append in as growth, equal to a fresh read.
+#[test]
+fn claude_restored_reader_grows_at_the_next_append() {
+    let file = claude_file(&claude_turns(6));
+    // Before the last turn's answer (then its closing lines).
+    let ends: Vec<usize> = memchr::memchr_iter(b'\n', &file).map(|i| i + 1).collect();
+    let cut = ends[ends.len() - 4];
+    let mut r = reader_for(Agent::Claude, CLAUDE_NAME);
+    let consumed = r.feed(0, &file[..cut]);
+    assert_eq!(consumed as usize, cut);
+    let state = r
+        .save_state()
+        .expect("a Claude Code reader saves its state");
+    let mut r = reader_for(Agent::Claude, CLAUDE_NAME);
+    assert!(r.restore_state(&state));
+    let (before, mark) = r.conversation_since(&[], None);
+    assert!(matches!(before, ConversationUpdate::Whole(_)));
+    r.feed(consumed, &file[cut..]);
+    let (update, _) = r.conversation_since(&[], mark);
+    let ConversationUpdate::Grown(new) = &update else {
+        panic!("the append after a restore was computed whole")
+    };
+    assert!(!new.is_empty());
+    let all = update.apply(before.messages());
+    assert_eq!(all, fresh(Agent::Claude, CLAUDE_NAME, &file).conversation);
 }
 
 #[test]

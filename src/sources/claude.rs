@@ -151,6 +151,9 @@ pub struct ClaudeReader {
     /// restore).
     #[borsh(skip)]
     resumed: KeptCell<u32, Option<Growth>>,
+    /// Restored from a saved state: the daemon follows this file as it grows.
+    #[borsh(skip)]
+    followed: bool,
 }
 
 /// The conversation kept between reads: record numbers of its messages, and what
@@ -237,6 +240,7 @@ impl ClaudeReader {
             records: Vec::new(),
             ids: Ids::default(),
             resumed: KeptCell::default(),
+            followed: false,
         }
     }
 
@@ -294,6 +298,7 @@ impl ClaudeReader {
     /// taken in while they only extend it (`Growth::take`), else it is walked again.
     fn kept(&self) -> MutexGuard<'_, Option<Kept>> {
         let mut kept = self.resumed.lock();
+        let again = kept.is_some();
         if let Some(k) = kept.as_mut() {
             let Resumed {
                 covered,
@@ -314,7 +319,11 @@ impl ClaudeReader {
         }
         if kept.is_none() {
             let all: Vec<&Entry> = self.records.iter().collect();
-            let (chain, growth) = walk(&all, true);
+            // What taking appends in needs (every id, call and response) is made
+            // when the file is seen to grow: from a reader's second walk, or its first
+            // after a restore. A first index walks most files once, and making it
+            // there cost the walk about half again.
+            let (chain, growth) = walk(&all, again || self.followed);
             let order = chain
                 .into_iter()
                 .filter(|&i| role_of(all[i]).is_some())
@@ -481,6 +490,7 @@ impl ForeignReader for ClaudeReader {
         }
         self.ids = ids;
         self.resumed.clear();
+        self.followed = true;
         true
     }
 }
@@ -499,22 +509,23 @@ impl ClaudeReader {
         // Counted without rendering: the same entries `conversation` renders.
         let order = resolved.order();
         let messages = order.len() as u64;
-        let roles = match resolved {
+        let kept_roles = match resolved {
             Resolved::Kept(k) => k
                 .as_ref()
                 .and_then(|k| k.state.as_ref())
-                .map(|g| g.roles.clone())
-                .unwrap_or_default(),
-            _ => {
-                let mut roles = BTreeMap::new();
-                for &i in order {
-                    if let Some(role) = role_of(self.entry(extra, i)) {
-                        *roles.entry(role.to_string()).or_insert(0u64) += 1;
-                    }
-                }
-                roles
-            }
+                .map(|g| g.roles.clone()),
+            _ => None,
         };
+        // A chain walked without what growth needs is counted here.
+        let roles = kept_roles.unwrap_or_else(|| {
+            let mut roles = BTreeMap::new();
+            for &i in order {
+                if let Some(role) = role_of(self.entry(extra, i)) {
+                    *roles.entry(role.to_string()).or_insert(0u64) += 1;
+                }
+            }
+            roles
+        });
         let in_tail = |s: &Option<Seen>| {
             s.as_ref()
                 .filter(|s| s.end + LITE >= size && !s.value.is_empty())
