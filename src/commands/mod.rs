@@ -457,6 +457,8 @@ enum Command {
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Serve the history to agents over the Model Context Protocol on stdio: read-only
     /// tools search_sessions, list_sessions, read_session and resume_command
@@ -829,6 +831,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             prices,
             store,
             sources,
+            peers,
         } => {
             let store = store.existing()?;
             usage::run(
@@ -844,6 +847,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     zone: timezone,
                     prices,
                     foreign: sources.options(),
+                    peers: peers.options(),
                 },
                 store,
             )

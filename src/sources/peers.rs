@@ -18,6 +18,7 @@ use crate::config::{PathMap, PathRule};
 use crate::error::{Error, Result};
 use crate::neutral::{Message, SessionFacts, SessionMessages};
 use crate::store::{Store, layout, naming, open};
+use crate::usage_record::{UnitUsage, UsageLedger, UsageMark, UsageUnit};
 use crate::views::listing::{Listing, render_json, sort_newest_first};
 use crate::views::{Snapshot, ViewKind};
 use std::collections::{BTreeSet, HashMap};
@@ -567,11 +568,129 @@ impl SessionSource for PeerSource {
         read.facts = self.facts_here(read.facts, ns, dir);
         Ok(read)
     }
+
+    /// The wrapped source's usage (§13), each record this peer's: its `host`, its cwd
+    /// as it reads here (a peer's fen store records none; its kept copies of other
+    /// agents' sessions do).
+    fn usage(&self, ledger: &mut dyn UsageLedger) -> Result<()> {
+        let mut here = PeerUsage {
+            ledger,
+            peer: self,
+            host: Arc::from(self.host.as_str()),
+            cwds: HashMap::new(),
+        };
+        self.inner.usage(&mut here)
+    }
+}
+
+/// A peer's usage records on their way to the ledger, made this peer's.
+struct PeerUsage<'a> {
+    ledger: &'a mut dyn UsageLedger,
+    peer: &'a PeerSource,
+    host: Arc<str>,
+    /// Each recorded cwd as mapped here (a unit's records share a few).
+    cwds: HashMap<Arc<str>, Arc<str>>,
+}
+
+impl UsageLedger for PeerUsage<'_> {
+    fn since(&mut self, unit: &UsageUnit) -> Option<UsageMark> {
+        self.ledger.since(unit)
+    }
+
+    fn took(&mut self, unit: &UsageUnit, mut read: UnitUsage) {
+        for r in &mut read.records {
+            r.host = Some(self.host.clone());
+            if let Some(c) = r.cwd.take() {
+                let peer = self.peer;
+                let mapped = self
+                    .cwds
+                    .entry(c)
+                    .or_insert_with_key(|c| Arc::from(peer.mapped_cwd(c)));
+                r.cwd = Some(mapped.clone());
+            }
+        }
+        self.ledger.took(unit, read);
+    }
+
+    fn stop(&self) -> bool {
+        self.ledger.stop()
+    }
+
+    fn pause(&self) {
+        self.ledger.pause()
+    }
+
+    fn workers(&self) -> usize {
+        self.ledger.workers()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peers_usage_is_counted_as_that_machines_in_its_mapped_cwd() {
+        // A Claude Code session of the peer (as its kept copies will bring them),
+        // wrapped as peer `desktop`'s, beside nothing of this machine.
+        let tmp = tempfile::tempdir().unwrap();
+        let claude = tmp.path().join("claude");
+        let folder = claude.join("projects").join("-Users-bob-proj");
+        std::fs::create_dir_all(&folder).unwrap();
+        let line = serde_json::json!({
+            "type": "assistant", "uuid": "u1", "parentUuid": null,
+            "sessionId": "0e0e0e0e-0000-4000-8000-00000000000e", "cwd": "/Users/bob/proj",
+            "timestamp": "2026-03-01T10:00:00.000Z", "requestId": "req_1",
+            "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "done"}],
+                "usage": {"input_tokens": 100, "output_tokens": 20}},
+        });
+        std::fs::write(
+            folder.join("0e0e0e0e-0000-4000-8000-00000000000e.jsonl"),
+            format!("{line}\n"),
+        )
+        .unwrap();
+        let options = super::super::ForeignOptions {
+            detect: false,
+            explicit: vec![super::super::agents::AgentRoot {
+                agent: Agent::Claude,
+                root: claude.clone(),
+            }],
+        };
+        let inner = super::super::foreign_sources(&options, &tmp.path().join("store"), false)
+            .pop()
+            .unwrap();
+        let rules = [PathRule {
+            host: None,
+            from: "/Users/bob".into(),
+            to: "/home/u".into(),
+        }];
+        let peer = PeerSource::wrap(
+            "desktop",
+            &claude,
+            inner,
+            Box::new(|_, _| None),
+            PathMap::for_host(&rules, "desktop"),
+        );
+        let usage = crate::usage::Usage::new(
+            vec![Arc::new(peer)],
+            None,
+            crate::usage::prices::Prices::builtin(),
+        );
+        usage.refresh_all().unwrap();
+        let zone = crate::usage::zone::Zone::parse("UTC").unwrap();
+        let report = |kind| {
+            usage
+                .report(&crate::usage::report::Query::new(kind, zone))
+                .rows
+                .iter()
+                .map(|r| (r.key.clone(), r.sum.tokens.total()))
+                .collect::<Vec<_>>()
+        };
+        use crate::usage::report::Kind;
+        assert_eq!(report(Kind::Host), [("desktop".to_string(), 120)]);
+        assert_eq!(report(Kind::Project), [("/home/u/proj".to_string(), 120)]);
+    }
 
     #[test]
     fn conflict_copies_name_their_session() {
