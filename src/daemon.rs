@@ -2,6 +2,7 @@
 //! systemd's readiness protocol, the notifier and sync threads, clean unmount on
 //! SIGINT/SIGTERM (only of the mount this daemon made), and `fen-fs umount`.
 
+use crate::background::Background;
 use crate::ctl::CtlService;
 use crate::error::{Error, Result};
 use crate::mount_table::{self, MountEntry};
@@ -287,13 +288,19 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut sources: Vec<Arc<dyn SessionSource>> =
         vec![Arc::new(FenSource::watching(store.clone()))];
+    // Every worker beside the mount's requests stops at unmount through this, and lets
+    // the requests go first.
+    let background = Background::new();
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
     for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
         let indexer = foreign.clone();
-        std::thread::Builder::new()
-            .name(format!("fen-index-{}", foreign.agent().name()))
-            .spawn(move || indexer.build_index())
+        let bg = background.clone();
+        background
+            .spawn(
+                &format!("fen-index-{}", foreign.agent().name()),
+                move || indexer.build_index_with(&bg),
+            )
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
     }
@@ -307,6 +314,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         &root,
         &args.mountpoint,
         sources.clone(),
+        background.clone(),
     ));
     // Usage (usage/) is counted once in the background after the mount, then on each
     // open of its files, from what changed.
@@ -315,11 +323,11 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         Some(&root),
         crate::usage::prices::Prices::builtin(),
     ));
-    let usage_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let tree = Arc::new(
         Tree::new(sources.clone(), Some(ctl), uid, gid)
             .with_search(search.clone())
-            .with_usage(usage.clone(), crate::usage::zone::Zone::from_env()),
+            .with_usage(usage.clone(), crate::usage::zone::Zone::from_env())
+            .with_background(background.clone()),
     );
     let status = MountStatus {
         pid: std::process::id(),
@@ -400,15 +408,12 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     if std::env::var_os(USAGE_ENV).is_some_and(|v| v == "off") {
         log::info!("usage is counted only when usage/ is read ({USAGE_ENV}=off)");
     } else {
-        let (usage, stop) = (usage.clone(), usage_stop.clone());
-        let started = std::thread::Builder::new()
-            .name("fen-usage".into())
-            .spawn(move || {
-                let stop = || stop.load(std::sync::atomic::Ordering::Relaxed);
-                // The lead's shared yield primitive goes here: foreground requests first.
-                let pause = || {};
-                crate::usage::count_in_background(&usage, &stop, &pause);
-            });
+        let (usage, bg) = (usage.clone(), background.clone());
+        let started = background.spawn("fen-usage", move || {
+            let stop = || bg.should_stop();
+            let pause = || bg.pause();
+            crate::usage::count_in_background(&usage, &stop, &pause);
+        });
         if let Err(e) = started {
             log::error!("usage thread: {e}");
         }
@@ -420,21 +425,29 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let mut sig = 0;
     // SAFETY: valid set and out-pointer.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    let ends = if sig == libc::SIGUSR1 {
-        true
-    } else {
+    let stopping = std::time::Instant::now();
+    if sig != libc::SIGUSR1 {
         log::info!("signal {sig}: unmounting");
         sd_notify("STOPPING=1");
-        unmount_own(&args.mountpoint, ours.as_ref())
-    };
-    search.stop();
-    usage_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    // Background work stops at its next message and saves what it has; what has not
+    // saved within the budget is left at its last save (the next mount goes on from
+    // there). On a signal this comes before the unmount: once the mount is gone, this
+    // daemon writes nothing more into the store.
+    if !background.stop_and_wait(STOP_BUDGET) {
+        log::info!(
+            "background work still saving after {STOP_BUDGET:?}: its last save stands, \
+             the next mount goes on from there"
+        );
+    }
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
     }
     usage.persist();
     crate::store::atomic::remove_file(&status_file);
+    let ends = sig == libc::SIGUSR1 || unmount_own(&args.mountpoint, ours.as_ref());
+    log::info!("stopped in {:?}", stopping.elapsed());
     if !ends {
         // The session would end by fuser unmounting the path, which may now hold
         // another mount: exit instead; closing /dev/fuse ends this connection only.
@@ -445,6 +458,10 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         Err(e) => Err(Error::io("fuse session", &e)),
     }
 }
+
+/// How long background work gets to stop and save at unmount: `fen-fs umount` (and
+/// SIGTERM) returns within a second whatever the daemon is doing.
+const STOP_BUDGET: Duration = Duration::from_millis(400);
 
 /// `off` turns FUSE passthrough off (transcripts are then read through the daemon).
 pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";

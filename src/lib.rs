@@ -21,6 +21,8 @@ pub use error::{Error, Result};
 #[cfg(feature = "full")]
 pub mod agent;
 #[cfg(feature = "full")]
+pub mod background;
+#[cfg(feature = "full")]
 pub mod commands;
 #[cfg(feature = "full")]
 pub mod config;

@@ -272,7 +272,8 @@ fn a_grown_copy_delivered_by_rename_is_read_on_from_where_it_was() {
     let first = peer
         .each_message_since(ns, &d, MessageMark::default(), &mut |f, _, m| {
             assert_eq!(f.host.as_deref(), Some("mac"));
-            seen.push(m.entry.clone().unwrap_or_default())
+            seen.push(m.entry.clone().unwrap_or_default());
+            std::ops::ControlFlow::Continue(())
         })
         .unwrap();
     assert_eq!(seen.len(), 2);
@@ -281,7 +282,8 @@ fn a_grown_copy_delivered_by_rename_is_read_on_from_where_it_was() {
     seen.clear();
     let next = peer
         .each_message_since(ns, &d, first.mark, &mut |_, _, m| {
-            seen.push(m.entry.clone().unwrap_or_default())
+            seen.push(m.entry.clone().unwrap_or_default());
+            std::ops::ControlFlow::Continue(())
         })
         .unwrap();
     assert!(next.resumed, "read on from the mark");
@@ -296,7 +298,8 @@ fn a_grown_copy_delivered_by_rename_is_read_on_from_where_it_was() {
     seen.clear();
     let again = peer
         .each_message_since(ns, &d, next.mark, &mut |_, _, m| {
-            seen.push(m.entry.clone().unwrap_or_default())
+            seen.push(m.entry.clone().unwrap_or_default());
+            std::ops::ControlFlow::Continue(())
         })
         .unwrap();
     assert!(!again.resumed);

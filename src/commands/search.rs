@@ -74,6 +74,10 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
             eprintln!("fen-fs: indexing: {} of {} sessions", b.indexed, b.sessions)
         })?;
     } else {
+        // Right after a mount its daemon has not yet looked at the sessions (some may
+        // have changed since the index was last written): wait for it a moment, then
+        // say the answer may be partial rather than answer from the old index alone.
+        search.settle(crate::search::SETTLE);
         for label in search.uncovered() {
             eprintln!(
                 "fen-fs: {label} is not indexed by the process that keeps this store's index (a mount without that source): its sessions are left out"

@@ -47,10 +47,12 @@ pub struct Building {
 impl Building {
     pub fn say(&self) -> String {
         if self.sessions == 0 {
-            return "the search index is being built (finding the sessions first): results may be incomplete".into();
+            // A first build, or the index as the last mount left it, not yet checked
+            // against the sessions by this one.
+            return "the search index is being brought up to date (looking for new and changed sessions first): results may be incomplete".into();
         }
         format!(
-            "the search index is being built ({} of {} sessions so far): results may be incomplete",
+            "the search index is being brought up to date ({} of {} sessions so far): results may be incomplete",
             self.indexed, self.sessions
         )
     }

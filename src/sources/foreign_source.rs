@@ -274,7 +274,11 @@ impl SessionSource for ForeignSource {
         ns: &str,
         dir: &str,
         since: super::MessageMark,
-        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+        each: &mut dyn FnMut(
+            &crate::neutral::SessionFacts,
+            u64,
+            crate::neutral::Message,
+        ) -> super::ControlFlow<()>,
     ) -> Result<super::SinceRead> {
         self.neutral_since(ns, dir, since, each)
     }

@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::neutral::{Message, SessionFacts, SessionMessages};
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
+pub use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -147,23 +148,30 @@ pub trait SessionSource: Send + Sync {
     /// `each` gets only the messages after it. `each` is given each message's place
     /// among all of them, so a caller sees where reading started. A session that
     /// grows by a line must not cost a reading of all of it (search follows
-    /// sessions of hundreds of MB as they grow). By default every message is read.
+    /// sessions of hundreds of MB as they grow).
+    ///
+    /// `each` returns `Break` to stop early (background work asked to stop, or a slice
+    /// of a huge session done): the source stops at the next place a later reading
+    /// can go on from (messages given until then still count), and the returned mark
+    /// says where (`SinceRead::stopped`). By default every message is read, and
+    /// none can be skipped by a later reading.
     fn each_message_since(
         &self,
         ns: &str,
         dir: &str,
         _since: MessageMark,
-        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+        each: &mut dyn FnMut(&SessionFacts, u64, Message) -> ControlFlow<()>,
     ) -> Result<SinceRead> {
         let mut at = 0u64;
         let facts = self.each_message(ns, dir, true, &mut |f, m| {
-            each(f, at, m);
+            let _ = each(f, at, m);
             at += 1;
         })?;
         Ok(SinceRead {
             facts,
             resumed: false,
             mark: MessageMark::default(),
+            stopped: false,
         })
     }
 
@@ -210,6 +218,9 @@ pub struct SinceRead {
     pub resumed: bool,
     /// Where this reading ended.
     pub mark: MessageMark,
+    /// It stopped before the last message, as `each` asked: `mark` is where the
+    /// next reading goes on from.
+    pub stopped: bool,
 }
 
 /// Which other agents' stores to show: detected roots (unless `detect` is off), with

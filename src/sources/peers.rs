@@ -555,7 +555,7 @@ impl SessionSource for PeerSource {
         ns: &str,
         dir: &str,
         since: MessageMark,
-        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+        each: &mut dyn FnMut(&SessionFacts, u64, Message) -> std::ops::ControlFlow<()>,
     ) -> Result<SinceRead> {
         let (n, d) = self.resolve(ns, dir)?;
         let mut facts = None;

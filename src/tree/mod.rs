@@ -97,6 +97,8 @@ pub struct Tree {
     search: Option<Arc<crate::search::Search>>,
     /// The `usage/` folder.
     usage: Option<usage::UsageFolder>,
+    /// The daemon's background work, which lets the requests served here go first.
+    background: Option<crate::background::Background>,
 }
 
 impl Tree {
@@ -122,6 +124,7 @@ impl Tree {
             trashing: Mutex::new(()),
             search: None,
             usage: None,
+            background: None,
         }
     }
 
@@ -133,6 +136,13 @@ impl Tree {
         zone: crate::usage::zone::Zone,
     ) -> Self {
         self.usage = Some(usage::UsageFolder::new(usage, zone));
+        self
+    }
+
+    /// The same tree, marking the requests it serves (opens, reads, appends, queries)
+    /// for `background` work to let them go first.
+    pub fn with_background(mut self, background: crate::background::Background) -> Self {
+        self.background = Some(background);
         self
     }
 
@@ -623,6 +633,7 @@ impl Tree {
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let _served = self.foreground(matches!(node, Node::SearchHits(_)));
         if let Node::SearchHits(_) = node {
             if writing || flags & libc::O_TRUNC != 0 {
                 return Err(Error::access("a search's hits are read-only"));
@@ -647,7 +658,6 @@ impl Tree {
                 if_backed: false,
             });
         }
-        self.serving();
         let _moving = matches!(node, Node::SessionCtl(..)).then(|| self.trashing.lock().unwrap());
         let ctl_target = match &node {
             Node::RootCtl => Some(CtlTarget::Root),
@@ -779,7 +789,7 @@ impl Tree {
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         match self.handle(fh).as_deref() {
             Some(OpenFile::View { snap, cached }) => {
-                self.serving();
+                let _served = self.foreground(false);
                 let bytes = snap.read_at(offset, size as usize)?;
                 if let Some((ino, token)) = *cached.lock().unwrap() {
                     let to_end = bytes.len() < size as usize;
@@ -819,6 +829,7 @@ impl Tree {
         writer: Option<u64>,
         done: impl FnOnce(Result<usize>) + Send + 'static,
     ) {
+        let _served = self.foreground(false);
         let handle = self.handle(fh);
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
             return done(Err(Error::new(libc::EBADF, "not open for writing")));
@@ -988,13 +999,12 @@ impl Tree {
         }
     }
 
-    /// Someone is being served (an open or a read of a session's view, not a search's
-    /// own answers, which are how a build is watched): a search index build lets them
-    /// go first.
-    fn serving(&self) {
-        if let Some(s) = &self.search {
-            s.mount_busy();
-        }
+    /// Someone is being served until the value is dropped: background work lets
+    /// them go first. A search's own answer (`query`) only while it is computed: a
+    /// build is watched through queries, and must not wait after each.
+    fn foreground(&self, query: bool) -> Option<crate::background::Foreground<'_>> {
+        let bg = self.background.as_ref()?;
+        Some(if query { bg.brief() } else { bg.foreground() })
     }
 
     /// After a `ctl` write or flush appended on `ino`: if it is a session's `ctl`, the
@@ -1003,6 +1013,12 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
+        if let Ok(Node::RootCtl) = self.node_of(ino)
+            && let Some(search) = &self.search
+        {
+            // A new session: searchable at once, not at the next look at every one.
+            search.sweep_soon();
+        }
         if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
             if let Some(s) = self.sources.iter().find(|s| s.writable()) {
                 s.appended(&ns);

@@ -184,7 +184,11 @@ impl SessionSource for FenSource {
         ns: &str,
         dir: &str,
         since: super::MessageMark,
-        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+        each: &mut dyn FnMut(
+            &crate::neutral::SessionFacts,
+            u64,
+            crate::neutral::Message,
+        ) -> super::ControlFlow<()>,
     ) -> Result<super::SinceRead> {
         let read = messages::each_message_since(&*self.store.session(ns, dir)?, since, each);
         self.store.release_if_idle(ns, dir);
