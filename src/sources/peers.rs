@@ -630,69 +630,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_peers_usage_is_counted_as_that_machines_in_its_mapped_cwd() {
-        // A Claude Code session of the peer (as its kept copies will bring them),
-        // wrapped as peer `desktop`'s, beside nothing of this machine.
-        let tmp = tempfile::tempdir().unwrap();
-        let claude = tmp.path().join("claude");
-        let folder = claude.join("projects").join("-Users-bob-proj");
-        std::fs::create_dir_all(&folder).unwrap();
-        let line = serde_json::json!({
-            "type": "assistant", "uuid": "u1", "parentUuid": null,
-            "sessionId": "0e0e0e0e-0000-4000-8000-00000000000e", "cwd": "/Users/bob/proj",
-            "timestamp": "2026-03-01T10:00:00.000Z", "requestId": "req_1",
-            "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
-                "content": [{"type": "text", "text": "done"}],
-                "usage": {"input_tokens": 100, "output_tokens": 20}},
-        });
-        std::fs::write(
-            folder.join("0e0e0e0e-0000-4000-8000-00000000000e.jsonl"),
-            format!("{line}\n"),
-        )
-        .unwrap();
-        let options = super::super::ForeignOptions {
-            detect: false,
-            explicit: vec![super::super::agents::AgentRoot {
-                agent: Agent::Claude,
-                root: claude.clone(),
-            }],
-        };
-        let inner = super::super::foreign_sources(&options, &tmp.path().join("store"), false)
-            .pop()
-            .unwrap();
-        let rules = [PathRule {
-            host: None,
-            from: "/Users/bob".into(),
-            to: "/home/u".into(),
-        }];
-        let peer = PeerSource::wrap(
-            "desktop",
-            &claude,
-            inner,
-            Box::new(|_, _| None),
-            PathMap::for_host(&rules, "desktop"),
-        );
-        let usage = crate::usage::Usage::new(
-            vec![Arc::new(peer)],
-            None,
-            crate::usage::prices::Prices::builtin(),
-        );
-        usage.refresh_all().unwrap();
-        let zone = crate::usage::zone::Zone::parse("UTC").unwrap();
-        let report = |kind| {
-            usage
-                .report(&crate::usage::report::Query::new(kind, zone))
-                .rows
-                .iter()
-                .map(|r| (r.key.clone(), r.sum.tokens.total()))
-                .collect::<Vec<_>>()
-        };
-        use crate::usage::report::Kind;
-        assert_eq!(report(Kind::Host), [("desktop".to_string(), 120)]);
-        assert_eq!(report(Kind::Project), [("/home/u/proj".to_string(), 120)]);
-    }
-
-    #[test]
     fn conflict_copies_name_their_session() {
         let d = "2026-01-02T03-04-05-006Z_0193abcd";
         assert_eq!(
