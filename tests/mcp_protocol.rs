@@ -654,7 +654,10 @@ fn usage_gives_the_rows_of_fen_fs_usage_and_refuses_bad_arguments() {
             .map(|r| r["total_tokens"].as_u64().unwrap())
             .sum();
         assert_eq!(total_note(&text), (rows.len(), sum), "{report}: {text}");
-        assert!(text.contains("note: days in UTC; prices: LiteLLM"), "{text}");
+        assert!(
+            text.contains("note: days in UTC; prices: LiteLLM"),
+            "{text}"
+        );
     }
     assert_eq!(
         json_lines(&c.ok("usage", json!({}))),
@@ -682,12 +685,7 @@ fn usage_gives_the_rows_of_fen_fs_usage_and_refuses_bad_arguments() {
         ),
         (
             json!({"report": "monthly", "breakdown": true, "timezone": "America/New_York"}),
-            &[
-                "monthly",
-                "--breakdown",
-                "--timezone",
-                "America/New_York",
-            ],
+            &["monthly", "--breakdown", "--timezone", "America/New_York"],
         ),
         (
             json!({"report": "model", "host": "laptop", "since": "7d"}),
@@ -706,12 +704,18 @@ fn usage_gives_the_rows_of_fen_fs_usage_and_refuses_bad_arguments() {
     assert_eq!(periods, ["2026-03-04", "2026-03-05", "2026-03-06"]);
     let none = c.ok("usage", json!({"host": "elsewhere"}));
     assert!(json_lines(&none).is_empty());
-    assert!(none.contains("note: no usage recorded with these filters"), "{none}");
+    assert!(
+        none.contains("note: no usage recorded with these filters"),
+        "{none}"
+    );
 
     // A bad argument is a tool error naming it; the server goes on.
     let bad: &[(Value, &str)] = &[
         (json!({"report": "yearly"}), "unknown variant `yearly`"),
-        (json!({"since": "yesterday"}), "argument since: \"yesterday\" is not a date"),
+        (
+            json!({"since": "yesterday"}),
+            "argument since: \"yesterday\" is not a date",
+        ),
         (json!({"until": "2026-13-01"}), "argument until"),
         (
             json!({"since": "2026-03-06", "until": "2026-03-04"}),
@@ -890,7 +894,10 @@ fn another_machines_sessions_are_listed_searched_read_resumed_and_counted() {
     let hosts = json_lines(&c.ok("usage", json!({"report": "host"})));
     let names: Vec<&str> = hosts.iter().map(|r| r["host"].as_str().unwrap()).collect();
     assert_eq!(names, ["laptop"]);
-    assert!(c.ok("usage", json!({"host": "desktop"})).contains("no usage recorded"));
+    assert!(
+        c.ok("usage", json!({"host": "desktop"}))
+            .contains("no usage recorded")
+    );
 
     // resume_command: it goes on here as a new session, by the command that also
     // knows the peers; nothing is run.
@@ -913,7 +920,11 @@ fn another_machines_sessions_are_listed_searched_read_resumed_and_counted() {
         "{codex}"
     );
     assert!(c.finish().success());
-    assert_eq!(snapshot(&peers), before, "something was written under peers/");
+    assert_eq!(
+        snapshot(&peers),
+        before,
+        "something was written under peers/"
+    );
     assert_eq!(fen_fs_list_count(&w), 4, "resume_command wrote a session");
 
     // The printed command works as printed: a new fen session here, in the mapped cwd.
@@ -930,12 +941,22 @@ fn another_machines_sessions_are_listed_searched_read_resumed_and_counted() {
     );
     let mine = fen_fs()
         .env("FEN_FS_HOST", "laptop")
-        .args(["list", "--json", "--cwd", "/home/u/proj", "--no-detect", "--store"])
+        .args([
+            "list",
+            "--json",
+            "--cwd",
+            "/home/u/proj",
+            "--no-detect",
+            "--store",
+        ])
         .arg(&w.store)
         .output()
         .unwrap();
     let mine: Vec<Value> = serde_json::from_slice(&mine.stdout).unwrap();
     assert_eq!(mine.len(), 1, "{mine:?}");
-    assert_eq!((&mine[0]["agent"], &mine[0]["host"]), (&json!("fen"), &json!("laptop")));
+    assert_eq!(
+        (&mine[0]["agent"], &mine[0]["host"]),
+        (&json!("fen"), &json!("laptop"))
+    );
     assert_eq!(snapshot(&peers), before);
 }

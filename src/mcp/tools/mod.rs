@@ -105,7 +105,12 @@ mod tests {
         );
         assert!(limit_arg(Some(101), 20, 100).is_err());
         assert_eq!(host_arg(Some(" mac ")).unwrap().as_deref(), Some("mac"));
-        assert!(host_arg(Some("")).unwrap_err().0.starts_with("argument host"));
+        assert!(
+            host_arg(Some(""))
+                .unwrap_err()
+                .0
+                .starts_with("argument host")
+        );
         assert!(since_arg(Some("7d")).unwrap().is_some());
         assert!(
             since_arg(Some("yesterday"))

@@ -148,12 +148,14 @@ impl Tool for UsageReport {
             ));
         }
         let hint = "narrow with since, until, agent, cwd or host, or ask for a coarser report (weekly, monthly) or without breakdown";
-        Ok(if matches!(kind, Kind::Daily | Kind::Weekly | Kind::Monthly) {
-            // The latest periods matter most.
-            last_lines_answer(&lines, &notes, hint)
-        } else {
-            lines_answer(&lines, &notes, hint)
-        })
+        Ok(
+            if matches!(kind, Kind::Daily | Kind::Weekly | Kind::Monthly) {
+                // The latest periods matter most.
+                last_lines_answer(&lines, &notes, hint)
+            } else {
+                lines_answer(&lines, &notes, hint)
+            },
+        )
     }
 }
 
