@@ -541,13 +541,17 @@ fn without_a_store_folder_the_index_is_kept_in_memory_and_nothing_is_created() {
     let w = world();
     let state = w.tmp.path().join("state");
     std::fs::create_dir(&state).unwrap();
+    // fen-fs's cache folder, where `fen-fs usage` keeps ledgers without a store.
+    let cache = w.tmp.path().join("cache");
     let mut cmd = fen_fs();
-    cmd.env("XDG_STATE_HOME", &state).args([
-        "mcp",
-        "--no-detect",
-        "--source",
-        &format!("claude={}", w.claude.display()),
-    ]);
+    cmd.env("XDG_STATE_HOME", &state)
+        .env("XDG_CACHE_HOME", &cache)
+        .args([
+            "mcp",
+            "--no-detect",
+            "--source",
+            &format!("claude={}", w.claude.display()),
+        ]);
     let (mut c, _) = Client::start(cmd);
     let hits = c.ok("search_sessions", json!({"query": "zephyrine"}));
     assert_eq!(ids(&hits).len(), 2, "{hits}");
@@ -560,12 +564,17 @@ fn without_a_store_folder_the_index_is_kept_in_memory_and_nothing_is_created() {
         2
     );
     assert_eq!(json_lines(&c.ok("list_sessions", json!({}))).len(), 3);
+    // Usage is counted in memory too (its ledgers are used where they exist, never
+    // made).
+    let usage = c.ok("usage", json!({"report": "agent"}));
+    assert!(usage.contains("note: total of the 1 row(s)"), "{usage}");
     assert!(c.finish().success());
     assert_eq!(
         std::fs::read_dir(&state).unwrap().count(),
         0,
         "the default store was created"
     );
+    assert!(!cache.exists(), "fen-fs's cache folder was created");
 }
 
 #[test]

@@ -148,7 +148,9 @@ impl History {
                     open.usage.clone()
                 }
                 None => {
-                    let cache = crate::usage::ledger_root(&self.store.root);
+                    // Where `fen-fs usage` keeps them, never made: the server creates
+                    // nothing (without a store they are kept in memory).
+                    let cache = crate::usage::existing_ledger_root(&self.store.root);
                     let usage = Arc::new(Usage::new(
                         self.sources(),
                         cache.as_deref(),

@@ -79,6 +79,19 @@ pub fn ledger_root(store_root: &Path) -> Option<PathBuf> {
     made.is_ok().then_some(dir)
 }
 
+/// `ledger_root` for a process that must create nothing (the MCP server without a
+/// store): the store, else fen-fs's cache folder if it exists; `None` keeps the counts
+/// in memory.
+pub fn existing_ledger_root(store_root: &Path) -> Option<PathBuf> {
+    if store_root.is_dir() {
+        return Some(store_root.to_path_buf());
+    }
+    let dir = crate::store::layout::xdg_cache_dir();
+    std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(dir)
+}
+
 impl Usage {
     /// The usage of `sources`, its ledgers kept under `cache_root` (a store root; its
     /// `.fen-cache`) when given.
