@@ -38,6 +38,9 @@ pub struct MountOptions {
     pub nonempty: bool,
     /// Which other agents' stores to show beside fen's own.
     pub foreign: crate::sources::ForeignOptions,
+    /// Keep copies of the other agents' sessions (§11); of these agents only, if set.
+    pub keep: bool,
+    pub keep_agents: Option<Vec<crate::agent::Agent>>,
 }
 
 fn os_error(what: impl std::fmt::Display) -> Error {
@@ -176,6 +179,12 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     if !args.foreign.detect {
         cmd.arg("--no-detect");
     }
+    if !args.keep {
+        cmd.arg("--no-keep");
+    }
+    for a in args.keep_agents.iter().flatten() {
+        cmd.arg("--keep-agent").arg(a.name());
+    }
     for r in &args.foreign.explicit {
         let mut spec = std::ffi::OsString::from(format!("{}=", r.agent.name()));
         spec.push(&r.root);
@@ -280,7 +289,11 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         vec![Arc::new(FenSource::watching(store.clone()))];
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
+    let mut live_foreign = Vec::new();
     for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
+        if foreign.kept_copies().is_none() {
+            live_foreign.push(foreign.clone());
+        }
         let indexer = foreign.clone();
         std::thread::Builder::new()
             .name(format!("fen-index-{}", foreign.agent().name()))
@@ -300,16 +313,17 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         pid: std::process::id(),
         mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
         passthrough: String::new(),
-        sources: sources
+        sources: live_foreign
             .iter()
-            .filter(|s| !s.writable())
             .map(|s| (s.agent(), s.root().to_path_buf()))
             .collect(),
+        keeping: keeping_at_start(&args),
     };
     let status_file = crate::store::layout::mount_status_file(&root, status.pid);
+    let status = Arc::new(Mutex::new(status));
     let passthrough = {
         let status_file = status_file.clone();
-        let status = Mutex::new(status);
+        let status = status.clone();
         crate::fuse::Passthrough::new(move |state| {
             let mut s = status.lock().unwrap();
             s.passthrough = state.to_string();
@@ -372,6 +386,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
+    let keeper = start_keeper(&args, &root, live_foreign, &status, &status_file)?;
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -387,6 +402,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         unmount_own(&args.mountpoint, ours.as_ref())
     };
     search.stop();
+    if let Some(k) = keeper {
+        k.stop();
+    }
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
@@ -400,6 +418,93 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     match mounted.join() {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Error::io("fuse session", &e)),
+    }
+}
+
+/// What `fen-fs status` says of keeping before the keeper says more.
+fn keeping_at_start(args: &MountOptions) -> String {
+    if !args.keep {
+        "off (-o nokeep)".into()
+    } else if crate::keep::off_by_env() {
+        format!("off ({}=off)", crate::keep::KEEP_ENV)
+    } else {
+        "starting".into()
+    }
+}
+
+/// The keeper's thread, and how to stop it.
+struct KeeperThread {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl KeeperThread {
+    /// Asks the keeper to stop (at the next session, or a line's end inside a long
+    /// copy, committing what it has) and waits a little for it: an unmount is never
+    /// held up for long; what it had not committed is undone on the next start.
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.done.recv_timeout(Duration::from_millis(900));
+    }
+}
+
+/// Starts keeping the other agents' sessions (§11) in the background, unless turned
+/// off.
+fn start_keeper(
+    args: &MountOptions,
+    root: &Path,
+    live: Vec<Arc<crate::sources::foreign_source::ForeignSource>>,
+    status: &Arc<Mutex<MountStatus>>,
+    status_file: &crate::store::layout::CacheFile,
+) -> Result<Option<KeeperThread>> {
+    if !args.keep || crate::keep::off_by_env() {
+        log::info!("keeping is off");
+        return Ok(None);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, done) = std::sync::mpsc::channel();
+    let bg = crate::keep::Background {
+        stop: {
+            let stop = stop.clone();
+            Arc::new(move || stop.load(std::sync::atomic::Ordering::Relaxed))
+        },
+        // The shared yield to foreground requests is wired here when it lands.
+        pause: Arc::new(|| {}),
+        status: {
+            let status = status.clone();
+            let file = status_file.clone();
+            Arc::new(move |state: &str| {
+                let mut s = status.lock().unwrap();
+                if s.keeping != state {
+                    s.keeping = state.to_string();
+                    s.write(&file);
+                }
+            })
+        },
+    };
+    let root = root.to_path_buf();
+    let options = crate::keep::KeepOptions {
+        agents: args.keep_agents.clone(),
+    };
+    std::thread::Builder::new()
+        .name("fen-keep".into())
+        .spawn(move || {
+            lower_priority();
+            crate::keep::run(root, live, options, bg);
+            let _ = tx.send(());
+        })
+        .map_err(|e| Error::io("keeper thread", &e))?;
+    Ok(Some(KeeperThread { stop, done }))
+}
+
+/// The calling thread at a lower CPU priority and in the idle I/O class: keeping
+/// never takes what a request is waiting for.
+fn lower_priority() {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
     }
 }
 
@@ -418,6 +523,10 @@ pub struct MountStatus {
     pub passthrough: String,
     /// The other agents' stores it shows.
     pub sources: Vec<(crate::agent::Agent, PathBuf)>,
+    /// Keeping copies of their sessions (§11): `on`, `off (...)`, `paused: disk full
+    /// since ...`.
+    #[serde(default)]
+    pub keeping: String,
 }
 
 impl MountStatus {

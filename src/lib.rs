@@ -27,6 +27,8 @@ pub mod daemon;
 #[cfg(feature = "full")]
 pub mod fuse;
 #[cfg(feature = "full")]
+pub mod keep;
+#[cfg(feature = "full")]
 pub mod mount_table;
 #[cfg(feature = "full")]
 pub mod neutral;

@@ -57,6 +57,7 @@ impl Fake {
             source_path: self.root.join(id),
             resumable: true,
             not_resumable_reason: None,
+            ..Default::default()
         };
         let stat = SessionStat {
             size,

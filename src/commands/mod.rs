@@ -1,6 +1,7 @@
 //! The `fen-fs` command line: with `main.rs`, the only users of `clap`. Each command
 //! parses its options here and calls the library; the work is done there.
 
+pub mod keep;
 pub mod list;
 pub mod resume;
 pub mod search;
@@ -135,9 +136,15 @@ struct MountArgs {
     nonempty: bool,
     #[command(flatten)]
     sources: SourceArgs,
+    /// Do not keep copies of other agents' sessions (also FEN_FS_KEEP=off).
+    #[arg(long)]
+    no_keep: bool,
+    /// Keep copies of this agent's sessions only (repeatable; default: every agent).
+    #[arg(long = "keep-agent", value_name = "KIND", value_parser = keep::parse_agent)]
+    keep_agents: Vec<crate::agent::Agent>,
     /// Mount options, comma-separated, as mount(8) and /etc/fstab pass them:
     /// fsync=MODE, allow_other, threads=N, log_file=FILE, max_entry_bytes=N,
-    /// store=DIR, no_detect, nonempty; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
+    /// store=DIR, no_detect, nonempty, nokeep, keep_agent=KIND; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
     #[arg(short = 'o', value_name = "OPTS", value_delimiter = ',')]
     mount_options: Vec<String>,
 }
@@ -191,6 +198,10 @@ impl MountArgs {
                 "no_detect" => self.sources.no_detect = true,
                 "foreground" => self.foreground = true,
                 "nonempty" => self.nonempty = true,
+                "nokeep" | "no_keep" => self.no_keep = true,
+                "keep_agent" => self
+                    .keep_agents
+                    .push(keep::parse_agent(&need(value)?).map_err(bad)?),
                 k if GENERIC_OPTIONS.contains(&k) => {}
                 _ => return Err(crate::Error::invalid(format!("unknown mount option {opt}"))),
             }
@@ -210,6 +221,8 @@ impl MountArgs {
             max_entry_bytes: self.max_entry_bytes,
             nonempty: self.nonempty,
             foreign: self.sources.options(),
+            keep: !self.no_keep,
+            keep_agents: (!self.keep_agents.is_empty()).then_some(self.keep_agents),
         }
     }
 }
@@ -321,6 +334,20 @@ enum Command {
         /// Only messages since DATE (2026-11-01) or in the last DURATION (7d, 12h).
         #[arg(long, value_name = "DATE", value_parser = search::parse_since)]
         since: Option<i64>,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Bring the kept copies of every other agent's session up to date once (as a
+    /// mounted daemon does all the time), and say what was kept. For a timer.
+    Keep {
+        /// Keep this agent's sessions only (repeatable; default: every agent).
+        #[arg(long = "keep-agent", value_name = "KIND", value_parser = keep::parse_agent)]
+        keep_agents: Vec<crate::agent::Agent>,
+        /// Only the summary line.
+        #[arg(long, short = 'q')]
+        quiet: bool,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -611,6 +638,17 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             };
             search::run(args, store)
         }
+        Command::Keep {
+            keep_agents,
+            quiet,
+            store,
+            sources,
+        } => keep::run(keep::Args {
+            store_root: store.root(),
+            foreign: sources.options(),
+            agents: (!keep_agents.is_empty()).then_some(keep_agents),
+            quiet,
+        }),
         Command::Fsck { session, store } => {
             let store = store.existing()?;
             let report = crate::check::check_store(&store, session.as_deref())?;

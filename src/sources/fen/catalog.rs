@@ -413,6 +413,7 @@ mod tests {
             updated_at: Some("2026-01-01T00:00:00Z".into()),
             messages: 3,
             agent: Default::default(),
+            ..Default::default()
         };
         let json = render_json(&[l("b", "x \"q\" {[ \\"), l("a\"\\\n", "y")]);
         let got = dirs(std::str::from_utf8(&json).unwrap());

@@ -213,6 +213,7 @@ fn facts_of(session: &Session, idx: &SessionIndex) -> SessionFacts {
         source_path: session.path.clone(),
         resumable: true,
         not_resumable_reason: None,
+        ..SessionFacts::default()
     }
 }
 

@@ -1,0 +1,88 @@
+//! `fen-fs keep`: brings every kept copy up to date once, without a mount (for a
+//! timer), and says what it kept.
+
+use crate::agent::Agent;
+use crate::keep::{KeepOptions, Keeper, human_size};
+use crate::sources::ForeignOptions;
+use crate::store::Store;
+use crate::store::durability::FsyncMode;
+use crate::store::kept::Control;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub struct Args {
+    pub store_root: PathBuf,
+    pub foreign: ForeignOptions,
+    pub agents: Option<Vec<Agent>>,
+    /// Only the summary line, not one line per copy.
+    pub quiet: bool,
+}
+
+/// `KIND` of `--keep-agent` (any agent fen-fs reads but fen itself).
+pub fn parse_agent(s: &str) -> Result<Agent, String> {
+    Agent::from_kind(s).ok_or_else(|| {
+        "one of pi, claude, codex, opencode, gemini, copilot, cursor, openclaw".into()
+    })
+}
+
+pub fn run(args: Args) -> crate::Result<ExitCode> {
+    let created = std::fs::symlink_metadata(&args.store_root).is_err();
+    Store::open(&args.store_root, FsyncMode::default())?;
+    if created {
+        eprintln!(
+            "fen-fs: created a new store at {}",
+            args.store_root.display()
+        );
+    }
+    let live: Vec<_> = crate::sources::foreign_sources(&args.foreign, &args.store_root, false)
+        .into_iter()
+        .filter(|s| s.kept_copies().is_none())
+        .collect();
+    std::thread::scope(|scope| {
+        for s in &live {
+            scope.spawn(|| s.build_index());
+        }
+    });
+    let options = KeepOptions {
+        agents: args.agents.clone(),
+    };
+    let Some(keeper) = Keeper::new(&args.store_root, live.clone(), options)? else {
+        println!(
+            "another keeper (a mount of this store, or another fen-fs keep) is keeping {}; nothing done",
+            args.store_root.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    let started = std::time::Instant::now();
+    let report = keeper.pass(&Control::none());
+    // The indexes, so that the next run (or mount) need not read unchanged files.
+    for s in &live {
+        crate::sources::SessionSource::persist(s.as_ref());
+    }
+    if !args.quiet {
+        for line in &report.lines {
+            println!("{line}");
+        }
+    }
+    let (disk, held) = keeper.sizes();
+    println!(
+        "kept in {:.1?}: {}; {} copies take {} for {} of sessions, in {}",
+        started.elapsed(),
+        report.say(),
+        keeper.copies().len(),
+        human_size(disk),
+        human_size(held),
+        crate::store::layout::kept_dir(&args.store_root).display()
+    );
+    for f in &report.failed {
+        eprintln!("fen-fs: keep: {f}");
+    }
+    if report.disk_full {
+        eprintln!("fen-fs: keep: the disk is full; run fen-fs keep again once there is room");
+    }
+    Ok(if report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,965 @@
+//! Keeping every session (§11): a copy of every other agent's session the sources
+//! show, in `<store>/.kept/` (`store::kept`), brought up to date from what the
+//! sources yield (a session file's bytes, a database session's dump), never from an
+//! agent's format.
+//!
+//! One pass looks at every session of every source: a new one is copied whole; one
+//! that only grew gets its new bytes appended, once the copy proves it belongs to the
+//! source (same file, same first and last 4 KiB of the bytes kept; another file with
+//! the same bytes, compared whole, is adopted); anything else starts a new generation
+//! of the copy, keeping the earlier one as a version, unless the session is one the
+//! agent rewrites whole (a database's rows, a JSON file) and the new bytes still hold
+//! every message the copy held. A session that is no longer there is marked gone. A
+//! copy quiet for an hour is compressed.
+//!
+//! Work is written in batches: the batch's bytes are synced once (`syncfs`), then
+//! each copy's record is committed. A pass stops at the next session (or at a line's
+//! end inside a long copy) when asked, committing what it has. Only one keeper per
+//! store writes (`.fen-cache/keep.lock`).
+
+pub mod restore;
+
+use crate::agent::Agent;
+use crate::error::{Error, Result};
+use crate::sources::SessionSource;
+use crate::sources::foreign_source::{ForeignSource, ToKeep};
+use crate::store::index::{FileStamp, content_check};
+use crate::store::kept::{self, Control, KeptRecord, KeptStore, SourceProof, Staged};
+use crate::store::lock::HeldFile;
+use crate::store::naming;
+use crate::store::open::Dir;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A session whose source has not changed for this long is kept compressed.
+pub const QUIET: Duration = Duration::from_secs(3600);
+/// A record's `last_seen` is brought up to date this often while its source is there.
+const SEEN_EVERY: Duration = Duration::from_secs(3600);
+/// A batch is synced and committed at this many bytes, copies or seconds.
+const BATCH_BYTES: u64 = 64 << 20;
+const BATCH_COPIES: usize = 512;
+const BATCH_TIME: Duration = Duration::from_secs(1);
+
+/// `FEN_FS_KEEP=off` in `mount`'s environment: no keeper.
+pub const KEEP_ENV: &str = "FEN_FS_KEEP";
+
+/// Whether the environment turns keeping off.
+pub fn off_by_env() -> bool {
+    std::env::var_os(KEEP_ENV).is_some_and(|v| v == "off" || v == "0" || v == "no")
+}
+
+/// Which agents' sessions to keep (`--keep-agent`): all when `None`.
+#[derive(Debug, Clone, Default)]
+pub struct KeepOptions {
+    pub agents: Option<Vec<Agent>>,
+}
+
+impl KeepOptions {
+    fn keeps(&self, agent: Agent) -> bool {
+        self.agents.as_ref().is_none_or(|a| a.contains(&agent))
+    }
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// Copies made, grown, given a new version, replaced whole (no message lost),
+    /// compressed; sources found gone, and back.
+    pub new: usize,
+    pub grew: usize,
+    pub versions: usize,
+    pub replaced: usize,
+    pub compressed: usize,
+    pub gone: usize,
+    pub back: usize,
+    /// Bytes of sessions copied.
+    pub bytes: u64,
+    /// One line per copy changed, for people.
+    pub lines: Vec<String>,
+    /// Sessions that could not be kept, and why.
+    pub failed: Vec<String>,
+    /// The disk filled up: the pass stopped there.
+    pub disk_full: bool,
+    /// Asked to stop: the pass ended early.
+    pub stopped: bool,
+}
+
+impl Report {
+    pub fn changed(&self) -> usize {
+        self.new
+            + self.grew
+            + self.versions
+            + self.replaced
+            + self.compressed
+            + self.gone
+            + self.back
+    }
+
+    /// One line for the log and for `fen-fs keep`.
+    pub fn say(&self) -> String {
+        format!(
+            "{} new, {} grew, {} new versions, {} replaced, {} compressed, {} gone, {} back ({})",
+            self.new,
+            self.grew,
+            self.versions,
+            self.replaced,
+            self.compressed,
+            self.gone,
+            self.back,
+            human_size(self.bytes)
+        )
+    }
+}
+
+pub fn human_size(n: u64) -> String {
+    match n {
+        n if n < 1 << 10 => format!("{n} B"),
+        n if n < 1 << 20 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n if n < 1 << 30 => format!("{:.1} MiB", n as f64 / (1 << 20) as f64),
+        n => format!("{:.1} GiB", n as f64 / (1 << 30) as f64),
+    }
+}
+
+/// One kept copy as the keeper knows it.
+#[derive(Clone)]
+struct Copy {
+    name: String,
+    record: KeptRecord,
+    /// The source's stamp when the copy was last found up to date (this process).
+    seen: Option<FileStamp>,
+}
+
+/// What kind of change a staged operation is (for the report).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    New,
+    Grew,
+    Version,
+    Replaced,
+    Compressed,
+    Gone,
+    Back,
+    Record,
+}
+
+/// One staged change to a copy: what it is, the source's stamp it brings the copy to,
+/// and a line for people.
+type Step = (Staged, Kind, Option<FileStamp>, String);
+
+/// The copies of one store, and the lock that makes this the only keeper writing.
+pub struct Keeper {
+    store: KeptStore,
+    scratch: Dir,
+    sources: Vec<Arc<ForeignSource>>,
+    options: KeepOptions,
+    /// agent → source key → copy.
+    copies: Mutex<HashMap<Agent, HashMap<PathBuf, Copy>>>,
+    /// When this process last saw each source (for `last_seen` when it goes).
+    seen_at: Mutex<HashMap<PathBuf, String>>,
+    _lock: HeldFile,
+}
+
+/// Staged work waiting for the batch's sync.
+struct Batch {
+    staged: Vec<(Agent, Staged, Kind, Option<FileStamp>, String)>,
+    bytes: u64,
+    since: Instant,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Batch {
+            staged: Vec::new(),
+            bytes: 0,
+            since: Instant::now(),
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.bytes >= BATCH_BYTES
+            || self.staged.len() >= BATCH_COPIES
+            || (!self.staged.is_empty() && self.since.elapsed() >= BATCH_TIME)
+    }
+}
+
+fn now() -> String {
+    naming::timestamp(chrono::Utc::now())
+}
+
+fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+fn quiet(mtime_ns: i128) -> bool {
+    now_ns() - mtime_ns > QUIET.as_nanos() as i128
+}
+
+fn older_than(t: &str, d: Duration) -> bool {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .map(|t| {
+            (chrono::Utc::now() - t.with_timezone(&chrono::Utc))
+                .to_std()
+                .unwrap_or_default()
+                >= d
+        })
+        .unwrap_or(true)
+}
+
+fn is_disk_full(e: &Error) -> bool {
+    e.errno == libc::ENOSPC || e.errno == libc::EDQUOT || e.reason.contains("No space left")
+}
+
+/// Whether `a[..len]` and `b[..len]` hold the same bytes.
+fn same_bytes(a: &File, b: &File, len: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut x = vec![0u8; 1 << 20];
+    let mut y = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < len {
+        let n = ((len - at) as usize).min(x.len());
+        a.read_exact_at(&mut x[..n], at)?;
+        b.read_exact_at(&mut y[..n], at)?;
+        if x[..n] != y[..n] {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
+}
+
+impl Keeper {
+    /// The keeper of the store at `root` over `sources` (the agents' own, not sources
+    /// over kept copies): `None` when another keeper (a mounted daemon, another
+    /// `fen-fs keep`) holds the store's keep lock. Undoes what a crash left first.
+    pub fn new(
+        root: &Path,
+        sources: Vec<Arc<ForeignSource>>,
+        options: KeepOptions,
+    ) -> Result<Option<Keeper>> {
+        let (lock, scratch) = kept::keep_lock_and_scratch(root)?;
+        let Some(lock) = HeldFile::try_exclusive(lock)? else {
+            return Ok(None);
+        };
+        let store = KeptStore::open(root, true)?.expect("created");
+        let sources: Vec<Arc<ForeignSource>> = sources
+            .into_iter()
+            .filter(|s| s.kept_copies().is_none())
+            .collect();
+        let mut copies = HashMap::new();
+        for agent in Agent::ALL.into_iter().filter(|a| *a != Agent::Fen) {
+            if store.agents().iter().any(|a| a == agent.name()) {
+                store.recover(agent.name())?;
+            }
+            let mut by_key = HashMap::new();
+            for (name, record) in store.records(agent.name()) {
+                by_key.insert(
+                    record.source.clone(),
+                    Copy {
+                        name,
+                        record,
+                        seen: None,
+                    },
+                );
+            }
+            copies.insert(agent, by_key);
+        }
+        Ok(Some(Keeper {
+            store,
+            scratch,
+            sources,
+            options,
+            copies: Mutex::new(copies),
+            seen_at: Mutex::new(HashMap::new()),
+            _lock: lock,
+        }))
+    }
+
+    /// Whether every source has its first index (a pass waits for them otherwise).
+    pub fn sources_ready(&self) -> bool {
+        self.sources.iter().all(|s| s.is_indexed())
+    }
+
+    /// One pass over every session of every source.
+    pub fn pass(&self, ctl: &Control) -> Report {
+        let mut report = Report::default();
+        let mut batch = Batch::new();
+        for source in &self.sources {
+            if (ctl.stop)() {
+                report.stopped = true;
+                break;
+            }
+            if !self.options.keeps(source.agent()) {
+                continue;
+            }
+            self.pass_source(source, &mut batch, &mut report, ctl);
+            if report.disk_full {
+                break;
+            }
+        }
+        self.flush(&mut batch, &mut report);
+        report
+    }
+
+    fn pass_source(
+        &self,
+        source: &ForeignSource,
+        batch: &mut Batch,
+        report: &mut Report,
+        ctl: &Control,
+    ) {
+        let agent = source.agent();
+        let items = source.sessions_to_keep();
+        let now = now();
+        {
+            let mut seen = self.seen_at.lock().unwrap();
+            for it in &items {
+                seen.insert(it.key.clone(), now.clone());
+            }
+        }
+        let present: HashSet<&Path> = items.iter().map(|i| i.key.as_path()).collect();
+        for item in &items {
+            if (ctl.stop)() {
+                report.stopped = true;
+                return;
+            }
+            (ctl.pause)();
+            let copy = self
+                .copy_of(agent, &item.key)
+                .or_else(|| self.moved_here(agent, item, &present));
+            match self.keep_one(source, item, copy.as_ref(), &now, ctl) {
+                Ok(Some((staged, kind, stamp, line))) => {
+                    batch.bytes += match kind {
+                        Kind::New | Kind::Version | Kind::Replaced => stamp.map_or(0, |s| s.size),
+                        Kind::Grew => {
+                            stamp.map_or(0, |s| s.size)
+                                - copy
+                                    .as_ref()
+                                    .and_then(|c| c.record.current())
+                                    .map_or(0, |g| g.len)
+                        }
+                        _ => 0,
+                    };
+                    batch.staged.push((agent, staged, kind, stamp, line));
+                }
+                Ok(None) => {
+                    if let Some(c) = &copy {
+                        self.mark_seen(agent, &item.key, item.stamp, c);
+                    }
+                }
+                Err(e) if is_disk_full(&e) => {
+                    report.disk_full = true;
+                    report
+                        .failed
+                        .push(format!("{}: {}", item.key.display(), e.reason));
+                    return;
+                }
+                Err(e) => {
+                    report
+                        .failed
+                        .push(format!("{}: {}", item.key.display(), e.reason));
+                }
+            }
+            if batch.full() {
+                self.flush(batch, report);
+                if report.disk_full {
+                    return;
+                }
+            }
+        }
+        // Sources that went: only of this source's root, and only from a whole pass
+        // (a stopped one has not seen every session).
+        let root = source.agent_root().to_path_buf();
+        let went: Vec<Copy> = {
+            let copies = self.copies.lock().unwrap();
+            copies
+                .get(&agent)
+                .map(|m| {
+                    m.values()
+                        .filter(|c| {
+                            c.record.source_root == root
+                                && !c.record.source_deleted
+                                && !present.contains(c.record.source.as_path())
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for c in went {
+            // A file that is still a file is not gone (a listing in flux): the next
+            // pass looks again.
+            if !c.record.unit
+                && std::fs::symlink_metadata(&c.record.source).is_ok_and(|m| m.is_file())
+            {
+                continue;
+            }
+            let mut r = c.record.clone();
+            r.source_deleted = true;
+            r.deleted_noticed = Some(now.clone());
+            if let Some(t) = self.seen_at.lock().unwrap().get(&c.record.source) {
+                r.last_seen = t.clone();
+            }
+            let line = format!("gone     {}  {}", agent.name(), shown(&r));
+            batch.staged.push((
+                agent,
+                self.store.stage_record(&c.name, r),
+                Kind::Gone,
+                None,
+                line,
+            ));
+        }
+        // Quiet copies whose sources are gone are compressed too.
+        let quiet_gone: Vec<Copy> = {
+            let copies = self.copies.lock().unwrap();
+            copies
+                .get(&agent)
+                .map(|m| {
+                    m.values()
+                        .filter(|c| {
+                            c.record.source_root == root
+                                && c.record.source_deleted
+                                && c.record.current().is_some_and(|g| !g.compressed())
+                                && quiet(c.record.proof.mtime_ns)
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for c in quiet_gone {
+            if (ctl.stop)() {
+                report.stopped = true;
+                return;
+            }
+            self.stage_compress(agent, &c, batch, report, ctl);
+        }
+    }
+
+    fn copy_of(&self, agent: Agent, key: &Path) -> Option<Copy> {
+        self.copies.lock().unwrap().get(&agent)?.get(key).cloned()
+    }
+
+    fn mark_seen(&self, agent: Agent, key: &Path, stamp: FileStamp, c: &Copy) {
+        if c.seen == Some(stamp) {
+            return;
+        }
+        if let Some(m) = self.copies.lock().unwrap().get_mut(&agent)
+            && let Some(c) = m.get_mut(key)
+        {
+            c.seen = Some(stamp);
+        }
+    }
+
+    /// A copy whose source is gone from where it was and is now this new session's
+    /// file (same device and inode: the agent moved it, as Codex does when it
+    /// archives): it goes on as this session's copy.
+    fn moved_here(&self, agent: Agent, item: &ToKeep, present: &HashSet<&Path>) -> Option<Copy> {
+        if item.unit {
+            return None;
+        }
+        let mut copies = self.copies.lock().unwrap();
+        let m = copies.get_mut(&agent)?;
+        let old = m
+            .iter()
+            .find(|(k, c)| {
+                !c.record.unit
+                    && c.record.proof.dev == item.stamp.dev
+                    && c.record.proof.ino == item.stamp.ino
+                    && !present.contains(k.as_path())
+                    && std::fs::symlink_metadata(k).is_err()
+            })
+            .map(|(k, _)| k.clone())?;
+        let mut c = m.remove(&old)?;
+        log::info!(
+            "{}: {} moved to {}; its kept copy goes with it",
+            agent.name(),
+            old.display(),
+            item.key.display()
+        );
+        c.record.source = item.key.clone();
+        c.seen = None;
+        m.insert(item.key.clone(), c.clone());
+        Some(c)
+    }
+
+    /// What keeping `item` takes: nothing (`None`), or a staged operation.
+    fn keep_one(
+        &self,
+        source: &ForeignSource,
+        item: &ToKeep,
+        copy: Option<&Copy>,
+        now: &str,
+        ctl: &Control,
+    ) -> Result<Option<Step>> {
+        let agent = source.agent();
+        if let Some(c) = copy
+            && c.seen == Some(item.stamp)
+            && c.record.facts == item.facts
+            && !c.record.source_deleted
+        {
+            // Unchanged since it was last found up to date: at most a sighting to
+            // record, or a quiet copy to compress.
+            if c.record.current().is_some_and(|g| !g.compressed()) && quiet(item.stamp.mtime_ns) {
+                return self.compress(agent, c, ctl);
+            }
+            if older_than(&c.record.last_seen, SEEN_EVERY) {
+                let mut r = c.record.clone();
+                r.last_seen = now.to_string();
+                return Ok(Some((
+                    self.store.stage_record(&c.name, r),
+                    Kind::Record,
+                    Some(item.stamp),
+                    String::new(),
+                )));
+            }
+            return Ok(None);
+        }
+        let (file, stamp) = source.open_to_keep(&item.key)?;
+        let len = stamp.size;
+        let Some(c) = copy else {
+            let record = KeptRecord {
+                format: kept::RECORD_FORMAT,
+                agent: agent.name().to_string(),
+                source: item.key.clone(),
+                source_root: source.agent_root().to_path_buf(),
+                unit: item.unit,
+                id: item.id.clone(),
+                facts: item.facts.clone(),
+                first_seen: now.to_string(),
+                last_seen: now.to_string(),
+                source_deleted: false,
+                deleted_noticed: None,
+                generations: Vec::new(),
+                proof: SourceProof {
+                    dev: stamp.dev,
+                    ino: stamp.ino,
+                    len,
+                    edges: content_check(&file, len).map_err(|e| Error::io("a session", &e))?,
+                    mtime_ns: stamp.mtime_ns,
+                },
+            };
+            let name = self.free_name(agent, &item.id, &item.key);
+            let line = format!(
+                "new      {}  {}  {}",
+                agent.name(),
+                shown(&record),
+                human_size(len)
+            );
+            return Ok(self
+                .store
+                .stage_new(&name, record, &file, len, quiet(stamp.mtime_ns), ctl)?
+                .map(|s| (s, Kind::New, Some(stamp), line)));
+        };
+        let old = c.record.clone();
+        let g = old
+            .current()
+            .cloned()
+            .ok_or_else(|| Error::new(libc::EIO, "a record without bytes"))?;
+        let mut r = old.clone();
+        r.facts = item.facts.clone();
+        if !item.id.is_empty() {
+            r.id = item.id.clone();
+        }
+        r.last_seen = now.to_string();
+        let back = r.source_deleted;
+        r.source_deleted = false;
+        r.deleted_noticed = None;
+        r.proof.mtime_ns = stamp.mtime_ns;
+        let same_file = !item.unit && old.proof.dev == stamp.dev && old.proof.ino == stamp.ino;
+        let prefix = if len < g.len {
+            false
+        } else if same_file {
+            content_check(&file, g.len).map_err(|e| Error::io("a session", &e))? == old.proof.edges
+        } else {
+            // Another file (restored, copied, a database's new dump): the same bytes?
+            let kept = self
+                .store
+                .generation_bytes(agent.name(), &c.name, &g, &self.scratch)?;
+            same_bytes(&kept, &file, g.len).map_err(|e| Error::io("comparing a kept copy", &e))?
+        };
+        if prefix {
+            r.proof.dev = stamp.dev;
+            r.proof.ino = stamp.ino;
+            if len > g.len {
+                let line = format!(
+                    "{}  {}  {}  +{}",
+                    if back { "back    " } else { "grew    " },
+                    agent.name(),
+                    shown(&r),
+                    human_size(len - g.len)
+                );
+                return Ok(self
+                    .store
+                    .stage_append(&c.name, r, &file, len, ctl)?
+                    .map(|s| {
+                        (
+                            s,
+                            if back { Kind::Back } else { Kind::Grew },
+                            Some(stamp),
+                            line,
+                        )
+                    }));
+            }
+            if r == old {
+                return Ok(None);
+            }
+            let (kind, line) = if back {
+                (
+                    Kind::Back,
+                    format!("back     {}  {}", agent.name(), shown(&r)),
+                )
+            } else {
+                (Kind::Record, String::new())
+            };
+            return Ok(Some((
+                self.store.stage_record(&c.name, r),
+                kind,
+                Some(stamp),
+                line,
+            )));
+        }
+        // Bytes dropped or altered. An agent that rewrites the session whole (rows,
+        // a JSON file) loses nothing while every message is still there.
+        let dropped = if item.appends {
+            true
+        } else {
+            let kept = self
+                .store
+                .generation_bytes(agent.name(), &c.name, &g, &self.scratch)?;
+            let before: HashSet<String> = source
+                .message_ids(&item.key, &kept, g.len)?
+                .into_iter()
+                .collect();
+            let after: HashSet<String> = source
+                .message_ids(&item.key, &file, len)?
+                .into_iter()
+                .collect();
+            !before.is_subset(&after)
+        };
+        let why = if len < g.len {
+            "cut short"
+        } else if dropped && !item.appends {
+            "messages dropped"
+        } else {
+            "rewritten"
+        };
+        r.proof = SourceProof {
+            dev: stamp.dev,
+            ino: stamp.ino,
+            len,
+            edges: 0,
+            mtime_ns: stamp.mtime_ns,
+        };
+        let (kind, line) = if dropped {
+            (
+                Kind::Version,
+                format!(
+                    "version  {}  {}  {} ({why}; the earlier {} kept as version {})",
+                    agent.name(),
+                    shown(&r),
+                    human_size(len),
+                    human_size(g.len),
+                    r.generations.len()
+                ),
+            )
+        } else {
+            (
+                Kind::Replaced,
+                format!(
+                    "changed  {}  {}  {}",
+                    agent.name(),
+                    shown(&r),
+                    human_size(len)
+                ),
+            )
+        };
+        Ok(self
+            .store
+            .stage_generation(
+                &c.name,
+                r,
+                &file,
+                len,
+                dropped.then_some(why),
+                quiet(stamp.mtime_ns),
+                ctl,
+            )?
+            .map(|s| (s, kind, Some(stamp), line)))
+    }
+
+    fn compress(
+        &self,
+        agent: Agent,
+        c: &Copy,
+        ctl: &Control,
+    ) -> Result<Option<Step>> {
+        let line = format!("compress {}  {}", agent.name(), shown(&c.record));
+        Ok(self
+            .store
+            .stage_compress(&c.name, c.record.clone(), ctl)?
+            .map(|s| (s, Kind::Compressed, c.seen, line)))
+    }
+
+    fn stage_compress(
+        &self,
+        agent: Agent,
+        c: &Copy,
+        batch: &mut Batch,
+        report: &mut Report,
+        ctl: &Control,
+    ) {
+        match self.compress(agent, c, ctl) {
+            Ok(Some((s, kind, stamp, line))) => batch.staged.push((agent, s, kind, stamp, line)),
+            Ok(None) => {}
+            Err(e) => {
+                report.disk_full |= is_disk_full(&e);
+                report
+                    .failed
+                    .push(format!("{}: {}", c.record.source.display(), e.reason));
+            }
+        }
+    }
+
+    /// A folder name for a new copy that no other copy has.
+    fn free_name(&self, agent: Agent, id: &str, key: &Path) -> String {
+        let base = kept::folder_name(id, key);
+        let taken: HashSet<String> = self
+            .copies
+            .lock()
+            .unwrap()
+            .get(&agent)
+            .map(|m| m.values().map(|c| c.name.clone()).collect())
+            .unwrap_or_default();
+        let on_disk = |n: &str| self.store.dir().walk(&[agent.name(), n]).is_ok();
+        let mut name = base.clone();
+        let mut i = 2;
+        while taken.contains(&name) || on_disk(&name) {
+            name = format!("{base}-{i}");
+            i += 1;
+        }
+        name
+    }
+
+    /// Syncs the batch's bytes, then commits each copy's record.
+    fn flush(&self, batch: &mut Batch, report: &mut Report) {
+        if batch.staged.is_empty() {
+            return;
+        }
+        let staged = std::mem::take(&mut batch.staged);
+        batch.bytes = 0;
+        batch.since = Instant::now();
+        if let Err(e) = self.store.sync() {
+            report.disk_full |= is_disk_full(&e);
+            report
+                .failed
+                .push(format!("syncing the kept copies: {}", e.reason));
+            // Nothing committed: each copy's record still says what it held.
+            for (agent, s, ..) in staged {
+                if let Staged::New { name, .. } = &s
+                    && let Ok(d) = self.store.agent_dir(agent.name())
+                {
+                    kept::remove_tree(&d, &format!(".new-{name}"));
+                }
+            }
+            return;
+        }
+        for (agent, s, kind, stamp, line) in staged {
+            let record = s.record().clone();
+            let name = s.name().to_string();
+            let before = record.current().map_or(0, |g| g.len);
+            if let Err(e) = self.store.commit(s) {
+                report.disk_full |= is_disk_full(&e);
+                report
+                    .failed
+                    .push(format!("{}: {}", record.source.display(), e.reason));
+                continue;
+            }
+            let grew = match kind {
+                Kind::Grew | Kind::Back => {
+                    let was = self
+                        .copy_of(agent, &record.source)
+                        .and_then(|c| c.record.current().map(|g| g.len))
+                        .unwrap_or(0);
+                    before.saturating_sub(was)
+                }
+                Kind::New | Kind::Version | Kind::Replaced => before,
+                _ => 0,
+            };
+            report.bytes += grew;
+            match kind {
+                Kind::New => report.new += 1,
+                Kind::Grew => report.grew += 1,
+                Kind::Version => report.versions += 1,
+                Kind::Replaced => report.replaced += 1,
+                Kind::Compressed => report.compressed += 1,
+                Kind::Gone => report.gone += 1,
+                Kind::Back => report.back += 1,
+                Kind::Record => {}
+            }
+            if !line.is_empty() {
+                report.lines.push(line);
+            }
+            // A copy cut short by a stop is not up to date: the next pass goes on.
+            let whole = stamp.is_some_and(|s| record.proof.len == s.size);
+            let mut copies = self.copies.lock().unwrap();
+            let m = copies.entry(agent).or_default();
+            m.insert(
+                record.source.clone(),
+                Copy {
+                    name,
+                    seen: if whole { stamp } else { None },
+                    record,
+                },
+            );
+        }
+    }
+
+    /// Every copy this keeper knows of: (agent, folder name, record).
+    pub fn copies(&self) -> Vec<(Agent, String, KeptRecord)> {
+        let copies = self.copies.lock().unwrap();
+        let mut out: Vec<(Agent, String, KeptRecord)> = copies
+            .iter()
+            .flat_map(|(a, m)| {
+                m.values()
+                    .map(move |c| (*a, c.name.clone(), c.record.clone()))
+            })
+            .collect();
+        out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        out
+    }
+
+    /// The bytes the copies take on disk, and the bytes of the sessions they hold.
+    pub fn sizes(&self) -> (u64, u64) {
+        let mut disk = 0;
+        let mut held = 0;
+        for (agent, name, r) in self.copies() {
+            if let Ok(d) = self.store.agent_dir(agent.name()) {
+                disk += kept::folder_size(&d, &name);
+            }
+            held += r.generations.iter().map(|g| g.len).sum::<u64>();
+        }
+        (disk, held)
+    }
+}
+
+/// `namespace/dir` as the mount names it, or the source's path.
+fn shown(r: &KeptRecord) -> String {
+    match (&r.facts.namespace, &r.facts.dir) {
+        (Some(ns), Some(dir)) => format!("{}/{dir}", naming::mount_name(ns)),
+        _ => r.source.display().to_string(),
+    }
+}
+
+/// How a keeper thread is stopped and made to yield (wired to the daemon's shared
+/// stop and pause at merge time).
+pub struct Background {
+    pub stop: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub pause: Arc<dyn Fn() + Send + Sync>,
+    /// Hears the keeper's state for `fen-fs status` (`on`, `paused: disk full ...`).
+    pub status: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// How often the keeper looks at the sources: an agent's write is kept within a
+/// second.
+const SWEEP: Duration = Duration::from_millis(400);
+/// After the disk filled, how long before trying again.
+const DISK_FULL_RETRY: Duration = Duration::from_secs(5);
+
+/// The daemon's keeper: passes every `SWEEP` until stopped. Waits for the keep lock
+/// (another keeper may hold it) and for the sources' first index.
+pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions, bg: Background) {
+    let sleep = |d: Duration| {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            if (bg.stop)() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        }
+        !(bg.stop)()
+    };
+    let keeper = loop {
+        match Keeper::new(&root, sources.clone(), options.clone()) {
+            Ok(Some(k)) => break k,
+            Ok(None) => {
+                (bg.status)("waiting: another keeper holds this store's keep lock");
+                if !sleep(Duration::from_secs(5)) {
+                    return;
+                }
+            }
+            Err(e) => {
+                log::error!("keeping: {}", e.reason);
+                (bg.status)(&format!("off: {}", e.reason));
+                if is_disk_full(&e) {
+                    if !sleep(DISK_FULL_RETRY) {
+                        return;
+                    }
+                    continue;
+                }
+                return;
+            }
+        }
+    };
+    while !keeper.sources_ready() {
+        (bg.status)("waiting for the first index");
+        if !sleep(Duration::from_millis(200)) {
+            return;
+        }
+    }
+    (bg.status)("on");
+    let stop = bg.stop.clone();
+    let pause = bg.pause.clone();
+    let ctl = Control {
+        stop: &move || stop(),
+        pause: &move || pause(),
+    };
+    let mut first = true;
+    let mut full_since: Option<String> = None;
+    loop {
+        let started = Instant::now();
+        let report = keeper.pass(&ctl);
+        if first && !report.stopped {
+            let (disk, held) = keeper.sizes();
+            log::info!(
+                "keeping: first pass in {:?}: {}; copies take {} for {} of sessions",
+                started.elapsed(),
+                report.say(),
+                human_size(disk),
+                human_size(held)
+            );
+            first = false;
+        } else if report.changed() > 0 {
+            log::debug!("keeping: {}", report.say());
+        }
+        for f in &report.failed {
+            log::warn!("keeping: {f}");
+        }
+        if report.disk_full {
+            if full_since.is_none() {
+                let t = now();
+                log::error!(
+                    "keeping paused: the disk is full (the mount keeps serving; keeping resumes when there is room)"
+                );
+                (bg.status)(&format!("paused: disk full since {t}"));
+                full_since = Some(t);
+            }
+            if !sleep(DISK_FULL_RETRY) {
+                return;
+            }
+            continue;
+        }
+        if let Some(t) = full_since.take() {
+            log::info!("keeping resumed (the disk was full since {t})");
+            (bg.status)("on");
+        }
+        // A slow pass (a huge history's `stat`s) is not run back to back.
+        if report.stopped || !sleep(SWEEP.max(started.elapsed()).min(Duration::from_millis(600))) {
+            return;
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! `fen-fs restore` of a kept session whose source is gone.
