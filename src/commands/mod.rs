@@ -359,19 +359,26 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Move sessions to the trash (by id, unique id prefix, or file path).
+    /// Move sessions to the trash (by id, unique id prefix, or file path); for another
+    /// agent's session whose source is gone, its kept copy.
     Rm {
         #[arg(required = true)]
         sessions: Vec<String>,
         #[command(flatten)]
         store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
     },
-    /// Put trashed sessions back where they were (by id, unique id prefix, or path).
+    /// Put trashed sessions back where they were (by id, unique id prefix, or path);
+    /// write another agent's session whose source is gone back where its agent finds
+    /// it, from its kept copy (a new file; nothing existing is changed).
     Restore {
         #[arg(required = true)]
         sessions: Vec<String>,
         #[command(flatten)]
         store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
     },
     /// What is in the trash, and emptying it.
     Trash {
@@ -563,19 +570,68 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             store_root: store.root(),
             foreign: sources.options(),
         }),
-        Command::Rm { sessions, store } => {
+        Command::Rm {
+            sessions,
+            store,
+            sources,
+        } => {
             let store = store.existing()?;
+            let foreign = std::cell::OnceCell::new();
             Ok(each(&sessions, |spec| {
-                let (ns, dir) = trash::resolve_live(&store, spec)?;
-                Ok(trash::describe(&store.trash_session(&ns, &dir)?))
+                let fen_err = match trash::resolve_live(&store, spec) {
+                    Ok((ns, dir)) => return Ok(trash::describe(&store.trash_session(&ns, &dir)?)),
+                    Err(e) if e.errno == libc::ENOENT && !spec.contains('/') => e,
+                    Err(e) => return Err(e),
+                };
+                let foreign =
+                    foreign.get_or_init(|| list::foreign_sources(&sources.options(), &store));
+                match crate::keep::restore::find(foreign, spec)? {
+                    Some(k) => Ok(trash::describe_copy(
+                        &store,
+                        &crate::keep::restore::trash(&store.root, &k)?,
+                    )),
+                    None => Err(fen_err),
+                }
             }))
         }
-        Command::Restore { sessions, store } => {
+        Command::Restore {
+            sessions,
+            store,
+            sources,
+        } => {
             let store = store.existing()?;
+            let foreign = std::cell::OnceCell::new();
             Ok(each(&sessions, |spec| {
-                let t = store.resolve_trashed(spec)?;
-                let to = store.restore(&t)?;
-                Ok(format!("restored {}", trash::relative(&store, &to)))
+                let fen_err = match store.resolve_trashed(spec) {
+                    Ok(t) => {
+                        let to = store.restore(&t)?;
+                        return Ok(format!("restored {}", trash::relative(&store, &to)));
+                    }
+                    Err(e) if e.errno == libc::ENOENT && !spec.contains('/') => e,
+                    Err(e) => return Err(e),
+                };
+                if let Some(t) = crate::keep::restore::find_trashed(&store.root, spec)? {
+                    crate::keep::restore::restore_trashed(&store.root, &t)?;
+                    return Ok(format!(
+                        "restored the kept copy of {} ({})",
+                        t.dir(),
+                        t.agent
+                    ));
+                }
+                let foreign =
+                    foreign.get_or_init(|| list::foreign_sources(&sources.options(), &store));
+                match crate::keep::restore::find(foreign, spec)? {
+                    Some(k) => {
+                        let (path, command) = crate::keep::restore::restore(&k)?;
+                        Ok(match command {
+                            Some(c) => format!("restored {}\nresume it with: {c}", path.display()),
+                            None => format!("restored {}", path.display()),
+                        })
+                    }
+                    None => {
+                        Err(crate::keep::restore::why_not(&store.root, spec).unwrap_or(fen_err))
+                    }
+                }
             }))
         }
         Command::Trash {
@@ -583,11 +639,17 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             store,
         } => {
             let store = store.existing()?;
-            let list: Vec<_> = store
+            let mut list: Vec<_> = store
                 .trashed()?
                 .iter()
                 .map(trash::TrashListing::of)
                 .collect();
+            list.extend(
+                crate::keep::restore::trashed(&store.root)
+                    .iter()
+                    .map(trash::TrashListing::of_copy),
+            );
+            list.sort_by(|a, b| b.deleted_at.cmp(&a.deleted_at));
             let out = if json {
                 trash::render_json(&list)
             } else {
@@ -609,10 +671,13 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
             });
             let removed = store.empty_trash(cutoff)?;
+            let copies = crate::keep::restore::empty_trashed(&store.root, cutoff);
+            let bytes: u64 = removed.iter().map(|t| t.size).sum::<u64>()
+                + copies.iter().map(|c| c.size).sum::<u64>();
             println!(
                 "removed {} trashed session(s), {}",
-                removed.len(),
-                trash::total_size(&removed)
+                removed.len() + copies.len(),
+                trash::human_size(bytes)
             );
             Ok(ExitCode::SUCCESS)
         }

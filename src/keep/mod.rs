@@ -159,6 +159,9 @@ pub struct Keeper {
     copies: Mutex<HashMap<Agent, HashMap<PathBuf, Copy>>>,
     /// When this process last saw each source (for `last_seen` when it goes).
     seen_at: Mutex<HashMap<PathBuf, String>>,
+    /// Each agent folder's stamp when its records were last read: a copy trashed or
+    /// brought back by `fen-fs rm`/`restore` changes it, and the records are read again.
+    folders: Mutex<HashMap<Agent, Option<(u64, i128)>>>,
     _lock: HeldFile,
 }
 
@@ -250,33 +253,56 @@ impl Keeper {
             .into_iter()
             .filter(|s| s.kept_copies().is_none())
             .collect();
-        let mut copies = HashMap::new();
-        for agent in Agent::ALL.into_iter().filter(|a| *a != Agent::Fen) {
-            if store.agents().iter().any(|a| a == agent.name()) {
-                store.recover(agent.name())?;
-            }
-            let mut by_key = HashMap::new();
-            for (name, record) in store.records(agent.name()) {
-                by_key.insert(
-                    record.source.clone(),
-                    Copy {
-                        name,
-                        record,
-                        seen: None,
-                    },
-                );
-            }
-            copies.insert(agent, by_key);
+        for agent in store.agents() {
+            store.recover(&agent)?;
         }
-        Ok(Some(Keeper {
+        let keeper = Keeper {
             store,
             scratch,
             sources,
             options,
-            copies: Mutex::new(copies),
+            copies: Mutex::new(HashMap::new()),
             seen_at: Mutex::new(HashMap::new()),
+            folders: Mutex::new(HashMap::new()),
             _lock: lock,
-        }))
+        };
+        keeper.reread_records();
+        Ok(Some(keeper))
+    }
+
+    fn folder_stamp(&self, agent: Agent) -> Option<(u64, i128)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(self.store.path().join(agent.name())).ok()?;
+        Some((
+            m.ino(),
+            m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+        ))
+    }
+
+    /// Reads the records of every agent whose folder changed since they were read
+    /// (what this process knows of a copy it finds unchanged is kept).
+    fn reread_records(&self) {
+        for agent in Agent::ALL.into_iter().filter(|a| *a != Agent::Fen) {
+            let stamp = self.folder_stamp(agent);
+            let mut folders = self.folders.lock().unwrap();
+            if folders.get(&agent) == Some(&stamp) {
+                continue;
+            }
+            folders.insert(agent, stamp);
+            drop(folders);
+            let records = self.store.records(agent.name());
+            let mut copies = self.copies.lock().unwrap();
+            let old = copies.remove(&agent).unwrap_or_default();
+            let mut by_key = HashMap::new();
+            for (name, record) in records {
+                let seen = old
+                    .get(&record.source)
+                    .filter(|c| c.name == name && c.record == record)
+                    .and_then(|c| c.seen);
+                by_key.insert(record.source.clone(), Copy { name, record, seen });
+            }
+            copies.insert(agent, by_key);
+        }
     }
 
     /// Whether every source has its first index (a pass waits for them otherwise).
@@ -286,6 +312,7 @@ impl Keeper {
 
     /// One pass over every session of every source.
     pub fn pass(&self, ctl: &Control) -> Report {
+        self.reread_records();
         let mut report = Report::default();
         let mut batch = Batch::new();
         for source in &self.sources {
@@ -692,12 +719,7 @@ impl Keeper {
             .map(|s| (s, kind, Some(stamp), line)))
     }
 
-    fn compress(
-        &self,
-        agent: Agent,
-        c: &Copy,
-        ctl: &Control,
-    ) -> Result<Option<Step>> {
+    fn compress(&self, agent: Agent, c: &Copy, ctl: &Control) -> Result<Option<Step>> {
         let line = format!("compress {}  {}", agent.name(), shown(&c.record));
         Ok(self
             .store

@@ -45,6 +45,11 @@ pub fn find(store: &Arc<Store>, foreign: &[Arc<ForeignSource>], spec: &str) -> R
         let dynamic: Arc<dyn SessionSource> = source.clone();
         for ns in source.namespaces()? {
             for l in source.listings(&ns)? {
+                // An earlier version of a kept session (`<dir>.v<N>`) is named by its
+                // folder, not by the session's id.
+                if l.version.is_some() && l.dir != spec && !spec.contains(".v") {
+                    continue;
+                }
                 all.push(Candidate {
                     source: dynamic.clone(),
                     ns: ns.clone(),

@@ -21,7 +21,6 @@ use crate::store::kept::{self, Generation, KeptRecord};
 use crate::store::open::Dir;
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -307,6 +306,20 @@ impl KeptCopies {
     /// holds, the source's mtime as of them, and a hash of what its record says of
     /// it in place of the ctime (so a changed record is read again).
     pub fn stamp(&self, key: &Path) -> Option<FileStamp> {
+        let base = self.base_stamp(key)?;
+        Some(self.shown_stamp(key, base))
+    }
+
+    /// A damaged copy is served empty: its size says so.
+    fn shown_stamp(&self, key: &Path, base: FileStamp) -> FileStamp {
+        let st = self.state.lock().unwrap();
+        match st.checked.get(key) {
+            Some((s, Some(_))) if *s == base => FileStamp { size: 0, ..base },
+            _ => base,
+        }
+    }
+
+    fn base_stamp(&self, key: &Path) -> Option<FileStamp> {
         let (folder, record, at) = self.lookup(key)?;
         let g = &record.generations[at];
         let st = self
@@ -331,7 +344,13 @@ impl KeptCopies {
             ino: st.st_ino,
             size: g.len,
             mtime_ns: g.source_mtime_ns,
-            ctime_ns: crate::store::atomic::checksum(&[&said]) as i128,
+            // With the file's own ctime: a copy changed behind the keeper's back
+            // (damaged, replaced) is read and checked again.
+            ctime_ns: crate::store::atomic::checksum(&[
+                &said,
+                &st.st_ctime.to_le_bytes(),
+                &st.st_ctime_nsec.to_le_bytes(),
+            ]) as i128,
         })
     }
 
@@ -339,7 +358,7 @@ impl KeptCopies {
     /// (and its facts say why).
     pub fn open(&self, key: &Path) -> Result<(File, FileStamp)> {
         let stamp = self
-            .stamp(key)
+            .base_stamp(key)
             .ok_or_else(|| Error::not_found(format!("no kept copy {}", key.display())))?;
         {
             let st = self.state.lock().unwrap();
@@ -379,7 +398,8 @@ impl KeptCopies {
                 }
             };
             if damaged.is_some() {
-                return Ok((crate::store::open::anonymous_file(b"")?, stamp));
+                let shown = self.shown_stamp(key, stamp);
+                return Ok((crate::store::open::anonymous_file(b"")?, shown));
             }
             if meta.len() == g.len {
                 return Ok((file, stamp));
@@ -400,7 +420,10 @@ impl KeptCopies {
         st.checked
             .insert(key.to_path_buf(), (stamp, damaged.clone()));
         if damaged.is_some() {
-            return Ok((crate::store::open::anonymous_file(b"")?, stamp));
+            return Ok((
+                crate::store::open::anonymous_file(b"")?,
+                FileStamp { size: 0, ..stamp },
+            ));
         }
         st.open.retain(|(k, _, _)| k != key);
         st.open.push((
@@ -429,13 +452,14 @@ impl KeptCopies {
         crate::store::open::anonymous_file(b"")
     }
 
-    /// Whether the records changed since they were last read (cheap enough to ask on
-    /// every access: one `stat` per copy, at most every `LIST_FOR`).
-    pub fn folder_stamp(&self) -> Option<(u64, i128)> {
-        let m = std::fs::symlink_metadata(&self.dir).ok()?;
-        Some((
-            m.ino(),
-            m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-        ))
+    /// The folder of the copy `f` is of.
+    pub fn folder_of(&self, f: &CopyFacts) -> Option<String> {
+        let st = self.state.lock().unwrap();
+        st.copies
+            .iter()
+            .find(|(_, k)| {
+                k.record.source == f.record.source && k.record.first_seen == f.record.first_seen
+            })
+            .map(|(n, _)| n.clone())
     }
 }
