@@ -468,8 +468,15 @@ fn start_keeper(
             let stop = stop.clone();
             Arc::new(move || stop.load(std::sync::atomic::Ordering::Relaxed))
         },
-        // The shared yield to foreground requests is wired here when it lands.
-        pause: Arc::new(|| {}),
+        // The shared yield to foreground requests is wired here when it lands. Tests
+        // slow keeping down to catch it mid-way.
+        pause: match std::env::var(KEEP_PAUSE_TEST_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            Some(ms) => Arc::new(move || std::thread::sleep(Duration::from_millis(ms))),
+            None => Arc::new(|| {}),
+        },
         status: {
             let status = status.clone();
             let file = status_file.clone();
@@ -507,6 +514,9 @@ fn lower_priority() {
         libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
     }
 }
+
+/// Tests only: milliseconds the keeper sleeps before each chunk it copies.
+pub const KEEP_PAUSE_TEST_ENV: &str = "FEN_FS_TEST_KEEP_PAUSE_MS";
 
 /// `off` turns FUSE passthrough off (transcripts are then read through the daemon).
 pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";

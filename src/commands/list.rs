@@ -45,11 +45,7 @@ pub fn foreign_sources(
     store: &Store,
 ) -> Vec<std::sync::Arc<ForeignSource>> {
     let sources = crate::sources::foreign_sources(options, &store.root, false);
-    std::thread::scope(|scope| {
-        for s in &sources {
-            scope.spawn(|| s.build_index());
-        }
-    });
+    crate::sources::build_indexes(&sources);
     sources
 }
 

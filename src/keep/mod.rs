@@ -890,7 +890,7 @@ pub struct Background {
 /// second.
 const SWEEP: Duration = Duration::from_millis(400);
 /// After the disk filled, how long before trying again.
-const DISK_FULL_RETRY: Duration = Duration::from_secs(5);
+const DISK_FULL_RETRY: Duration = Duration::from_secs(2);
 
 /// The daemon's keeper: passes every `SWEEP` until stopped. Waits for the keep lock
 /// (another keeper may hold it) and for the sources' first index.

@@ -11,7 +11,6 @@ use crate::store::layout;
 use crate::store::naming;
 use crate::store::open::Dir;
 use chrono::{DateTime, Utc};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -130,12 +129,20 @@ pub fn restore(k: &KeptSession) -> Result<(PathBuf, Option<String>)> {
             ),
         ));
     }
-    let (mut file, stamp) = k.source.open_to_keep(&key)?;
-    let mut bytes = Vec::with_capacity(stamp.size as usize);
-    (&mut file)
-        .take(stamp.size)
-        .read_to_end(&mut bytes)
+    let (file, stamp) = k.source.open_to_keep(&key)?;
+    // Read by offset: the descriptor may be shared with the copy's other readers.
+    let mut bytes = vec![0u8; stamp.size as usize];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)
         .map_err(|e| Error::io("the kept copy", &e))?;
+    if bytes.is_empty() {
+        return Err(Error::new(
+            libc::EIO,
+            format!(
+                "the kept copy of {} holds no bytes; nothing to restore",
+                k.dir
+            ),
+        ));
+    }
     let rel = r.source.strip_prefix(&r.source_root).map_err(|_| {
         Error::invalid(format!(
             "{} is not under its agent's root {}",

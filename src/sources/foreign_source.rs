@@ -189,7 +189,8 @@ impl SessionSource for ForeignSource {
         }
         // Units are re-listed cheaply (a stat of the databases): a session that
         // appeared in a new namespace is found by its path, not only after an `ls`.
-        self.units.is_some() && {
+        // So are kept copies: a session whose source just went shows at once.
+        (self.units.is_some() || self.kept.is_some()) && {
             self.sync(Some(ns));
             self.index.lock().unwrap().by_ns.contains_key(ns)
         }

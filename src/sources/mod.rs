@@ -229,6 +229,18 @@ pub fn foreign_sources(
     live.into_iter().chain(kept).collect()
 }
 
+/// Builds the first index of each of `sources` (a one-shot command), the agents' own
+/// first, then those over kept copies (which show what the others no longer do).
+pub fn build_indexes(sources: &[Arc<foreign_source::ForeignSource>]) {
+    for kept in [false, true] {
+        std::thread::scope(|scope| {
+            for s in sources.iter().filter(|s| s.kept_copies().is_some() == kept) {
+                scope.spawn(|| s.build_index());
+            }
+        });
+    }
+}
+
 /// A source per agent over the copies kept in the store at `root` (§11), each
 /// showing what `live` (the agents' own sources) no longer shows.
 pub fn kept_sources(

@@ -297,10 +297,11 @@ impl Sink {
     }
 }
 
-fn zst_sink(f: File, pledged: u64) -> std::io::Result<Sink> {
+/// A zstd frame with its checksum (no size pledged: a copy stopped mid-way still ends
+/// its frame, and the rest comes as the next frame).
+fn zst_sink(f: File) -> std::io::Result<Sink> {
     let mut e = zstd::stream::write::Encoder::new(f, LEVEL)?;
     e.include_checksum(true)?;
-    e.set_pledged_src_size(Some(pledged))?;
     Ok(Sink::Zst(e))
 }
 
@@ -502,7 +503,7 @@ impl KeptStore {
                 .open_file_with(&file, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600)
                 .map_err(|e| io(&file, e))?;
             let mut sink = if compress {
-                zst_sink(f, len).map_err(|e| io(&file, e))?
+                zst_sink(f).map_err(|e| io(&file, e))?
             } else {
                 Sink::Plain(f)
             };
@@ -511,16 +512,7 @@ impl KeptStore {
             if copied == 0 && len > 0 {
                 return Ok(None);
             }
-            // A cut copy (stopped) is a zstd frame shorter than it pledged: write it
-            // again plain instead (rare: only when stopped mid-copy).
-            let f = match sink.finish() {
-                Ok(f) => f,
-                Err(_) if compress && copied < len => {
-                    let _ = folder.unlink(&file);
-                    return Ok(None);
-                }
-                Err(e) => return Err(io(&file, e)),
-            };
+            let f = sink.finish().map_err(|e| io(&file, e))?;
             let stored = f.metadata().map_err(|e| io(&file, e))?.len();
             record.generations = vec![Generation {
                 n: 1,
@@ -588,7 +580,7 @@ impl KeptStore {
         };
         let out = seek(&f).map_err(|e| io(&g.file, e))?;
         let mut sink = if g.compressed() {
-            zst_sink(out, to - g.len).map_err(|e| io(&g.file, e))?
+            zst_sink(out).map_err(|e| io(&g.file, e))?
         } else {
             Sink::Plain(out)
         };
@@ -602,13 +594,7 @@ impl KeptStore {
             let _ = f.set_len(g.stored);
             return Ok(None);
         }
-        let finished = sink.finish();
-        if g.compressed() && copied < to - g.len {
-            // A frame cut short of its pledge: dropped, appended whole next time.
-            let _ = f.set_len(g.stored);
-            return Ok(None);
-        }
-        finished.map_err(|e| undo(io(&g.file, e)))?;
+        sink.finish().map_err(|e| undo(io(&g.file, e)))?;
         let stored = f.metadata().map_err(|e| undo(io(&g.file, e)))?.len();
         let new_len = g.len + copied;
         let mtime = record.proof.mtime_ns;
@@ -650,7 +636,7 @@ impl KeptStore {
             .open_file_with(&file, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600)
             .map_err(|e| io(&file, e))?;
         let mut sink = if compress {
-            zst_sink(f, len).map_err(|e| io(&file, e))?
+            zst_sink(f).map_err(|e| io(&file, e))?
         } else {
             Sink::Plain(f)
         };
@@ -738,7 +724,7 @@ impl KeptStore {
         let (f, _) = folder
             .open_file_with(&name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600)
             .map_err(|e| io(&name, e))?;
-        let mut sink = zst_sink(f, g.len).map_err(|e| io(&name, e))?;
+        let mut sink = zst_sink(f).map_err(|e| io(&name, e))?;
         let whole = Control {
             stop: &|| false,
             pause: ctl.pause,

@@ -48,9 +48,18 @@ impl ForeignSource {
         &self.root
     }
 
-    /// Whether its last walk listed the database-backed session `key`.
+    /// Whether it still has the database-backed session `key`: its index does (a unit
+    /// whose rows cannot be dumped any more is dropped there, even while a listing
+    /// kept from a busy moment still names it); before its first index is built, its
+    /// first walk's listing does (nothing listed yet: yes, for now).
     pub fn lists_unit(&self, key: &Path) -> bool {
-        self.units.is_some() && self.is_unit(key)
+        let idx = self.index.lock().unwrap();
+        if idx.ready {
+            return idx.files.contains_key(key);
+        }
+        drop(idx);
+        let hints = self.unit_hints.lock().unwrap();
+        hints.is_empty() || hints.contains_key(key)
     }
 
     /// Whether it shows session folder `dir` in namespace `ns` now.
