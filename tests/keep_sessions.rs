@@ -1016,3 +1016,64 @@ fn a_full_disk_pauses_keeping_and_the_mount_keeps_serving() {
     drop(m);
     drop(fs);
 }
+
+#[test]
+fn a_peers_kept_copies_are_shown_whole_without_writing_there() {
+    use fen_fs::sources::SessionSource;
+    use fen_fs::views::ViewKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("claude");
+    let file = root.join("projects/-tmp/8d05f615-19e7-55e3-98d9-eaf889ba4cd5.jsonl");
+    copy(
+        &fixtures().join("claude/projects/-tmp/8d05f615-19e7-55e3-98d9-eaf889ba4cd5.jsonl"),
+        &file,
+    );
+    let other = tmp.path().join("other-store");
+    let source = format!("claude={}", root.display());
+    let keep = run(fen_fs()
+        .args(["keep", "--no-detect", "--source", &source, "--store"])
+        .arg(&other));
+    assert!(keep.status.success(), "{}", out_text(&keep));
+    // What Syncthing delivers: the other machine's store, with none of the agent's
+    // folders (they stay there).
+    let peer = tmp.path().join("peers/laptop");
+    std::fs::create_dir_all(&peer).unwrap();
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(other.join(".kept"))
+        .arg(&peer)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
+    let here = tmp.path().join("store");
+    std::fs::create_dir_all(&here).unwrap();
+    let before = state(&peer);
+    let sources = fen_fs::sources::peer_kept_sources(&peer, "laptop", &here);
+    fen_fs::sources::build_indexes(&sources);
+    let s = &sources[0];
+    let ns = "--tmp--";
+    let listings = s.listings(ns).unwrap();
+    assert_eq!(listings.len(), 1);
+    assert!(listings[0].kept);
+    let dir = listings[0].dir.clone();
+    let snap = s.snapshot(ns, &dir, ViewKind::Transcript, 0).unwrap();
+    assert!(snap.read_at(0, bytes.len() + 1).unwrap() == bytes);
+    let meta: Value = serde_json::from_slice(
+        &s.snapshot(ns, &dir, ViewKind::Meta, 0)
+            .unwrap()
+            .read_at(0, 1 << 20)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["host"], "laptop");
+    assert_eq!(meta["kept"], true);
+    assert_eq!(meta["messages"], 5);
+    for s in &sources {
+        s.persist();
+    }
+    // Nothing was written under the peer's folder; its caches are in this store.
+    assert_eq!(state(&peer), before);
+    assert!(here.join(".fen-cache/foreign").is_dir());
+}

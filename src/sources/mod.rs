@@ -229,6 +229,42 @@ pub fn foreign_sources(
     live.into_iter().chain(kept).collect()
 }
 
+/// Sources over another machine's kept copies (`<peer store>/.kept/<agent>/`, received
+/// read-only, e.g. by Syncthing into `peers/<host>/`): every copy is shown (its source
+/// is on that machine), marked with `host`, with each agent's own reader. Their caches
+/// (indexes, reader states, decompressed copies) go in this machine's store at
+/// `fen_root`; nothing is ever written, locked or created under the peer's folder.
+pub fn peer_kept_sources(
+    peer_store: &Path,
+    host: &str,
+    fen_root: &Path,
+) -> Vec<Arc<foreign_source::ForeignSource>> {
+    let dir = crate::store::layout::kept_dir(peer_store);
+    let mut agents: Vec<Agent> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| Agent::from_kind(e.file_name().to_str()?))
+        .collect();
+    agents.sort();
+    let fen = fen_root.is_dir().then_some(fen_root);
+    agents
+        .into_iter()
+        .map(|agent| {
+            let copies = kept::KeptCopies::new(
+                agent,
+                dir.join(agent.name()),
+                kept::Shown::All,
+                Some(host.to_string()),
+                fen.map(Path::to_path_buf),
+                Vec::new(),
+            );
+            Arc::new(foreign_source::ForeignSource::over_kept(copies, fen))
+        })
+        .collect()
+}
+
 /// Builds the first index of each of `sources` (a one-shot command), the agents' own
 /// first, then those over kept copies (which show what the others no longer do).
 pub fn build_indexes(sources: &[Arc<foreign_source::ForeignSource>]) {
