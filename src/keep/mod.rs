@@ -592,7 +592,6 @@ impl Keeper {
         if !item.id.is_empty() {
             r.id = item.id.clone();
         }
-        r.last_seen = now.to_string();
         let back = r.source_deleted;
         r.source_deleted = false;
         r.deleted_noticed = None;
@@ -612,6 +611,10 @@ impl Keeper {
         if prefix {
             r.proof.dev = stamp.dev;
             r.proof.ino = stamp.ino;
+            // Seen now; written down only with another change, or hourly.
+            if len > g.len || r != old || older_than(&old.last_seen, SEEN_EVERY) {
+                r.last_seen = now.to_string();
+            }
             if len > g.len {
                 let line = format!(
                     "{}  {}  {}  +{}",
@@ -675,6 +678,7 @@ impl Keeper {
         } else {
             "rewritten"
         };
+        r.last_seen = now.to_string();
         r.proof = SourceProof {
             dev: stamp.dev,
             ino: stamp.ino,
@@ -933,7 +937,7 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
             return;
         }
     }
-    (bg.status)("on");
+    (bg.status)("on: first pass (copying what is not kept yet)");
     let stop = bg.stop.clone();
     let pause = bg.pause.clone();
     let ctl = Control {
@@ -945,7 +949,8 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
     loop {
         let started = Instant::now();
         let report = keeper.pass(&ctl);
-        if first && !report.stopped {
+        if first && !report.stopped && !report.disk_full {
+            (bg.status)("on");
             let (disk, held) = keeper.sizes();
             log::info!(
                 "keeping: first pass in {:?}: {}; copies take {} for {} of sessions",
