@@ -461,6 +461,13 @@ fn start_keeper(
         log::info!("keeping is off");
         return Ok(None);
     }
+    if live.is_empty() {
+        // fen's own sessions are in the store already: nothing to keep.
+        let mut s = status.lock().unwrap();
+        s.keeping = "on (no other agent's store shown)".into();
+        s.write(status_file);
+        return Ok(None);
+    }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (tx, done) = std::sync::mpsc::channel();
     let bg = crate::keep::Background {

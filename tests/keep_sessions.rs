@@ -1077,3 +1077,59 @@ fn a_peers_kept_copies_are_shown_whole_without_writing_there() {
     assert_eq!(state(&peer), before);
     assert!(here.join(".fen-cache/foreign").is_dir());
 }
+
+#[test]
+fn keeping_is_turned_off_or_limited_to_some_agents() {
+    let test = "keeping_is_turned_off_or_limited_to_some_agents";
+    if !support::fuse_available(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let f = fixtures();
+    let claude = tmp.path().join("claude");
+    copy(
+        &f.join("claude/projects/-tmp/8d05f615-19e7-55e3-98d9-eaf889ba4cd5.jsonl"),
+        &claude.join("projects/-tmp/8d05f615-19e7-55e3-98d9-eaf889ba4cd5.jsonl"),
+    );
+    let codex = tmp.path().join("codex");
+    let rollout = "sessions/2026/01/03/rollout-2026-01-03T04-05-06-22222222-2222-4222-8222-222222222222.jsonl";
+    copy(&f.join("codex").join(rollout), &codex.join(rollout));
+    let sources = [
+        "--no-detect".to_string(),
+        "--source".into(),
+        format!("claude={}", claude.display()),
+        "--source".into(),
+        format!("codex={}", codex.display()),
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        sources
+            .iter()
+            .cloned()
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    // -o keep_agent=codex: Codex's session kept, Claude Code's not.
+    let args = with(&["-o", "keep_agent=codex"]);
+    let m = Mount::with_args(test, &args.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+    wait(20, "codex's copy", || {
+        (kept_copies(&m.store, "codex").len() == 1).then_some(())
+    });
+    assert!(kept_copies(&m.store, "claude").is_empty());
+    drop(m);
+    // -o nokeep, and FEN_FS_KEEP=off: nothing kept, and status says why.
+    for (extra, env, why) in [
+        (&["-o", "nokeep"][..], None, "off (-o nokeep)"),
+        (
+            &[][..],
+            Some(("FEN_FS_KEEP", "off")),
+            "off (FEN_FS_KEEP=off)",
+        ),
+    ] {
+        let m = Mount::unmounted(&with(extra).iter().map(String::as_str).collect::<Vec<_>>());
+        mount_with_env(&m, &env.into_iter().collect::<Vec<_>>());
+        assert_eq!(sessions(&m.mp).len(), 2);
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(keeping_status(&m.mp), why);
+        assert!(!m.store.join(".kept").exists());
+    }
+}

@@ -128,8 +128,16 @@ impl KeptCopies {
         self.shown == Shown::All
     }
 
+    /// The agent's folder of copies, reached from the store's root without following
+    /// a link (`.kept` and the agent's folder must be real folders).
     fn agent_dir(&self) -> std::io::Result<Dir> {
-        Dir::open_root(&self.dir)
+        let (Some(agent), Some(kept)) = (self.dir.file_name(), self.dir.parent()) else {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        let (Some(kept_name), Some(root)) = (kept.file_name(), kept.parent()) else {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        Dir::open_root(root)?.open_dir(kept_name)?.open_dir(agent)
     }
 
     /// The key of generation `file` of copy `folder`: the generation file's path.

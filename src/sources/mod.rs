@@ -285,8 +285,10 @@ pub fn kept_sources(
 ) -> Vec<Arc<foreign_source::ForeignSource>> {
     let dir = crate::store::layout::kept_dir(root);
     // Every agent with copies, and every agent shown (its copies may come later).
+    let real = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
     let mut agents: Vec<Agent> = std::fs::read_dir(&dir)
         .into_iter()
+        .filter(|_| real)
         .flatten()
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
