@@ -130,6 +130,8 @@ struct Copy {
     record: KeptRecord,
     /// The source's stamp when the copy was last found up to date (this process).
     seen: Option<FileStamp>,
+    /// Its source moved here (the record on disk still names the old place).
+    moved: bool,
 }
 
 /// What kind of change a staged operation is (for the report).
@@ -299,7 +301,15 @@ impl Keeper {
                     .get(&record.source)
                     .filter(|c| c.name == name && c.record == record)
                     .and_then(|c| c.seen);
-                by_key.insert(record.source.clone(), Copy { name, record, seen });
+                by_key.insert(
+                    record.source.clone(),
+                    Copy {
+                        name,
+                        record,
+                        seen,
+                        moved: false,
+                    },
+                );
             }
             copies.insert(agent, by_key);
         }
@@ -510,6 +520,7 @@ impl Keeper {
         );
         c.record.source = item.key.clone();
         c.seen = None;
+        c.moved = true;
         m.insert(item.key.clone(), c.clone());
         Some(c)
     }
@@ -528,6 +539,7 @@ impl Keeper {
             && c.seen == Some(item.stamp)
             && c.record.facts == item.facts
             && !c.record.source_deleted
+            && !c.moved
         {
             // Unchanged since it was last found up to date: at most a sighting to
             // record, or a quiet copy to compress.
@@ -612,7 +624,7 @@ impl Keeper {
             r.proof.dev = stamp.dev;
             r.proof.ino = stamp.ino;
             // Seen now; written down only with another change, or hourly.
-            if len > g.len || r != old || older_than(&old.last_seen, SEEN_EVERY) {
+            if len > g.len || r != old || c.moved || older_than(&old.last_seen, SEEN_EVERY) {
                 r.last_seen = now.to_string();
             }
             if len > g.len {
@@ -635,7 +647,7 @@ impl Keeper {
                         )
                     }));
             }
-            if r == old {
+            if r == old && !c.moved {
                 return Ok(None);
             }
             let (kind, line) = if back {
@@ -840,6 +852,7 @@ impl Keeper {
                     name,
                     seen: if whole { stamp } else { None },
                     record,
+                    moved: false,
                 },
             );
         }
