@@ -386,7 +386,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
-    let keeper = start_keeper(&args, &root, live_foreign, &status, &status_file)?;
+    let keeper = start_keeper(&args, &root, live_foreign, &status, &status_file, &search)?;
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -456,6 +456,7 @@ fn start_keeper(
     live: Vec<Arc<crate::sources::foreign_source::ForeignSource>>,
     status: &Arc<Mutex<MountStatus>>,
     status_file: &crate::store::layout::CacheFile,
+    search: &Arc<crate::search::Search>,
 ) -> Result<Option<KeeperThread>> {
     if !args.keep || crate::keep::off_by_env() {
         log::info!("keeping is off");
@@ -475,14 +476,17 @@ fn start_keeper(
             let stop = stop.clone();
             Arc::new(move || stop.load(std::sync::atomic::Ordering::Relaxed))
         },
-        // The shared yield to foreground requests is wired here when it lands. Tests
-        // slow keeping down to catch it mid-way.
+        // Lets the mount's requests go first (the search indexer's yield, shared with
+        // it). Tests slow keeping down to catch it mid-way.
         pause: match std::env::var(KEEP_PAUSE_TEST_ENV)
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
         {
             Some(ms) => Arc::new(move || std::thread::sleep(Duration::from_millis(ms))),
-            None => Arc::new(|| {}),
+            None => {
+                let search = search.clone();
+                Arc::new(move || search.yield_to_mount())
+            }
         },
         status: {
             let status = status.clone();

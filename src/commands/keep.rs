@@ -38,11 +38,6 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
         .into_iter()
         .filter(|s| s.kept_copies().is_none())
         .collect();
-    std::thread::scope(|scope| {
-        for s in &live {
-            scope.spawn(|| s.build_index());
-        }
-    });
     let options = KeepOptions {
         agents: args.agents.clone(),
     };
@@ -54,7 +49,14 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let started = std::time::Instant::now();
-    let report = keeper.pass(&Control::none());
+    // The agents' first indexes are built while the keeper copies the sessions of
+    // those already built.
+    let report = std::thread::scope(|scope| {
+        for s in &live {
+            scope.spawn(|| s.build_index());
+        }
+        keeper.pass(&Control::none())
+    });
     // The indexes, so that the next run (or mount) need not read unchanged files.
     for s in &live {
         crate::sources::SessionSource::persist(s.as_ref());

@@ -38,6 +38,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const QUIET: Duration = Duration::from_secs(3600);
 /// A record's `last_seen` is brought up to date this often while its source is there.
 const SEEN_EVERY: Duration = Duration::from_secs(3600);
+/// Sessions kept at once (each worker reads, checks and compresses one).
+const KEEP_WORKERS: usize = 4;
 /// A batch is synced and committed at this many bytes, copies or seconds.
 const BATCH_BYTES: u64 = 64 << 20;
 const BATCH_COPIES: usize = 512;
@@ -164,7 +166,16 @@ pub struct Keeper {
     /// Each agent folder's stamp when its records were last read: a copy trashed or
     /// brought back by `fen-fs rm`/`restore` changes it, and the records are read again.
     folders: Mutex<HashMap<Agent, Option<(u64, i128)>>>,
+    root: PathBuf,
     _lock: HeldFile,
+}
+
+impl Drop for Keeper {
+    /// Ends cleanly: every pass committed what it staged (or left nothing a reader
+    /// takes for a copy), so the next keeper need not look for what a crash leaves.
+    fn drop(&mut self) {
+        kept::set_clean_mark(&self.root);
+    }
 }
 
 /// Staged work waiting for the batch's sync.
@@ -172,6 +183,12 @@ struct Batch {
     staged: Vec<(Agent, Staged, Kind, Option<FileStamp>, String)>,
     bytes: u64,
     since: Instant,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch::new()
+    }
 }
 
 impl Batch {
@@ -255,8 +272,11 @@ impl Keeper {
             .into_iter()
             .filter(|s| s.kept_copies().is_none())
             .collect();
-        for agent in store.agents() {
-            store.recover(&agent)?;
+        // After a keeper that did not end cleanly (a crash, a kill), undo what it left.
+        if !kept::take_clean_mark(root) {
+            for agent in store.agents() {
+                store.recover(&agent)?;
+            }
         }
         let keeper = Keeper {
             store,
@@ -266,6 +286,7 @@ impl Keeper {
             copies: Mutex::new(HashMap::new()),
             seen_at: Mutex::new(HashMap::new()),
             folders: Mutex::new(HashMap::new()),
+            root: root.to_path_buf(),
             _lock: lock,
         };
         keeper.reread_records();
@@ -325,16 +346,25 @@ impl Keeper {
         self.reread_records();
         let mut report = Report::default();
         let mut batch = Batch::new();
-        for source in &self.sources {
+        // Each source as soon as its first index is built (`fen-fs keep` copies one
+        // agent's sessions while the others' are still being read).
+        let mut left: Vec<&Arc<ForeignSource>> = self
+            .sources
+            .iter()
+            .filter(|s| self.options.keeps(s.agent()))
+            .collect();
+        while !left.is_empty() {
             if (ctl.stop)() {
                 report.stopped = true;
                 break;
             }
-            if !self.options.keeps(source.agent()) {
+            let Some(at) = left.iter().position(|s| s.is_indexed()) else {
+                std::thread::sleep(Duration::from_millis(10));
                 continue;
-            }
+            };
+            let source = left.remove(at);
             self.pass_source(source, &mut batch, &mut report, ctl);
-            if report.disk_full {
+            if report.disk_full || report.stopped {
                 break;
             }
         }
@@ -359,54 +389,82 @@ impl Keeper {
             }
         }
         let present: HashSet<&Path> = items.iter().map(|i| i.key.as_path()).collect();
-        for item in &items {
-            if (ctl.stop)() {
-                report.stopped = true;
-                return;
-            }
-            (ctl.pause)();
-            let copy = self
-                .copy_of(agent, &item.key)
-                .or_else(|| self.moved_here(agent, item, &present));
-            match self.keep_one(source, item, copy.as_ref(), &now, ctl) {
-                Ok(Some((staged, kind, stamp, line))) => {
-                    batch.bytes += match kind {
-                        Kind::New | Kind::Version | Kind::Replaced => stamp.map_or(0, |s| s.size),
-                        Kind::Grew => {
-                            stamp.map_or(0, |s| s.size)
-                                - copy
-                                    .as_ref()
-                                    .and_then(|c| c.record.current())
-                                    .map_or(0, |g| g.len)
-                        }
-                        _ => 0,
-                    };
-                    batch.staged.push((agent, staged, kind, stamp, line));
+        // What is unchanged since it was last found up to date costs nothing more; the
+        // rest is kept by a few workers at once (copying is reading and compressing:
+        // one core each).
+        let todo: Vec<&ToKeep> = items
+            .iter()
+            .filter(|i| !self.up_to_date(agent, i))
+            .collect();
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, KEEP_WORKERS)
+            .min(todo.len().max(1));
+        let queue = Mutex::new(todo.into_iter());
+        let shared = Mutex::new((std::mem::take(batch), std::mem::take(report)));
+        let work = || {
+            loop {
+                if (ctl.stop)() {
+                    shared.lock().unwrap().1.stopped = true;
+                    return;
                 }
-                Ok(None) => {
-                    if let Some(c) = &copy {
-                        self.mark_seen(agent, &item.key, item.stamp, c);
+                if shared.lock().unwrap().1.disk_full {
+                    return;
+                }
+                (ctl.pause)();
+                let Some(item) = queue.lock().unwrap().next() else {
+                    return;
+                };
+                let copy = self
+                    .copy_of(agent, &item.key)
+                    .or_else(|| self.moved_here(agent, item, &present));
+                let kept = self.keep_one(source, item, copy.as_ref(), &now, ctl);
+                let mut guard = shared.lock().unwrap();
+                let (batch, report) = &mut *guard;
+                match kept {
+                    Ok(Some((staged, kind, stamp, line))) => {
+                        batch.bytes += match kind {
+                            Kind::New | Kind::Version | Kind::Replaced => {
+                                stamp.map_or(0, |s| s.size)
+                            }
+                            Kind::Grew => stamp.map_or(0, |s| s.size).saturating_sub(
+                                copy.as_ref()
+                                    .and_then(|c| c.record.current())
+                                    .map_or(0, |g| g.len),
+                            ),
+                            _ => 0,
+                        };
+                        batch.staged.push((agent, staged, kind, stamp, line));
+                    }
+                    Ok(None) => {
+                        if let Some(c) = &copy {
+                            self.mark_seen(agent, &item.key, item.stamp, c);
+                        }
+                    }
+                    Err(e) => {
+                        report.disk_full |= is_disk_full(&e);
+                        report
+                            .failed
+                            .push(format!("{}: {}", item.key.display(), e.reason));
                     }
                 }
-                Err(e) if is_disk_full(&e) => {
-                    report.disk_full = true;
-                    report
-                        .failed
-                        .push(format!("{}: {}", item.key.display(), e.reason));
-                    return;
-                }
-                Err(e) => {
-                    report
-                        .failed
-                        .push(format!("{}: {}", item.key.display(), e.reason));
+                if batch.full() {
+                    self.flush(batch, report);
                 }
             }
-            if batch.full() {
-                self.flush(batch, report);
-                if report.disk_full {
-                    return;
+        };
+        if workers == 1 {
+            work();
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(work);
                 }
-            }
+            });
+        }
+        (*batch, *report) = shared.into_inner().unwrap();
+        if report.stopped || report.disk_full {
+            return;
         }
         // Sources that went: only of this source's root, and only from a whole pass
         // (a stopped one has not seen every session).
@@ -475,6 +533,21 @@ impl Keeper {
             }
             self.stage_compress(agent, &c, batch, report, ctl);
         }
+    }
+
+    /// Whether `item` has nothing to do: its copy was found up to date at this very
+    /// stamp, and it is neither to be compressed nor due a sighting in its record.
+    fn up_to_date(&self, agent: Agent, item: &ToKeep) -> bool {
+        let copies = self.copies.lock().unwrap();
+        let Some(c) = copies.get(&agent).and_then(|m| m.get(&item.key)) else {
+            return false;
+        };
+        c.seen == Some(item.stamp)
+            && c.record.facts == item.facts
+            && !c.record.source_deleted
+            && !c.moved
+            && !(c.record.current().is_some_and(|g| !g.compressed()) && quiet(item.stamp.mtime_ns))
+            && !older_than(&c.record.last_seen, SEEN_EVERY)
     }
 
     fn copy_of(&self, agent: Agent, key: &Path) -> Option<Copy> {

@@ -354,6 +354,12 @@ impl Search {
         self.activity_ms.store(now, Ordering::Relaxed);
     }
 
+    /// `let_the_mount_go_first`, for other background work of the daemon (keeping):
+    /// it shares the same budget of waiting.
+    pub fn yield_to_mount(&self) {
+        self.let_the_mount_go_first();
+    }
+
     /// Waits while the mount served someone in the last `BUSY`, but for at most half
     /// of every second: a busy mount slows a build down, never stops it.
     fn let_the_mount_go_first(&self) {

@@ -45,8 +45,8 @@ const LEVEL: i32 = 3;
 /// keeps what it copied, cut at a line's end) and a chance to let foreground work go
 /// first.
 pub struct Control<'a> {
-    pub stop: &'a dyn Fn() -> bool,
-    pub pause: &'a dyn Fn(),
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+    pub pause: &'a (dyn Fn() + Sync),
 }
 
 impl Control<'_> {
@@ -829,6 +829,23 @@ pub fn keep_lock_and_scratch(root: &Path) -> Result<(File, Dir)> {
     Ok((file, scratch))
 }
 
+/// Whether the last keeper of the store at `root` ended cleanly (its mark is then
+/// taken: a keeper that dies from now on leaves none).
+pub fn take_clean_mark(root: &Path) -> bool {
+    let Ok(cache) = Dir::open_root(root).and_then(|d| d.open_dir(super::layout::CACHE_DIR)) else {
+        return false;
+    };
+    cache.unlink(super::layout::KEEP_CLEAN).is_ok()
+}
+
+/// Marks the keeper's end as clean (best effort: without it, the next keeper only
+/// does more work).
+pub fn set_clean_mark(root: &Path) {
+    if let Ok(cache) = Dir::open_root(root).and_then(|d| d.open_dir(super::layout::CACHE_DIR)) {
+        let _ = cache.replace_file(super::layout::KEEP_CLEAN, b"");
+    }
+}
+
 impl Staged {
     /// The copy's record once committed.
     pub fn record(&self) -> &KeptRecord {
@@ -1020,4 +1037,132 @@ pub fn read_generation(folder: &Dir, g: &Generation, out: &mut dyn Write) -> Res
 /// first read of a copy).
 pub fn verify_generation(folder: &Dir, g: &Generation) -> Result<()> {
     read_generation(folder, g, &mut std::io::sink())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(agent: &str, source: &Path) -> KeptRecord {
+        KeptRecord {
+            format: RECORD_FORMAT,
+            agent: agent.into(),
+            source: source.to_path_buf(),
+            source_root: source.parent().unwrap().to_path_buf(),
+            unit: false,
+            id: "s1".into(),
+            facts: OutsideFacts::default(),
+            first_seen: now(),
+            last_seen: now(),
+            source_deleted: false,
+            deleted_noticed: None,
+            generations: Vec::new(),
+            proof: SourceProof::default(),
+        }
+    }
+
+    fn bytes_of(store: &KeptStore, name: &str, g: &Generation) -> Vec<u8> {
+        let folder = store.dir().walk(&["claude", name]).unwrap();
+        let mut out = Vec::new();
+        read_generation(&folder, g, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn copies_append_version_compress_and_recover_from_a_crash() {
+        let t = tempfile::tempdir().unwrap();
+        let src_path = t.path().join("s1.jsonl");
+        std::fs::write(&src_path, b"{\"a\":1}\n{\"b\":2}\n").unwrap();
+        let store = KeptStore::open(t.path(), true).unwrap().unwrap();
+        let ctl = Control::none();
+        let src = File::open(&src_path).unwrap();
+        let s = store
+            .stage_new("s1-x", record("claude", &src_path), &src, 16, false, &ctl)
+            .unwrap()
+            .unwrap();
+        // Not committed yet: a hidden folder no reader takes for a copy.
+        assert!(store.records("claude").is_empty());
+        store.sync().unwrap();
+        store.commit(s).unwrap();
+        let r = store.records("claude").remove(0).1;
+        assert_eq!(
+            bytes_of(&store, "s1-x", r.current().unwrap()),
+            b"{\"a\":1}\n{\"b\":2}\n"
+        );
+
+        // An append, then the same compressed, then an append as a zstd frame.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&src_path)
+            .unwrap()
+            .write_all(b"{\"c\":3}\n")
+            .unwrap();
+        let src = File::open(&src_path).unwrap();
+        let s = store
+            .stage_append("s1-x", r, &src, 24, &ctl)
+            .unwrap()
+            .unwrap();
+        store.commit(s).unwrap();
+        let r = store.records("claude").remove(0).1;
+        let s = store.stage_compress("s1-x", r, &ctl).unwrap().unwrap();
+        store.commit(s).unwrap();
+        let r = store.records("claude").remove(0).1;
+        assert!(r.current().unwrap().compressed());
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&src_path)
+            .unwrap()
+            .write_all(b"{\"d\":4}\n")
+            .unwrap();
+        let src = File::open(&src_path).unwrap();
+        let s = store
+            .stage_append("s1-x", r, &src, 32, &ctl)
+            .unwrap()
+            .unwrap();
+        store.commit(s).unwrap();
+        let r = store.records("claude").remove(0).1;
+        let whole = std::fs::read(&src_path).unwrap();
+        assert_eq!(bytes_of(&store, "s1-x", r.current().unwrap()), whole);
+
+        // A crash after an append's bytes, before its record: the record still holds,
+        // and recover cuts the torn bytes off; a half-made copy goes.
+        let g = r.current().unwrap().clone();
+        let folder = store.dir().walk(&["claude", "s1-x"]).unwrap();
+        let (f, _) = folder
+            .open_file_with(&g.file, libc::O_WRONLY | libc::O_APPEND, 0)
+            .unwrap();
+        (&f).write_all(b"torn").unwrap();
+        assert!(
+            verify_generation(&folder, &g).is_ok(),
+            "read only as far as the record says"
+        );
+        store
+            .agent_dir("claude")
+            .unwrap()
+            .create_dir(".new-s2-y")
+            .unwrap();
+        store.recover("claude").unwrap();
+        assert_eq!(folder.stat(&g.file).unwrap().st_size as u64, g.stored);
+        assert!(store.dir().walk(&["claude", ".new-s2-y"]).is_err());
+
+        // The source cut short: a new generation, the earlier kept as a version.
+        std::fs::write(&src_path, b"{\"a\":1}\n").unwrap();
+        let src = File::open(&src_path).unwrap();
+        let s = store
+            .stage_generation("s1-x", r, &src, 8, Some("cut short"), false, &ctl)
+            .unwrap()
+            .unwrap();
+        store.commit(s).unwrap();
+        let r = store.records("claude").remove(0).1;
+        assert_eq!(r.generations.len(), 2);
+        assert_eq!(bytes_of(&store, "s1-x", &r.generations[0]), whole);
+        assert_eq!(r.generations[0].why.as_deref(), Some("cut short"));
+        assert_eq!(bytes_of(&store, "s1-x", &r.generations[1]), b"{\"a\":1}\n");
+
+        // A damaged generation is found.
+        let g = r.generations[1].clone();
+        let folder = store.dir().walk(&["claude", "s1-x"]).unwrap();
+        std::fs::write(folder.path().join(&g.file), b"{\"a\":2}\n").unwrap();
+        assert!(verify_generation(&folder, &g).is_err());
+    }
 }

@@ -78,6 +78,10 @@ pub fn kept_read_dir(root: &Path) -> CacheFile {
 /// The lock a keeper holds while it writes kept copies (one writer per store).
 pub const KEEP_LOCK: &str = "keep.lock";
 
+/// Left by a keeper that ended cleanly (taken by the next one): without it, the next
+/// keeper first undoes what a crash may have left in `.kept`.
+pub const KEEP_CLEAN: &str = "keep.clean";
+
 /// A session file's name for its folder name `dir` (`<stamp>_<session-id>`).
 pub fn session_file_name(dir: &str) -> String {
     format!("{dir}.jsonl")
