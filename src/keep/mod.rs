@@ -542,11 +542,13 @@ impl Keeper {
         let Some(c) = copies.get(&agent).and_then(|m| m.get(&item.key)) else {
             return false;
         };
+        let to_compress =
+            c.record.current().is_some_and(|g| !g.compressed()) && quiet(item.stamp.mtime_ns);
         c.seen == Some(item.stamp)
             && c.record.facts == item.facts
             && !c.record.source_deleted
             && !c.moved
-            && !(c.record.current().is_some_and(|g| !g.compressed()) && quiet(item.stamp.mtime_ns))
+            && !to_compress
             && !older_than(&c.record.last_seen, SEEN_EVERY)
     }
 
