@@ -233,6 +233,38 @@ fn what_agents_delete_or_rewrite_stays_as_it_was() {
     let gem_a_messages = gem_a_meta["messages"].as_u64().unwrap();
     assert_eq!(gem_a_messages, 4);
 
+    // An agent's append is kept within a second or so (the keeper looks every 0.4 s).
+    let line = "{\"type\":\"user\",\"uuid\":\"99999999-0000-4000-8000-000000000002\",\"message\":{\"role\":\"user\",\"content\":\"one more\"}}\n";
+    {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&claude_file)
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+    }
+    let grown = claude_file.metadata().unwrap().len();
+    let t0 = Instant::now();
+    wait(10, "the append kept", || {
+        (kept_len(&m.store, "claude", &claude_file) == Some(grown)).then_some(())
+    });
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "an append was kept after {took:?}"
+    );
+    let kept_views: Vec<(PathBuf, Views)> = kept_views
+        .into_iter()
+        .map(|(d, v)| {
+            if d == claude_dir {
+                (d.clone(), views(&d))
+            } else {
+                (d, v)
+            }
+        })
+        .collect();
+
     // The agents (and people) delete and rewrite.
     std::fs::remove_file(&claude_file).unwrap();
     std::fs::remove_file(&codex_file).unwrap();
@@ -456,14 +488,18 @@ fn fen_fs_keep_keeps_without_a_mount_appends_and_compresses() {
         assert!(out.status.success(), "{}", out_text(&out));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // A missing store is created, every session kept, the quiet one compressed.
+    // A missing store is created, every session copied as it is; the next keep
+    // compresses the quiet one.
     let said = keep();
     assert!(said.contains("2 new"), "{said}");
-    let copies = kept_copies(&store, "claude");
     let file_of = |id: &str| {
+        let copies = kept_copies(&store, "claude");
         let r = copies.iter().find(|r| r["id"] == id).unwrap();
         r["generations"][0]["file"].as_str().unwrap().to_string()
     };
+    assert_eq!(file_of("11111111-1111-4111-8111-111111111111"), "1.jsonl");
+    let said = keep();
+    assert!(said.contains("1 compressed"), "{said}");
     assert_eq!(
         file_of("11111111-1111-4111-8111-111111111111"),
         "1.jsonl.zst"

@@ -380,6 +380,7 @@ impl Keeper {
         ctl: &Control,
     ) {
         let agent = source.agent();
+        (ctl.pause)();
         let items = source.sessions_to_keep();
         let now = now();
         {
@@ -619,7 +620,7 @@ impl Keeper {
             // Unchanged since it was last found up to date: at most a sighting to
             // record, or a quiet copy to compress.
             if c.record.current().is_some_and(|g| !g.compressed()) && quiet(item.stamp.mtime_ns) {
-                return self.compress(agent, c, ctl);
+                return self.compress(agent, c, Some(item.stamp), ctl);
             }
             if older_than(&c.record.last_seen, SEEN_EVERY) {
                 let mut r = c.record.clone();
@@ -666,7 +667,8 @@ impl Keeper {
             );
             return Ok(self
                 .store
-                .stage_new(&name, record, &file, len, quiet(stamp.mtime_ns), ctl)?
+                // Copied as it is, at disk speed; compressed by a later pass once quiet.
+                .stage_new(&name, record, &file, len, false, ctl)?
                 .map(|s| (s, Kind::New, Some(stamp), line)));
         };
         let old = c.record.clone();
@@ -723,7 +725,11 @@ impl Keeper {
                     }));
             }
             if r == old && !c.moved {
-                return Ok(None);
+                // Nothing new: a quiet copy is compressed (once).
+                if g.compressed() || !quiet(stamp.mtime_ns) {
+                    return Ok(None);
+                }
+                return self.compress(agent, c, Some(stamp), ctl);
             }
             let (kind, line) = if back {
                 (
@@ -798,24 +804,22 @@ impl Keeper {
         };
         Ok(self
             .store
-            .stage_generation(
-                &c.name,
-                r,
-                &file,
-                len,
-                dropped.then_some(why),
-                quiet(stamp.mtime_ns),
-                ctl,
-            )?
+            .stage_generation(&c.name, r, &file, len, dropped.then_some(why), false, ctl)?
             .map(|s| (s, kind, Some(stamp), line)))
     }
 
-    fn compress(&self, agent: Agent, c: &Copy, ctl: &Control) -> Result<Option<Step>> {
+    fn compress(
+        &self,
+        agent: Agent,
+        c: &Copy,
+        stamp: Option<FileStamp>,
+        ctl: &Control,
+    ) -> Result<Option<Step>> {
         let line = format!("compress {}  {}", agent.name(), shown(&c.record));
         Ok(self
             .store
             .stage_compress(&c.name, c.record.clone(), ctl)?
-            .map(|s| (s, Kind::Compressed, c.seen, line)))
+            .map(|s| (s, Kind::Compressed, stamp, line)))
     }
 
     fn stage_compress(
@@ -826,7 +830,7 @@ impl Keeper {
         report: &mut Report,
         ctl: &Control,
     ) {
-        match self.compress(agent, c, ctl) {
+        match self.compress(agent, c, c.seen, ctl) {
             Ok(Some((s, kind, stamp, line))) => batch.staged.push((agent, s, kind, stamp, line)),
             Ok(None) => {}
             Err(e) => {
@@ -997,6 +1001,18 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
         }
         !(bg.stop)()
     };
+    // The first index comes first, and the listings that waited for it: the keeper
+    // reads its records and starts only then.
+    while !sources
+        .iter()
+        .all(|s| s.kept_copies().is_some() || s.is_indexed())
+    {
+        (bg.status)("waiting for the first index");
+        if !sleep(Duration::from_millis(100)) {
+            return;
+        }
+    }
+    (bg.pause)();
     let keeper = loop {
         match Keeper::new(&root, sources.clone(), options.clone()) {
             Ok(Some(k)) => break k,
@@ -1034,22 +1050,29 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
     };
     let mut first = true;
     let mut full_since: Option<String> = None;
+    let began = Instant::now();
     loop {
         let started = Instant::now();
         let report = keeper.pass(&ctl);
-        if first && !report.stopped && !report.disk_full {
+        // The first keep is done once a whole pass finds nothing left to do (the
+        // copies made, then the quiet ones compressed).
+        if first && !report.stopped && !report.disk_full && report.changed() == 0 {
             (bg.status)("on");
             let (disk, held) = keeper.sizes();
             log::info!(
-                "keeping: first pass in {:?}: {}; copies take {} for {} of sessions",
-                started.elapsed(),
-                report.say(),
+                "keeping: first keep done in {:?}: {} copies take {} for {} of sessions",
+                began.elapsed(),
+                keeper.copies().len(),
                 human_size(disk),
                 human_size(held)
             );
             first = false;
         } else if report.changed() > 0 {
-            log::debug!("keeping: {}", report.say());
+            if first {
+                log::info!("keeping: {}", report.say());
+            } else {
+                log::debug!("keeping: {}", report.say());
+            }
         }
         for f in &report.failed {
             log::warn!("keeping: {f}");
