@@ -685,7 +685,9 @@ impl Keeper {
         r.source_deleted = false;
         r.deleted_noticed = None;
         r.proof.mtime_ns = stamp.mtime_ns;
-        let same_file = !item.unit && old.proof.dev == stamp.dev && old.proof.ino == stamp.ino;
+        // The same file (a database session: the same rows, its made-up inode being a
+        // hash of them).
+        let same_file = old.proof.dev == stamp.dev && old.proof.ino == stamp.ino;
         let prefix = if len < g.len {
             false
         } else if same_file {
