@@ -19,6 +19,19 @@ Code, Codex and pi sessions; quick: a few MB).
   24   index size / history size                     -                            <= 35 %
   25   daemon peak RSS (VmHWM) over the build        -                            <= 250 MB
   25b  daemon RSS once idle (writer dropped)         -                            <= 150 MB
+  20c  row 20's query while the daemon catches up    row 20's p50 (idle), shown   p50 <= 10 ms
+       after a burst of ctl appends and the big
+       Claude Code session's growth (issue 24)
+  20d  a line another agent appends (the big Claude  -                            <= 1 s
+       session) found by `fen-fs search`, meanwhile:
+       the worst of several
+
+20c/20d (issue 24: background work yields to queries): once 25b is measured, one
+held `ctl` fd appends a burst of entries to a new fen session and the big Claude Code
+session grows by a few hundred lines; for the next seconds (full: 15, quick: 3) the
+row-20 command runs back to back, and every couple of seconds a line with a word of
+its own is appended to the big session and searched for until found (those
+searches count in 20c too). The big session is cut back to its size afterwards.
 
 Words: the manifest's planted words and a few common ones. Row 22 also checks each
 planted word's hit count against the manifest (a note lists them). Row 23 runs on a
@@ -35,7 +48,7 @@ import subprocess
 import time
 from pathlib import Path
 
-IDS = ["20", "20b", "21", "21b", "22", "23", "24", "25", "25b"]
+IDS = ["20", "20b", "21", "21b", "22", "23", "24", "25", "25b", "20c", "20d"]
 
 COMMON = ["function", "error", "config", "session", "return"]
 
@@ -55,6 +68,9 @@ def add_rows(add):
     add("24", "index size / history size", "%", "<=", 35, "value", "")
     add("25", "daemon VmHWM over the build", "MB", "<=", 250, "value", "")
     add("25b", "daemon VmRSS once idle", "MB", "<=", 150, "value", "")
+    add("20c", "search --json WORD p50, catching up", "s", "<=", 0.010, "value",
+        "row 20's p50 with the daemon idle, in the same run (shown, not a ratio)")
+    add("20d", "another agent's line found by search", "s", "<=", 1.0, "value", "")
 
 
 def history(B, mode):
@@ -208,6 +224,8 @@ def scenario(B, P, R, rows, want):
     time.sleep(idle)
     rows["25b"].fen_samples.append(B.kb_field(m.status(), "VmRSS") / 1024)
     rows["25b"].notes.append("%d s after the build (the writer is dropped after 10 s idle)" % idle)
+    if "20c" in want or "20d" in want:
+        catch_up(B, P, rows, h, man, store, src, statistics.median(cli))
     m.down()
 
     # 23: a first `cat conversation.json` of a session (nothing of it computed by fen-fs
@@ -229,7 +247,7 @@ def scenario(B, P, R, rows, want):
         sid = Path(rel).stem
         for ns in os.listdir(mp):
             d = mp / ns
-            if ns in ("ctl", "search") or not d.is_dir():
+            if ns in ("ctl", "search", "usage") or not d.is_dir():
                 continue
             for s in os.listdir(d):
                 if s.endswith(sid):
@@ -254,3 +272,69 @@ def scenario(B, P, R, rows, want):
                             "conversation then); %d during the build, %d once idle" % (
                                 min(sizes) / 1e6, max(sizes) / 1e6, len(during), len(idle_s)))
     m.down()
+
+
+def catch_up(B, P, rows, h, man, store, src, idle_p50):
+    """20c/20d: queries and another agent's line while the daemon catches up after a
+    burst of ctl appends and the big Claude Code session's growth."""
+    full = P["mode"] == "full"
+    burst, growth, span = (5000, 300, 15.0) if full else (300, 30, 3.0)
+    big_info = man["big_session"]
+    big = h / big_info["path"]
+    size, times = big.stat().st_size, (big.stat().st_atime_ns, big.stat().st_mtime_ns)
+    cli = [str(B.BIN), "search", "--json", "--store", str(store), "--no-detect"] + src
+    query_times, found_after = [], []
+    try:
+        sess = B.create_session("/bench/catch-up", "catch-up burst")
+        fd = os.open(str(sess / "ctl"), os.O_RDWR)
+        try:
+            payloads = B.gen.ctl_payloads(burst, P["seed"], max_bytes=2048)
+            t0 = time.perf_counter()
+            for i, line in enumerate(payloads):
+                os.write(fd, line)
+                if i % 500 == 499:
+                    os.read(fd, 1 << 20)
+            burst_s = time.perf_counter() - t0
+        finally:
+            os.close(fd)
+        parent = B.last_uuid(big)
+        for k in range(growth):
+            parent = B.claude_append(big, parent, "catch-up growth %d %s" % (k, "words " * 40),
+                                     big_info["cwd"], big_info["id"])
+        t0 = time.perf_counter()
+        next_line = t0 + 0.5
+        n = 0
+        while time.perf_counter() - t0 < span:
+            if time.perf_counter() >= next_line:
+                n += 1
+                word = "catchupfind%d%s" % (n, os.urandom(3).hex())
+                parent = B.claude_append(big, parent, "find " + word, big_info["cwd"], big_info["id"])
+                t1 = time.perf_counter()
+                while True:
+                    t = time.perf_counter()
+                    r = subprocess.run(cli + [word], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                    query_times.append(time.perf_counter() - t)
+                    if b'"id"' in r.stdout:
+                        found_after.append(time.perf_counter() - t1)
+                        break
+                    if time.perf_counter() - t1 > 10:
+                        rows["20d"].checks.append("%s not found after 10 s" % word)
+                        found_after.append(time.perf_counter() - t1)
+                        break
+                next_line = time.perf_counter() + 2.0
+            else:
+                query_times.append(B.run_timed(cli + ["fjordbramble"]))
+    finally:
+        os.truncate(big, size)
+        os.utime(big, ns=times)
+    rows["20c"].fen_samples = [statistics.median(query_times)]
+    rows["20c"].base_samples = [idle_p50]
+    rows["20c"].notes.append(
+        "%d queries in the %.0f s after %d ctl appends (%.1f s) and %d lines appended to the "
+        "%.0f MB Claude Code session; p99 %.1f ms; idle p50 %.1f ms" % (
+            len(query_times), span, burst, burst_s, growth, size / 1e6,
+            percentile(query_times, 99) * 1e3, idle_p50 * 1e3))
+    if found_after:
+        rows["20d"].fen_samples = [max(found_after)]
+        rows["20d"].notes.append("%d lines, found after %s s" % (
+            len(found_after), ", ".join("%.2f" % x for x in found_after)))

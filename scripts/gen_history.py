@@ -42,6 +42,11 @@ one kind of place, so a search can be checked by its hit counts:
 Each entry lists the files (relative to OUT) holding the word; a word occurs in no
 other file. `in_conversation` says whether it is in `conversation.json`.
 
+Token usage as each agent records it (for `fen-fs usage` and ccusage): Claude Code's
+`message.usage` with the 5-minute/1-hour split of cache writes, Codex's token_count
+events with the call's `last_token_usage` beside the running total, pi's usage with the
+cost it records.
+
 Deterministic: the same --scale and --seed give byte-identical files (and mtimes: each
 file's mtime is its last entry's time). Stdlib only.
 """
@@ -359,9 +364,15 @@ def write_claude(path, sid, plan, corpus, rnd, big=False):
                   % (corpus.take(rnd, rnd.randint(20, 60)).replace(b"\\n", b" "), sidb))
         msg_id = b"msg_01%s" % corpus.signature(rnd, 22)
         req = b"req_011C%s" % corpus.signature(rnd, 18)
+        u_in, u_write, u_read, u_out = (rnd.randint(1, 20), rnd.randint(0, 30000), rnd.randint(0, 200000),
+                                        rnd.randint(1, 4000))
+        # The split of cache writes Claude Code records (5-minute and 1-hour), from the
+        # counts already drawn (no draw of its own: the rest of the history stays as it was).
+        hour = u_write if turn_no % 3 == 0 else (u_write // 4 if turn_no % 3 == 1 else 0)
         usage = b'{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,' \
-                b'"output_tokens":%d,"service_tier":"standard"}' % (
-                    rnd.randint(1, 20), rnd.randint(0, 30000), rnd.randint(0, 200000), rnd.randint(1, 4000))
+                b'"output_tokens":%d,"service_tier":"standard","cache_creation":{' \
+                b'"ephemeral_5m_input_tokens":%d,"ephemeral_1h_input_tokens":%d}}' % (
+                    u_in, u_write, u_read, u_out, u_write - hour, hour)
 
         def assistant(block, stop):
             nonlocal parent
@@ -480,11 +491,19 @@ def write_codex(path, sid, plan, corpus, rnd):
                  % (cmd.replace(b'\\"', b"'"), call))
             line(b"response_item", b'{"type":"function_call_output","call_id":"%s","output":"%s"}'
                  % (call, out))
+            before = tokens
             tokens += len(out) // 4 + 500
+            # The call's own usage (`last_token_usage`), as Codex writes it beside the
+            # running total: the total's growth.
+            li, lc, lo, lr = (tokens - before, tokens // 2 - before // 2, tokens // 20 - before // 20,
+                              tokens // 40 - before // 40)
             line(b"event_msg", b'{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d,'
                                b'"cached_input_tokens":%d,"output_tokens":%d,"reasoning_output_tokens":%d,'
+                               b'"total_tokens":%d},"last_token_usage":{"input_tokens":%d,'
+                               b'"cached_input_tokens":%d,"output_tokens":%d,"reasoning_output_tokens":%d,'
                                b'"total_tokens":%d},"model_context_window":258400},"rate_limits":null}'
-                 % (tokens, tokens // 2, tokens // 20, tokens // 40, tokens + tokens // 20))
+                 % (tokens, tokens // 2, tokens // 20, tokens // 40, tokens + tokens // 20,
+                    li, lc, lo, lr, li + lo))
         line(b"response_item", msg(b"assistant", b"output_text", turn.answer, b',"phase":"final_answer"'))
         line(b"event_msg", b'{"type":"agent_message","message":"%s"}' % turn.answer)
         line(b"event_msg", b'{"type":"task_complete","turn_id":"%s","last_agent_message":null}' % turn_id)
@@ -542,8 +561,13 @@ def write_pi(path, sid, plan, corpus, rnd):
         first = entry(b'"message","message":{"role":"user","content":[{"type":"text","text":"%s"}],'
                       b'"timestamp":%d}' % (turn.prompt, t))
         turn_starts.append(first)
-        usage = (b'"usage":{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":0,"totalTokens":%d}'
-                 % (rnd.randint(100, 90000), rnd.randint(10, 4000), rnd.randint(0, 80000), rnd.randint(100, 99000)))
+        p_in, p_out, p_read, p_total = (rnd.randint(100, 90000), rnd.randint(10, 4000), rnd.randint(0, 80000),
+                                        rnd.randint(100, 99000))
+        # The cost pi records with each response (claude-sonnet-4-5's prices per token).
+        costs = (p_in * 3e-6, p_out * 15e-6, p_read * 0.3e-6)
+        usage = (b'"usage":{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":0,"totalTokens":%d,'
+                 b'"cost":{"input":%.6f,"output":%.6f,"cacheRead":%.6f,"cacheWrite":0,"total":%.6f}}'
+                 % ((p_in, p_out, p_read, p_total) + costs + (sum(costs),)))
         head = b'"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5",%s' % usage
         thinking = b'{"type":"thinking","thinking":"%s","thinkingSignature":"%s"}' % (
             turn.thinking, corpus.signature(rnd, rnd.randint(200, 800)))

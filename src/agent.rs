@@ -48,6 +48,18 @@ impl Agent {
         Agent::Openclaw,
     ];
 
+    /// The agent `name` names (`--agent KIND`, a tool's `agent`): fen, or one of the
+    /// other agents' kinds; the error lists them.
+    pub fn parse(name: &str) -> Result<Agent, String> {
+        Agent::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Agent::ALL.iter().map(|a| a.name()).collect();
+                format!("unknown agent {name:?}: one of {}", names.join(", "))
+            })
+    }
+
     /// The agent a `--source KIND=DIR` names (`fen` is not a source kind).
     pub fn from_kind(kind: &str) -> Option<Agent> {
         Some(match kind {

@@ -2,6 +2,7 @@
 //! systemd's readiness protocol, the notifier and sync threads, clean unmount on
 //! SIGINT/SIGTERM (only of the mount this daemon made), and `fen-fs umount`.
 
+use crate::background::Background;
 use crate::ctl::CtlService;
 use crate::error::{Error, Result};
 use crate::mount_table::{self, MountEntry};
@@ -38,6 +39,8 @@ pub struct MountOptions {
     pub nonempty: bool,
     /// Which other agents' stores to show beside fen's own.
     pub foreign: crate::sources::ForeignOptions,
+    /// Other machines' stores (§12) and their path maps.
+    pub peers: crate::sources::peers::PeerOptions,
     /// Keep copies of the other agents' sessions (§11); of these agents only, if set.
     pub keep: bool,
     pub keep_agents: Option<Vec<crate::agent::Agent>>,
@@ -190,6 +193,13 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
         spec.push(&r.root);
         cmd.arg("--source").arg(spec);
     }
+    if let Some(dir) = &args.peers.dir {
+        cmd.arg("--peers")
+            .arg(std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+    }
+    for m in &args.peers.maps {
+        cmd.arg("--map").arg(format!("{}={}", m.from, m.to));
+    }
     let log_path = match &args.log_file {
         Some(path) => path.clone(),
         None => {
@@ -287,6 +297,9 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut sources: Vec<Arc<dyn SessionSource>> =
         vec![Arc::new(FenSource::watching(store.clone()))];
+    // Every worker beside the mount's requests stops at unmount through this, and lets
+    // the requests go first.
+    let background = Background::new();
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
     let mut live_foreign = Vec::new();
@@ -295,20 +308,54 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             live_foreign.push(foreign.clone());
         }
         let indexer = foreign.clone();
-        std::thread::Builder::new()
-            .name(format!("fen-index-{}", foreign.agent().name()))
-            .spawn(move || indexer.build_index())
+        let bg = background.clone();
+        background
+            .spawn(
+                &format!("fen-index-{}", foreign.agent().name()),
+                move || indexer.build_index_with(&bg),
+            )
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
+    }
+    // Other machines' stores (§12), read-only, their caches in this store's.
+    match crate::sources::peers::peer_sources(&args.peers, &root, true) {
+        Ok(peers) => {
+            for p in peers {
+                // A peer's kept copies (§11) are indexed as the agents' stores are.
+                if let Some(kept) = p.kept_index().cloned() {
+                    let bg = background.clone();
+                    background
+                        .spawn(
+                            &format!("fen-index-{}@{}", kept.agent().name(), p.host_name()),
+                            move || kept.build_index_with(&bg),
+                        )
+                        .map_err(|e| Error::io("index thread", &e))?;
+                }
+                sources.push(p as Arc<dyn SessionSource>);
+            }
+        }
+        Err(e) => return fail(&mut ready, e),
     }
     // The search index is opened, checked and brought up to date in the background.
     let search = Arc::new(crate::search::Search::open_deferred(
         &root,
         &args.mountpoint,
         sources.clone(),
+        background.clone(),
     ));
-    let tree =
-        Arc::new(Tree::new(sources.clone(), Some(ctl), uid, gid).with_search(search.clone()));
+    // Usage (usage/) is counted once in the background after the mount, then on each
+    // open of its files, from what changed.
+    let usage = Arc::new(crate::usage::Usage::new(
+        sources.clone(),
+        Some(&root),
+        crate::usage::prices::Prices::builtin(),
+    ));
+    let tree = Arc::new(
+        Tree::new(sources.clone(), Some(ctl), uid, gid)
+            .with_search(search.clone())
+            .with_usage(usage.clone(), crate::usage::zone::Zone::from_env())
+            .with_background(background.clone()),
+    );
     let status = MountStatus {
         pid: std::process::id(),
         mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
@@ -386,7 +433,27 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
-    let keeper = start_keeper(&args, &root, live_foreign, &status, &status_file, &search)?;
+    start_keeper(
+        &args,
+        &root,
+        live_foreign,
+        &status,
+        &status_file,
+        &background,
+    );
+    if std::env::var_os(USAGE_ENV).is_some_and(|v| v == "off") {
+        log::info!("usage is counted only when usage/ is read ({USAGE_ENV}=off)");
+    } else {
+        let (usage, bg) = (usage.clone(), background.clone());
+        let started = background.spawn("fen-usage", move || {
+            let stop = || bg.should_stop();
+            let pause = || bg.pause();
+            crate::usage::count_in_background(&usage, &stop, &pause);
+        });
+        if let Err(e) = started {
+            log::error!("usage thread: {e}");
+        }
+    }
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -394,22 +461,29 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let mut sig = 0;
     // SAFETY: valid set and out-pointer.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    let ends = if sig == libc::SIGUSR1 {
-        true
-    } else {
+    let stopping = std::time::Instant::now();
+    if sig != libc::SIGUSR1 {
         log::info!("signal {sig}: unmounting");
         sd_notify("STOPPING=1");
-        unmount_own(&args.mountpoint, ours.as_ref())
-    };
-    search.stop();
-    if let Some(k) = keeper {
-        k.stop();
+    }
+    // Background work stops at its next message and saves what it has; what has not
+    // saved within the budget is left at its last save (the next mount goes on from
+    // there). On a signal this comes before the unmount: once the mount is gone, this
+    // daemon writes nothing more into the store.
+    if !background.stop_and_wait(STOP_BUDGET) {
+        log::info!(
+            "background work still saving after {STOP_BUDGET:?}: its last save stands, \
+             the next mount goes on from there"
+        );
     }
     // Indexes, so the next mount need not re-read unchanged files.
     for s in &sources {
         s.persist();
     }
+    usage.persist();
     crate::store::atomic::remove_file(&status_file);
+    let ends = sig == libc::SIGUSR1 || unmount_own(&args.mountpoint, ours.as_ref());
+    log::info!("stopped in {:?}", stopping.elapsed());
     if !ends {
         // The session would end by fuser unmounting the path, which may now hold
         // another mount: exit instead; closing /dev/fuse ends this connection only.
@@ -432,107 +506,62 @@ fn keeping_at_start(args: &MountOptions) -> String {
     }
 }
 
-/// The keeper's thread, and how to stop it.
-struct KeeperThread {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    done: std::sync::mpsc::Receiver<()>,
-}
-
-impl KeeperThread {
-    /// Asks the keeper to stop (at the next session, or a line's end inside a long
-    /// copy, committing what it has) and waits a little for it: an unmount is never
-    /// held up for long; what it had not committed is undone on the next start.
-    fn stop(self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = self.done.recv_timeout(Duration::from_millis(900));
-    }
-}
-
-/// Starts keeping the other agents' sessions (§11) in the background, unless turned
-/// off.
+/// Starts keeping the other agents' sessions (§11) as background work (stopped at
+/// unmount with the rest), unless turned off.
 fn start_keeper(
     args: &MountOptions,
     root: &Path,
     live: Vec<Arc<crate::sources::foreign_source::ForeignSource>>,
     status: &Arc<Mutex<MountStatus>>,
     status_file: &crate::store::layout::CacheFile,
-    search: &Arc<crate::search::Search>,
-) -> Result<Option<KeeperThread>> {
+    background: &Background,
+) {
     if !args.keep || crate::keep::off_by_env() {
         log::info!("keeping is off");
-        return Ok(None);
+        return;
     }
     if live.is_empty() {
         // fen's own sessions are in the store already: nothing to keep.
         let mut s = status.lock().unwrap();
         s.keeping = "on (no other agent's store shown)".into();
         s.write(status_file);
-        return Ok(None);
+        return;
     }
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (tx, done) = std::sync::mpsc::channel();
-    let bg = crate::keep::Background {
-        stop: {
-            let stop = stop.clone();
-            Arc::new(move || stop.load(std::sync::atomic::Ordering::Relaxed))
-        },
-        // Lets the mount's requests go first (the search indexer's yield, shared with
-        // it). Tests slow keeping down to catch it mid-way.
-        pause: match std::env::var(KEEP_PAUSE_TEST_ENV)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            Some(ms) => Arc::new(move || std::thread::sleep(Duration::from_millis(ms))),
-            None => {
-                let search = search.clone();
-                Arc::new(move || search.yield_to_mount())
+    let said = {
+        let status = status.clone();
+        let file = status_file.clone();
+        move |state: &str| {
+            let mut s = status.lock().unwrap();
+            if s.keeping != state {
+                s.keeping = state.to_string();
+                s.write(&file);
             }
-        },
-        status: {
-            let status = status.clone();
-            let file = status_file.clone();
-            Arc::new(move |state: &str| {
-                let mut s = status.lock().unwrap();
-                if s.keeping != state {
-                    s.keeping = state.to_string();
-                    s.write(&file);
-                }
-            })
-        },
+        }
     };
-    let root = root.to_path_buf();
+    let (root, bg) = (root.to_path_buf(), background.clone());
     let options = crate::keep::KeepOptions {
         agents: args.keep_agents.clone(),
     };
-    std::thread::Builder::new()
-        .name("fen-keep".into())
-        .spawn(move || {
-            lower_priority();
-            crate::keep::run(root, live, options, bg);
-            let _ = tx.send(());
-        })
-        .map_err(|e| Error::io("keeper thread", &e))?;
-    Ok(Some(KeeperThread { stop, done }))
-}
-
-/// The calling thread at a lower CPU priority and in the idle I/O class: keeping
-/// never takes what a request is waiting for.
-fn lower_priority() {
-    // SAFETY: plain syscalls on the calling thread.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-        libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
+    let started = background.spawn("fen-keep", move || {
+        crate::background::lower_priority(true);
+        crate::keep::run(root, live, options, &bg, &said);
+    });
+    if let Err(e) = started {
+        log::error!("keeper thread: {e}");
     }
 }
 
-/// Tests only: milliseconds the keeper sleeps before each chunk it copies.
-pub const KEEP_PAUSE_TEST_ENV: &str = "FEN_FS_TEST_KEEP_PAUSE_MS";
+/// How long background work gets to stop and save at unmount: `fen-fs umount` (and
+/// SIGTERM) returns within a second whatever the daemon is doing.
+const STOP_BUDGET: Duration = Duration::from_millis(400);
 
 /// `off` turns FUSE passthrough off (transcripts are then read through the daemon).
 pub const PASSTHROUGH_ENV: &str = "FEN_FS_PASSTHROUGH";
 /// `FEN_FS_SEARCH=off` in `mount`'s environment: no background search indexer.
 pub const SEARCH_ENV: &str = "FEN_FS_SEARCH";
+/// `FEN_FS_USAGE=off` in `mount`'s environment: usage is not counted in the background
+/// after the mount (only when `usage/` is read).
+pub const USAGE_ENV: &str = "FEN_FS_USAGE";
 
 /// What `fen-fs status` learns of a running daemon from its store (`.fen-cache/mounts/
 /// <pid>.json`): what its command line does not say.

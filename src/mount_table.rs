@@ -168,6 +168,20 @@ pub fn fen_mounts() -> Vec<FenMount> {
         .collect()
 }
 
+/// The mount point of the store at `store_root` where a live daemon serves it.
+pub fn live_mount_of(store_root: &Path) -> Option<PathBuf> {
+    let canon = std::fs::canonicalize(store_root).ok()?;
+    fen_mounts()
+        .into_iter()
+        .find(|m| {
+            m.pid.is_some()
+                && m.store
+                    .as_deref()
+                    .is_some_and(|s| std::fs::canonicalize(s).ok().as_ref() == Some(&canon))
+        })
+        .map(|m| m.mountpoint)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -216,6 +216,12 @@ pub struct SessionFacts {
     pub kept: bool,
     #[serde(default)]
     pub source_deleted: bool,
+    /// Another machine's name, for a session recorded there (§12); `None`: this one.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The cwd as recorded there, when a path map changed it into `cwd`.
+    #[serde(default)]
+    pub cwd_on_host: Option<String>,
 }
 
 /// A session's messages as neutral values, with its facts.

@@ -3,7 +3,8 @@
 //! history Gemini sent the model on resume must be `conversation.json`, after the
 //! per-request steps Gemini applies (AGENT-FORMATS-MORE.md §2.3: a fresh
 //! `<session_context>` turn first, consecutive same-role turns merged into one, a
-//! `<tool>__` prefix stripped from call ids).
+//! `<tool>__` prefix stripped from call ids). The mount then shows what that resume
+//! wrote, and Gemini resumes once more with exactly that.
 
 mod support;
 
@@ -123,6 +124,25 @@ fn gemini_resumes_with_what_conversation_json_holds() {
     );
     let first_run = mock.requests().len();
     assert!(first_run >= 2, "a tool call and its answer");
+    // As if the session was created in an earlier minute than the resume runs in (the
+    // usual case: a session is resumed later). Gemini names its file by the minute it
+    // starts, so a resume in another minute first starts a new file of its own.
+    let chats = home.join(".gemini/tmp/proj/chats");
+    let files: Vec<_> = std::fs::read_dir(&chats)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let id8 = files[0]
+        .strip_suffix(".jsonl")
+        .and_then(|f| f.rsplit('-').next())
+        .unwrap();
+    std::fs::rename(
+        chats.join(&files[0]),
+        chats.join(format!("session-2026-01-01T00-00-{id8}.jsonl")),
+    )
+    .unwrap();
 
     let source = format!("gemini={}", home.join(".gemini").display());
     let Some(m) = Mount::with_args(test, &["--no-detect", "--source", &source]) else {
@@ -155,6 +175,7 @@ fn gemini_resumes_with_what_conversation_json_holds() {
         "{before:?}"
     );
 
+    let n = mock.requests().len();
     gemini(
         &bin,
         &home,
@@ -162,7 +183,44 @@ fn gemini_resumes_with_what_conversation_json_holds() {
         &mock,
         &["--resume", "latest", "-p", "second prompt"],
     );
-    let sent = mock.requests()[first_run..]
+    assert_resumed_with(&before, "second prompt", &mock.requests()[n..]);
+
+    // The resume appended to the session's file: the mount shows it on the next read,
+    // still one session (the file Gemini started first holds only context). Gemini
+    // 0.61.0 rewrote the history into it keeping the tool call's result beside the
+    // `<id>_response` turn it adds, so its own loader now gives that response twice:
+    // the oracle of what the mount shows is what Gemini resumes with next.
+    let after: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("conversation.json")).unwrap()).unwrap();
+    assert!(after.len() >= before.len() + 2, "{after:?}");
+    assert_eq!(after[after.len() - 2]["parts"][0]["text"], "second prompt");
+    assert_eq!(after[after.len() - 1]["role"], "model");
+    let dirs_now = std::fs::read_dir(&ns)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .count();
+    assert_eq!(dirs_now, 1, "one session, one folder");
+    assert_eq!(
+        support::meta(dir)["id"],
+        meta["id"],
+        "same session, same folder"
+    );
+    let n = mock.requests().len();
+    gemini(
+        &bin,
+        &home,
+        &project,
+        &mock,
+        &["--resume", "latest", "-p", "third prompt"],
+    );
+    assert_resumed_with(&after, "third prompt", &mock.requests()[n..]);
+}
+
+/// The first model request of a `--resume latest -p prompt` run (`requests`) sent
+/// `shown` (a `conversation.json`) after Gemini's fresh context turn, then `prompt`.
+fn assert_resumed_with(shown: &[Value], prompt: &str, requests: &[Request]) {
+    let sent = requests
         .iter()
         .find(|r| r.path.contains(":streamGenerateContent"))
         .and_then(Request::json)
@@ -177,18 +235,11 @@ fn gemini_resumes_with_what_conversation_json_holds() {
             .starts_with("<session_context>")
     );
     let mut turns = vec![json!({"role": "user", "parts": [context.clone()]})];
-    turns.extend(before.iter().cloned());
-    turns.push(json!({"role": "user", "parts": [{"text": "second prompt"}]}));
-    assert_eq!(&as_request(&turns)[..], &contents[..]);
-
-    // The resume appended to the same file: the mount shows it on the next read.
-    let after: Vec<Value> =
-        serde_json::from_slice(&std::fs::read(dir.join("conversation.json")).unwrap()).unwrap();
-    assert_eq!(after.len(), before.len() + 2, "{after:?}");
-    assert_eq!(after[after.len() - 2]["parts"][0]["text"], "second prompt");
+    turns.extend(shown.iter().cloned());
+    turns.push(json!({"role": "user", "parts": [{"text": prompt}]}));
     assert_eq!(
-        support::meta(dir)["id"],
-        meta["id"],
-        "same session, same folder"
+        &as_request(&turns)[..],
+        &contents[..],
+        "resumed with {prompt:?}"
     );
 }

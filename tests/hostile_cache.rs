@@ -140,8 +140,10 @@ fn views(mp: &Path) -> Vec<(String, Vec<u8>)> {
     let mut nss: Vec<_> = std::fs::read_dir(mp)
         .unwrap()
         .flatten()
-        // Namespaces: every folder but `search/`, the queries' folder.
-        .filter(|e| e.file_type().unwrap().is_dir() && e.file_name() != "search")
+        // Namespaces: every folder but `search/` (the queries') and `usage/`.
+        .filter(|e| {
+            e.file_type().unwrap().is_dir() && e.file_name() != "search" && e.file_name() != "usage"
+        })
         .map(|e| e.path())
         .collect();
     nss.sort();

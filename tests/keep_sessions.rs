@@ -1017,6 +1017,7 @@ fn a_full_disk_pauses_keeping_and_the_mount_keeps_serving() {
             .map(String::from)
             .to_vec(),
         tmp: mp_tmp,
+        env: Vec::new(),
     };
     std::fs::create_dir(&m.mp).unwrap();
     mount_with_env(&m, &[("FEN_FS_SEARCH", "off")]);
@@ -1086,14 +1087,28 @@ fn a_peers_kept_copies_are_shown_whole_without_writing_there() {
     let here = tmp.path().join("store");
     std::fs::create_dir_all(&here).unwrap();
     let before = state(&peer);
-    let sources = fen_fs::sources::peer_kept_sources(&peer, "laptop", &here);
-    fen_fs::sources::build_indexes(&sources);
+    // As sync shows a peer: host `laptop`, its /tmp read here as /home/me/tmp.
+    let rules = [fen_fs::config::PathRule {
+        host: None,
+        from: "/tmp".into(),
+        to: "/home/me/tmp".into(),
+    }];
+    let sources = fen_fs::sources::peers::peer_kept_sources("laptop", &peer, &here, &rules, false);
+    let kept: Vec<_> = sources
+        .iter()
+        .filter_map(|p| p.kept_index().cloned())
+        .collect();
+    fen_fs::sources::build_indexes(&kept);
     let s = &sources[0];
-    let ns = "--tmp--";
+    let ns = "--home-me-tmp--";
     let listings = s.listings(ns).unwrap();
-    assert_eq!(listings.len(), 1);
+    assert_eq!(listings.len(), 1, "{:?}", s.namespaces());
     assert!(listings[0].kept);
+    assert_eq!(listings[0].host.as_deref(), Some("laptop"));
+    assert_eq!(listings[0].cwd.as_deref(), Some("/home/me/tmp"));
+    assert_eq!(listings[0].cwd_on_host.as_deref(), Some("/tmp"));
     let dir = listings[0].dir.clone();
+    assert!(dir.ends_with("@laptop"), "{dir}");
     let snap = s.snapshot(ns, &dir, ViewKind::Transcript, 0).unwrap();
     assert!(snap.read_at(0, bytes.len() + 1).unwrap() == bytes);
     let meta: Value = serde_json::from_slice(
@@ -1104,6 +1119,7 @@ fn a_peers_kept_copies_are_shown_whole_without_writing_there() {
     )
     .unwrap();
     assert_eq!(meta["host"], "laptop");
+    assert_eq!(meta["cwd"], "/home/me/tmp");
     assert_eq!(meta["kept"], true);
     assert_eq!(meta["messages"], 5);
     for s in &sources {

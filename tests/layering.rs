@@ -1,4 +1,4 @@
-//! The layering rules of the README's Architecture section, checked on the source:
+//! The layering rules of docs/architecture.md, checked on the source:
 //! no import cycle between the crate's top-level modules, `fuser` named only in
 //! `src/fuse/`, `clap` only in `src/main.rs` and `src/commands/`.
 

@@ -214,7 +214,7 @@ fn fsck_reports_names_that_are_not_utf8() {
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(root.len(), 3, "ctl, search and home-u-p: {root:?}");
+    assert_eq!(root.len(), 4, "ctl, search, usage and home-u-p: {root:?}");
     let log = m.daemon_log();
     assert!(
         log.contains("--home-u-p--/2026-11-21T00-00-00-000Z_b\\xffd.jsonl: name is not UTF-8"),

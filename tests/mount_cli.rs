@@ -34,6 +34,8 @@ fn the_mount_helper_form_with_options_mounts_and_status_shows_it() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let (store, mp) = (tmp.path().join("store"), tmp.path().join("mnt"));
+    // mount(8)'s form names a store and a mount point that exist.
+    std::fs::create_dir(&store).unwrap();
     std::fs::create_dir(&mp).unwrap();
     let out = run(fen_fs()
         .arg(&store)
@@ -66,6 +68,147 @@ fn the_mount_helper_form_with_options_mounts_and_status_shows_it() {
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(ours(&status(), &mp).unwrap()["fsync"], "everysec");
     assert!(run(fen_fs().arg("umount").arg(&mp)).status.success());
+}
+
+/// Every path under `dir`, for "nothing was created".
+fn everything_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                todo.push(e.path());
+            }
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_mistyped_subcommand_creates_nothing_and_is_a_usage_error() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    // The default store and log would land under the scratch folder too.
+    let fen = || {
+        let mut cmd = fen_fs();
+        cmd.current_dir(dir)
+            .env("XDG_STATE_HOME", dir.join("state"));
+        cmd
+    };
+    let out = run(fen().args(["serch", "flaky"]));
+    assert_eq!(out.status.code(), Some(2), "{}", out_text(&out));
+    assert!(
+        out_text(&out).contains("unrecognized subcommand 'serch'"),
+        "{}",
+        out_text(&out)
+    );
+    assert_eq!(everything_under(dir), Vec::<std::path::PathBuf>::new());
+    // mount.fuse's `-o` with no mount point there: the same usage error.
+    let out = run(fen().args(["serch", "flaky", "-o", "rw"]));
+    assert_eq!(out.status.code(), Some(2), "{}", out_text(&out));
+    assert_eq!(everything_under(dir), Vec::<std::path::PathBuf>::new());
+
+    // The mount helper form creates neither a missing store nor a missing mount point.
+    let helper = tempfile::tempdir().unwrap();
+    let link = helper.path().join("mount.fuse.fen-fs");
+    std::os::unix::fs::symlink(support::bin(), &link).unwrap();
+    let mut cmd = std::process::Command::new(&link);
+    cmd.current_dir(dir)
+        .env("XDG_STATE_HOME", dir.join("state"));
+    let out = run(cmd.args(["serch", "flaky", "-o", "rw"]));
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    assert!(
+        out_text(&out).contains("no fen-fs store at serch"),
+        "{}",
+        out_text(&out)
+    );
+    std::fs::create_dir(dir.join("store")).unwrap();
+    let out = run(std::process::Command::new(&link)
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .args(["store", "flaky", "-o", "rw"]));
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    assert!(
+        out_text(&out).contains("no mount point flaky"),
+        "{}",
+        out_text(&out)
+    );
+    assert_eq!(everything_under(dir), [dir.join("store")]);
+    // mount(8)'s `-f` to a helper is a fake mount: checked, not mounted.
+    std::fs::create_dir(dir.join("flaky")).unwrap();
+    let out = run(std::process::Command::new(&link)
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .args(["store", "flaky", "-f", "-o", "rw"]));
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&dir.join("flaky").display().to_string()));
+}
+
+/// mount(8) itself, as /etc/fstab's line runs it: `mount -t fuse.fen-fs STORE MNT -o
+/// OPTS` finds /sbin/mount.fuse.fen-fs and runs it with libmount's arguments. The
+/// link is put there in a private mount namespace (a folder bound over /sbin), so the
+/// machine's /sbin is not touched; the mount lives and is unmounted in that namespace.
+#[test]
+fn mount_8_mounts_through_the_helper_link() {
+    if !fuse_available("mount_8_mounts_through_the_helper_link") {
+        return;
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "\n*** SKIPPED mount_8_mounts_through_the_helper_link: needs root (a mount namespace) ***\n"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, mp, sbin) = (
+        tmp.path().join("store"),
+        tmp.path().join("mnt"),
+        tmp.path().join("sbin"),
+    );
+    for d in [&store, &mp, &sbin] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::os::unix::fs::symlink(support::bin(), sbin.join("mount.fuse.fen-fs")).unwrap();
+    let script = r#"
+        set -e
+        mount --bind "$1" /sbin
+        mount -t fuse.fen-fs -o rw,nosuid,fsync=everysec,no_detect "$2" "$3"
+        trap '"$4" umount "$3"' EXIT
+        grep " $3 fuse" /proc/self/mounts
+        "$4" status --json
+        printf '%s
+' '{"cwd":"/home/u/p","role":"user","content":"via fstab"}' > "$3/ctl"
+        cat "$3"/home-u-p/latest/conversation.json
+    "#;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(&sbin)
+    .arg(&store)
+    .arg(&mp)
+    .arg(support::bin())
+    .env("XDG_STATE_HOME", tmp.path().join("state"))
+    .env("CLAUDE_CONFIG_DIR", "/nonexistent")
+    .env("CODEX_HOME", "/nonexistent")
+    .env("PI_CODING_AGENT_DIR", "/nonexistent");
+    let out = run(&mut cmd);
+    let text = out_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("\"fsync\":\"everysec\""), "{text}");
+    assert!(text.contains("via fstab"), "{text}");
+    // The namespace's mount is gone with its daemon; nothing of it is visible here.
+    assert!(ours(&status(), &mp).is_none());
 }
 
 #[test]

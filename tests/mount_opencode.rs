@@ -83,7 +83,10 @@ fn texts(conv: &[Value]) -> Vec<String> {
 /// Reads every view of every session folder of the mount.
 fn read_everything(mp: &Path) {
     for ns in std::fs::read_dir(mp).unwrap().flatten() {
-        if !ns.file_type().unwrap().is_dir() || ns.file_name() == "search" {
+        if !ns.file_type().unwrap().is_dir()
+            || ns.file_name() == "search"
+            || ns.file_name() == "usage"
+        {
             continue;
         }
         std::fs::read(ns.path().join("index.json")).unwrap();

@@ -71,11 +71,12 @@ fn transcripts_are_read_as_the_files_are_and_by_the_kernel_where_it_can() {
     let tmp = tempfile::tempdir().unwrap();
     let (root, file) = claude_store(tmp.path(), 8 << 20);
     let source = format!("claude={}", root.display());
-    // No keeping: the keeper reads the file once (its copy), which is not what is
-    // measured here.
-    let Some(m) = Mount::with_args(
+    // Usage is not counted in the background and nothing is kept: their reading of the
+    // file (a count, a copy) would count among the daemon's reads this test measures.
+    let Some(m) = Mount::with_env(
         "transcripts_are_read_as_the_files_are_and_by_the_kernel_where_it_can",
         &["--no-detect", "--no-keep", "--source", &source],
+        &[("FEN_FS_USAGE", "off")],
     ) else {
         return;
     };

@@ -238,7 +238,8 @@ fn symlinks_in_the_store_are_not_followed() {
         BTreeSet::from([
             "ctl".to_string(),
             "home-u-proj".to_string(),
-            "search".to_string()
+            "search".to_string(),
+            "usage".to_string()
         ])
     );
     for hidden in [

@@ -57,6 +57,8 @@ impl Fake {
             source_path: self.root.join(id),
             resumable: true,
             not_resumable_reason: None,
+            host: None,
+            cwd_on_host: None,
             ..Default::default()
         };
         let stat = SessionStat {
@@ -556,6 +558,44 @@ fn a_reader_beside_the_writer_sees_its_commits_and_progress() {
     sources.push(other);
     let third = Search::open(Some(&w.store), sources, false);
     assert_eq!(third.uncovered().len(), 1);
+}
+
+#[test]
+fn a_reader_never_reads_a_commit_being_replaced() {
+    // A writer commits (and merges, and deletes what it merged) as fast as it can;
+    // processes opening the index meanwhile always get one whole commit: never an
+    // index "damaged" into memory, never a stamp that leaves their sources out, and
+    // what every commit holds is found.
+    let w = world();
+    let writer = w.search();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                w.codex.set(
+                    "/home/u/churn",
+                    &format!("n{}", n % 40),
+                    None,
+                    vec![text(Role::User, &format!("churning word{n}"))],
+                );
+                writer.update(&mut |_| {}).unwrap();
+            }
+        });
+        let started = std::time::Instant::now();
+        let mut opened = 0;
+        while started.elapsed() < Duration::from_secs(3) {
+            let reader = Search::open(Some(&w.store), w.sources(), true);
+            opened += 1;
+            assert!(!reader.writable());
+            assert!(reader.notes().is_empty(), "{:?}", reader.notes());
+            assert!(reader.uncovered().is_empty(), "{:?}", reader.uncovered());
+            assert_eq!(ids(&reader, "flaky"), ["c1"]);
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(opened > 5, "{opened}");
+    });
 }
 
 #[test]

@@ -470,7 +470,14 @@ fn real_transcripts() {
         );
         assert_eq!(s.created_at.as_deref(), Some(c.created), "{}", c.rel);
         assert_eq!(s.title, None, "{}", c.rel);
-        assert_eq!(s.updated_at, None, "the file's mtime");
+        // The last entry's time (§12: from the content, not the file's mtime).
+        let last_time = std::fs::read_to_string(root().join(c.rel))
+            .unwrap()
+            .lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|v| v["timestamp"].as_str().map(String::from));
+        assert_eq!(s.updated_at, last_time, "{}: the last entry's time", c.rel);
         assert!(s.listed && s.resumable, "{}", c.rel);
         assert_eq!(s.malformed_lines, 0, "{}", c.rel);
         let id = Path::new(c.rel).file_stem().unwrap().to_str().unwrap();

@@ -83,7 +83,9 @@ fn synthetic_tool_calls() {
     assert_eq!(s.created_at.as_deref(), Some("2026-01-02T03:04:05.000Z"));
     assert!(s.listed && s.resumable && s.not_resumable_reason.is_none());
     assert_eq!(s.title, None);
-    assert_eq!(s.updated_at, None);
+    // The last line's time (§12: from the content, not the file's mtime), a record
+    // codex-cli does not know included: it was written then.
+    assert_eq!(s.updated_at.as_deref(), Some("2026-01-02T03:04:16.000Z"));
     // turn_context without `summary`, the output_text tool output and the unknown
     // record type do not deserialize.
     assert_eq!((s.entries, s.malformed_lines), (11, 3));

@@ -15,6 +15,22 @@ fn fixtures() -> PathBuf {
         .join("../shared/agent-fixtures/gemini/tmp/fixture-proj/chats")
 }
 
+/// Files Gemini CLI 0.61.0 wrote in tests/agent_gemini.rs's session (a prompt, a
+/// tool call and its result, then `--resume latest`), paths under /home/user: resumed
+/// in the minute the file was created (`c277f996`: a second metadata line and
+/// `$set.messages` in the same file), and in a later minute (`a1f5dba8`: a new file
+/// holding only context, then `$set.messages` in the old one keeping the call's
+/// result beside the `<id>_response` turn, which Gemini then loads twice).
+fn recorded_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gemini/recorded");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    out.sort();
+    out
+}
+
 fn fixture_files() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(fixtures())
         .unwrap()
@@ -564,6 +580,7 @@ fn every_file_reads_as_gemini_loads_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut files = fixture_files();
     files.extend(write_crafted(&tmp.path().join("chats")));
+    files.extend(recorded_files());
     let Some(o) = oracle("every_file_reads_as_gemini_loads_it", &files) else {
         return;
     };
@@ -602,4 +619,53 @@ fn every_file_reads_as_gemini_loads_it() {
         }
     }
     assert!(compared >= 15, "{compared}");
+}
+
+/// What Gemini 0.61.0 itself wrote on a resume in a later minute than the session's
+/// file was created in (the usual case): a new file holding only context, not listed,
+/// and in the session's file a `$set.messages` keeping the tool call's result beside
+/// the `<id>_response` turn, so the result is resumed twice (as Gemini's loader
+/// does; `every_file_reads_as_gemini_loads_it` checks it against Gemini). In the
+/// same minute, Gemini rewrote the history without the result: once.
+#[test]
+fn a_resume_in_a_later_minute_repeats_the_tool_result_as_gemini_does() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gemini/recorded");
+    let turns = |c: &[Value]| -> Vec<String> {
+        c.iter()
+            .map(|t| {
+                let part = t["parts"][0].as_object().unwrap();
+                let kind = part.keys().next().unwrap().clone();
+                format!("{} {kind}", t["role"].as_str().unwrap())
+            })
+            .collect()
+    };
+    let (s, c) = read_file(&dir.join("session-2026-11-26T11-55-a1f5dba8.jsonl"));
+    assert!(s.listed && s.resumable, "{s:?}");
+    assert_eq!(
+        turns(&c),
+        [
+            "user text",
+            "model functionCall",
+            "user functionResponse",
+            "user functionResponse",
+            "user functionResponse",
+            "model text",
+            "user text",
+            "model text"
+        ]
+    );
+    assert_eq!(c[2]["id"], c[3]["id"], "the call's result, twice");
+    let (context_only, none) = read_file(&dir.join("session-2026-11-26T11-56-a1f5dba8.jsonl"));
+    assert_eq!(context_only.id, s.id);
+    assert!(!context_only.listed && !context_only.resumable && none.is_empty());
+
+    let (s, c) = read_file(&dir.join("session-2026-11-26T11-55-c277f996.jsonl"));
+    assert!(s.listed && s.resumable, "{s:?}");
+    assert_eq!(turns(&c).len(), 7, "{c:?}");
+    for f in recorded_files() {
+        check_incremental(
+            &f.file_name().unwrap().to_string_lossy(),
+            &std::fs::read(&f).unwrap(),
+        );
+    }
 }

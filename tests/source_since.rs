@@ -12,7 +12,7 @@ use fen_fs::sources::agents::AgentRoot;
 use fen_fs::sources::fen::FenSource;
 use fen_fs::sources::foreign::Agent;
 use fen_fs::sources::foreign_source::ForeignSource;
-use fen_fs::sources::{MessageMark, SessionSource, SinceRead};
+use fen_fs::sources::{ControlFlow, MessageMark, SessionSource, SinceRead};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -23,13 +23,49 @@ fn read(
     dir: &str,
     since: MessageMark,
 ) -> (Vec<(u64, String)>, SinceRead) {
+    read_stopping(source, ns, dir, since, usize::MAX)
+}
+
+/// `read`, asking to stop after the `stop_after`th message given.
+fn read_stopping(
+    source: &dyn SessionSource,
+    ns: &str,
+    dir: &str,
+    since: MessageMark,
+    stop_after: usize,
+) -> (Vec<(u64, String)>, SinceRead) {
     let mut got = Vec::new();
     let r = source
         .each_message_since(ns, dir, since, &mut |_: &SessionFacts, at, m: Message| {
-            got.push((at, m.plain_text()))
+            got.push((at, m.plain_text()));
+            if got.len() >= stop_after {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         })
         .unwrap();
     (got, r)
+}
+
+/// Asked to stop after any message, a reading stops at its next place to go on
+/// from, and goes on from its mark with exactly the messages after those given
+/// (background work saved as far as it got).
+fn stops_anywhere_and_goes_on(source: &dyn SessionSource, ns: &str, dir: &str) {
+    let all = whole(source, ns, dir);
+    assert!(all.len() >= 3, "{all:?}");
+    for k in 1..=all.len() {
+        let (head, r) = read_stopping(source, ns, dir, MessageMark::default(), k);
+        assert!(head.len() >= k, "stopped after {k}: {head:?}");
+        assert_eq!(head, all[..head.len()], "stopped after {k}");
+        assert_eq!(r.stopped, head.len() < all.len(), "stopped after {k}");
+        let (rest, r2) = read(source, ns, dir, r.mark);
+        assert!(r2.resumed || !r.stopped, "went on after {k}");
+        assert!(!r2.stopped);
+        let mut joined = head.clone();
+        joined.extend(rest);
+        assert_eq!(joined, all, "stopped after {k}, then went on");
+    }
 }
 
 /// The places and texts of the whole history, as `each_message` gives it.
@@ -91,6 +127,32 @@ fn a_fen_session_is_read_on_from_the_mark_until_a_compaction() {
     let (other, r5) = read(&source, &s2.namespace, &s2.dir, r4.mark);
     assert!(!r5.resumed);
     assert_eq!(other.len(), 1);
+
+    // Stopped anywhere (a compaction's items come from one line: it stops after
+    // them), it goes on from its mark.
+    append(
+        &store,
+        &s2,
+        &[
+            r#"{"role":"assistant","content":"two"}"#,
+            r#"{"type":"compaction","summary":"s","messages":[{"role":"user","content":"r1"},{"role":"user","content":"r2"}]}"#,
+            r#"{"role":"user","content":"three"}"#,
+            r#"{"role":"assistant","content":"four"}"#,
+        ],
+    );
+    let all = whole(&source, &s2.namespace, &s2.dir);
+    let (head, r6) = read_stopping(&source, &s2.namespace, &s2.dir, MessageMark::default(), 3);
+    assert_eq!(
+        head.len(),
+        4,
+        "the compaction's second item comes with its first"
+    );
+    assert!(r6.stopped);
+    let (rest, _) = read(&source, &s2.namespace, &s2.dir, r6.mark);
+    assert_eq!(rest, all[4..]);
+    let (ns2, dir2) = (s2.namespace.clone(), s2.dir.clone());
+    append(&store, &s2, &[r#"{"role":"user","content":"five"}"#]);
+    stops_anywhere_and_goes_on(&source, &ns2, &dir2);
 }
 
 const ID: &str = "11111111-1111-4111-8111-111111111111";
@@ -173,4 +235,6 @@ fn another_agents_file_is_read_on_from_the_mark_only_while_it_only_grows() {
     assert!(!r4.resumed);
     assert_eq!(rewritten, whole(&source, ns, &dir));
     assert_eq!(rewritten[0], (0, "ONE".to_string()));
+
+    stops_anywhere_and_goes_on(&source, ns, &dir);
 }

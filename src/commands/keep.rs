@@ -2,6 +2,7 @@
 //! timer), and says what it kept.
 
 use crate::agent::Agent;
+use crate::background::Background;
 use crate::keep::{KeepOptions, Keeper, human_size};
 use crate::sources::ForeignOptions;
 use crate::store::Store;
@@ -49,13 +50,19 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let started = std::time::Instant::now();
+    // SIGINT/SIGTERM stop it at the next session, saving what it kept.
+    let bg = stopped_by_signals();
     // The agents' first indexes are built while the keeper copies the sessions of
     // those already built.
     let report = std::thread::scope(|scope| {
         for s in &live {
-            scope.spawn(|| s.build_index());
+            let bg = &bg;
+            scope.spawn(move || s.build_index_with(bg));
         }
-        keeper.pass(&Control::none())
+        keeper.pass(&Control {
+            stop: &|| bg.should_stop(),
+            pause: &|| {},
+        })
     });
     // The indexes, so that the next run (or mount) need not read unchanged files.
     for s in &live {
@@ -79,6 +86,10 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
     for f in &report.failed {
         eprintln!("fen-fs: keep: {f}");
     }
+    if report.stopped {
+        eprintln!("fen-fs: keep: stopped; what was kept is saved, run fen-fs keep again to go on");
+        return Ok(ExitCode::from(130));
+    }
     if report.disk_full {
         eprintln!("fen-fs: keep: the disk is full; run fen-fs keep again once there is room");
     }
@@ -87,4 +98,39 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A `Background` that the first SIGINT or SIGTERM stops (a second one ends the
+/// process at once). The signals are blocked in this thread, and so in every thread
+/// started after it, and taken by one thread of their own.
+fn stopped_by_signals() -> Background {
+    let bg = Background::new();
+    // SAFETY: a signal set built and used in place.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    let stop = bg.clone();
+    let started = std::thread::Builder::new()
+        .name("fen-keep-signals".into())
+        .spawn(move || {
+            let mut sig = 0;
+            // SAFETY: a valid set and out-pointer.
+            unsafe { libc::sigwait(&set, &mut sig) };
+            log::info!("signal {sig}: stopping at the next session");
+            stop.stop();
+            // SAFETY: as above.
+            unsafe { libc::sigwait(&set, &mut sig) };
+            std::process::exit(128 + sig);
+        });
+    if started.is_err() {
+        // No thread to take them: the signals end the process as before.
+        // SAFETY: as above.
+        unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+    }
+    bg
 }

@@ -3,10 +3,13 @@
 
 pub mod keep;
 pub mod list;
+pub mod mcp;
 pub mod resume;
 pub mod search;
 pub mod status;
+pub mod sync;
 pub mod trash;
+pub mod usage;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
@@ -106,6 +109,28 @@ impl SourceArgs {
     }
 }
 
+/// Other machines' sessions (§12).
+#[derive(clap::Args, Debug, Clone, Default)]
+struct PeerArgs {
+    /// Other machines' stores, one folder each, as Syncthing receives them (default:
+    /// $XDG_STATE_HOME/fen/peers).
+    #[arg(long, value_name = "DIR")]
+    peers: Option<PathBuf>,
+    /// Read other machines' working directories under FROM as under TO (repeatable;
+    /// before config.toml's [[path_map]] rules).
+    #[arg(long = "map", value_name = "FROM=TO", value_parser = crate::config::parse_map)]
+    maps: Vec<crate::config::PathRule>,
+}
+
+impl PeerArgs {
+    fn options(&self) -> crate::sources::peers::PeerOptions {
+        crate::sources::peers::PeerOptions {
+            dir: self.peers.clone(),
+            maps: self.maps.clone(),
+        }
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 struct MountArgs {
     mountpoint: PathBuf,
@@ -136,6 +161,8 @@ struct MountArgs {
     nonempty: bool,
     #[command(flatten)]
     sources: SourceArgs,
+    #[command(flatten)]
+    peers: PeerArgs,
     /// Do not keep copies of other agents' sessions (also FEN_FS_KEEP=off).
     #[arg(long)]
     no_keep: bool,
@@ -147,6 +174,13 @@ struct MountArgs {
     /// store=DIR, no_detect, nonempty, nokeep, keep_agent=KIND; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
     #[arg(short = 'o', value_name = "OPTS", value_delimiter = ',')]
     mount_options: Vec<String>,
+    /// Set by `normalize_args` for mount(8)'s form: the store and the mount point
+    /// must exist, nothing is created.
+    #[arg(long, hide = true)]
+    as_mount_helper: bool,
+    /// mount(8)'s `-f` to its helper: a fake mount, everything checked, nothing mounted.
+    #[arg(long, hide = true)]
+    fake_mount: bool,
 }
 
 /// Mount options that mean nothing to fen-fs beyond what it always does, or that are
@@ -196,6 +230,7 @@ impl MountArgs {
                 "log_file" => self.log_file = Some(PathBuf::from(need(value)?)),
                 "store" => self.store = Some(PathBuf::from(need(value)?)),
                 "no_detect" => self.sources.no_detect = true,
+                "peers" => self.peers.peers = Some(PathBuf::from(need(value)?)),
                 "foreground" => self.foreground = true,
                 "nonempty" => self.nonempty = true,
                 "nokeep" | "no_keep" => self.no_keep = true,
@@ -205,6 +240,32 @@ impl MountArgs {
                 k if GENERIC_OPTIONS.contains(&k) => {}
                 _ => return Err(crate::Error::invalid(format!("unknown mount option {opt}"))),
             }
+        }
+        Ok(())
+    }
+
+    /// mount(8)'s form names a store and a mount point that exist: a missing one is
+    /// an error (a typo there must not leave a new store or folder behind).
+    fn check_both_exist(&self) -> crate::Result<()> {
+        if !self.as_mount_helper {
+            return Ok(());
+        }
+        let missing = |p: &std::path::Path| {
+            std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        let store = self.store.clone().unwrap_or_else(default_root);
+        if missing(&store) {
+            return Err(crate::Error::not_found(format!(
+                "no fen-fs store at {} (mount(8)'s form creates nothing: `fen-fs mount MOUNTPOINT --store {}` creates a store)",
+                store.display(),
+                store.display()
+            )));
+        }
+        if missing(&self.mountpoint) {
+            return Err(crate::Error::not_found(format!(
+                "no mount point {} (mount(8)'s form creates nothing: make the folder first)",
+                self.mountpoint.display()
+            )));
         }
         Ok(())
     }
@@ -221,6 +282,7 @@ impl MountArgs {
             max_entry_bytes: self.max_entry_bytes,
             nonempty: self.nonempty,
             foreign: self.sources.options(),
+            peers: self.peers.options(),
             keep: !self.no_keep,
             keep_agents: (!self.keep_agents.is_empty()).then_some(self.keep_agents),
         }
@@ -275,10 +337,15 @@ enum Command {
         /// A JSON array of index.json's objects instead of a table.
         #[arg(long)]
         json: bool,
+        /// Only the sessions of this machine (a peer's name, or this one's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Print one view of a session (by id, unique id prefix, or file path).
     Show {
@@ -290,6 +357,8 @@ enum Command {
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Continue a session: print the command that resumes it in its own agent, or
     /// (--in AGENT) write it as a new session of fen, pi, Claude Code or Codex and
@@ -312,6 +381,8 @@ enum Command {
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Find sessions by what was said in them, best first: words (all must match),
     /// "a phrase", -word (excluded), word* (prefix). Exit 2 for a bad query.
@@ -334,6 +405,76 @@ enum Command {
         /// Only messages since DATE (2026-11-01) or in the last DURATION (7d, 12h).
         #[arg(long, value_name = "DATE", value_parser = search::parse_since)]
         since: Option<i64>,
+        /// Only the sessions of this machine (a peer's name, or this one's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
+    },
+    /// Share this store with other machines, and see theirs, through Syncthing
+    /// (one writer per tree: this store send-only, each peer's received read-only).
+    Sync {
+        #[command(subcommand)]
+        action: SyncCommand,
+        /// Syncthing's home folder (else ~/.local/state/syncthing, then
+        /// ~/.config/syncthing): where its config.xml gives the GUI address and API key.
+        #[arg(long, global = true, value_name = "DIR")]
+        syncthing_home: Option<PathBuf>,
+        /// Where peers' stores are received (default: $XDG_STATE_HOME/fen/peers).
+        #[arg(long, global = true, value_name = "DIR")]
+        peers: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// What the agents' model calls used and cost, per day (default), week, month,
+    /// session, project, model, agent or host. Exit 2 for an unknown report or a bad
+    /// date.
+    Usage {
+        /// daily, weekly, monthly, session, project, model, agent or host.
+        #[arg(value_name = "REPORT", default_value = "daily", value_parser = usage::parse_report)]
+        report: crate::usage::report::Kind,
+        /// From this day on (2026-11-01, 20261101, or 7d: the last seven days).
+        #[arg(long, value_name = "DATE", value_parser = usage::parse_day)]
+        since: Option<usage::DayArg>,
+        /// Up to this day, inclusive.
+        #[arg(long, value_name = "DATE", value_parser = usage::parse_day)]
+        until: Option<usage::DayArg>,
+        /// Only this agent's usage (pi, claude, codex, gemini, ...).
+        #[arg(long, value_name = "KIND", value_parser = search::parse_agent)]
+        agent: Option<crate::agent::Agent>,
+        /// Only the sessions of this directory.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only the usage recorded on this host (this machine's host name, or a peer's).
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        /// One row per model within each row.
+        #[arg(long)]
+        breakdown: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Days in this time zone (an IANA name, UTC, or local; default $TZ, else the
+        /// system's).
+        #[arg(long, value_name = "ZONE", value_parser = crate::usage::zone::Zone::parse)]
+        timezone: Option<crate::usage::zone::Zone>,
+        /// Prices from this file, in LiteLLM's model_prices_and_context_window.json
+        /// format (default: the snapshot shipped with fen-fs).
+        #[arg(long, value_name = "FILE")]
+        prices: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Serve the history to agents over the Model Context Protocol on stdio: read-only
+    /// tools search_sessions, list_sessions, read_session and resume_command
+    /// (`claude mcp add fen -- fen-fs mcp`).
+    Mcp {
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -390,6 +531,38 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum SyncCommand {
+    /// Share this store send-only (Syncthing folder fen-<short id>), write its
+    /// .stignore, and print this machine's device id.
+    Init {
+        /// Syncthing's watcher delay for the store, in seconds (its default is 10).
+        #[arg(long, value_name = "SECS")]
+        watch_delay: Option<u32>,
+    },
+    /// Add another machine: share this store with it and receive its store
+    /// read-only into PEERS/NAME. Run it on both machines, each naming the other.
+    Add {
+        /// The other machine's device id (`fen-fs sync init` prints it there).
+        device_id: String,
+        /// Its name here: the HOST of its sessions, and its folder under peers/.
+        #[arg(long)]
+        name: String,
+        /// Where to reach it (tcp://HOST:PORT); default: Syncthing's discovery.
+        #[arg(long, value_name = "tcp://HOST:PORT")]
+        address: Option<String>,
+        /// Syncthing's watcher delay for the store, in seconds (its default is 10).
+        #[arg(long, value_name = "SECS")]
+        watch_delay: Option<u32>,
+    },
+    /// Each peer: connected, last synced, sessions.
+    Status {
+        /// One JSON object per peer and line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum TrashCommand {
     /// Trashed sessions, most recently deleted first.
     List {
@@ -433,6 +606,10 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
     match cli.command {
         Command::Mount(mut args) => {
             args.apply_mount_options()?;
+            args.check_both_exist()?;
+            if args.fake_mount {
+                return Ok(ExitCode::SUCCESS);
+            }
             let options = args.options();
             let new_store = std::fs::symlink_metadata(&options.store).is_err();
             let said = format!("fen-fs: created a new store at {}", options.store.display());
@@ -494,18 +671,29 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             cwd,
             all,
             json,
+            host,
             store,
             sources,
+            peers,
         } => {
             let store = store.existing()?;
-            let foreign = list::foreign_sources(&sources.options(), &store);
+            let mut all_sources: Vec<std::sync::Arc<dyn SessionSource>> =
+                list::foreign_sources(&sources.options(), &store)
+                    .into_iter()
+                    .map(|f| f as std::sync::Arc<dyn SessionSource>)
+                    .collect();
+            all_sources.extend(list::peer_sources(&peers.options(), &store)?);
             let cwd = (!all).then(|| list::absolute_dir(&cwd.unwrap_or_else(current_dir)));
-            let list = list::list_with(&store, &foreign, cwd.as_deref())?;
+            let mut list = list::list_among(&store, &all_sources, cwd.as_deref())?;
+            if let Some(h) = &host {
+                list.retain(|l| l.host.as_deref() == Some(h.as_str()));
+            }
             let out = if json {
                 listing::render_json(&list)
             } else {
                 let agents = all || list.iter().any(|l| l.agent != crate::agent::Agent::Fen);
-                listing::render_table(&list, agents).into_bytes()
+                let hosts = list.iter().any(|l| l.host != list[0].host);
+                listing::render_table_with(&list, agents, hosts).into_bytes()
             };
             let _ = std::io::stdout().write_all(&out);
             Ok(ExitCode::SUCCESS)
@@ -515,6 +703,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             view,
             store,
             sources,
+            peers,
         } => {
             // A session file named by its path needs no store.
             let by_path = session.contains('/') || session.ends_with(".jsonl");
@@ -531,8 +720,18 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 }
                 Ok(session) => views::snapshot(&session, view, 0)?,
                 Err(fen_err) => {
-                    let foreign = list::foreign_sources(&sources.options(), &store);
-                    match list::resolve_foreign(&foreign, &session)? {
+                    let mut others: Vec<std::sync::Arc<dyn SessionSource>> =
+                        list::foreign_sources(&sources.options(), &store)
+                            .into_iter()
+                            .map(|f| f as std::sync::Arc<dyn SessionSource>)
+                            .collect();
+                    others.extend(list::peer_sources(&peers.options(), &store)?);
+                    match list::resolve_foreign(&others, &session)? {
+                        Some((source, ns, dir)) if view == ViewKind::Markdown => {
+                            let messages = source.messages(&ns, &dir, false)?;
+                            let text = views::markdown::render_owned(messages).into_bytes();
+                            views::Snapshot::Bytes(std::sync::Arc::new(text))
+                        }
                         Some((source, ns, dir)) => source.snapshot(&ns, &dir, view, 0)?,
                         None => return Err(fen_err),
                     }
@@ -560,6 +759,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             exec,
             store,
             sources,
+            peers,
         } => resume::run(resume::Args {
             session,
             target,
@@ -569,6 +769,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty()),
             store_root: store.root(),
             foreign: sources.options(),
+            peers: peers.options(),
         }),
         Command::Rm {
             sessions,
@@ -688,8 +889,10 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             agent,
             cwd,
             since,
+            host,
             store,
             sources,
+            peers,
         } => {
             let store = store.existing()?;
             let args = search::Args {
@@ -700,6 +903,8 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 cwd: cwd.map(|c| list::absolute_dir(&c)),
                 since_ms: since,
                 foreign: sources.options(),
+                peers: peers.options(),
+                host,
             };
             search::run(args, store)
         }
@@ -714,6 +919,79 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             agents: (!keep_agents.is_empty()).then_some(keep_agents),
             quiet,
         }),
+        Command::Usage {
+            report,
+            since,
+            until,
+            agent,
+            cwd,
+            host,
+            breakdown,
+            json,
+            timezone,
+            prices,
+            store,
+            sources,
+        } => {
+            let store = store.existing()?;
+            usage::run(
+                usage::Args {
+                    report,
+                    since,
+                    until,
+                    agent,
+                    cwd: cwd.map(|c| list::absolute_dir(&c)),
+                    host,
+                    breakdown,
+                    json,
+                    zone: timezone,
+                    prices,
+                    foreign: sources.options(),
+                },
+                store,
+            )
+        }
+        Command::Mcp { store, sources } => {
+            let mut args = Vec::new();
+            if let Some(dir) = &store.store {
+                args.extend(["--store".to_string(), dir.display().to_string()]);
+            }
+            for r in &sources.sources {
+                args.push("--source".into());
+                args.push(format!("{}={}", r.agent.name(), r.root.display()));
+            }
+            if sources.no_detect {
+                args.push("--no-detect".into());
+            }
+            mcp::run(store.existing()?, sources.options(), args)
+        }
+        Command::Sync {
+            action,
+            syncthing_home,
+            peers,
+            store,
+        } => {
+            let home = syncthing_home.as_deref();
+            let peers_dir = peers.unwrap_or_else(crate::store::layout::default_peers_dir);
+            match action {
+                SyncCommand::Init { watch_delay } => sync::init(home, &store.root(), watch_delay),
+                SyncCommand::Add {
+                    device_id,
+                    name,
+                    address,
+                    watch_delay,
+                } => sync::add(
+                    home,
+                    &store.root(),
+                    &peers_dir,
+                    &device_id,
+                    &name,
+                    address.as_deref(),
+                    watch_delay,
+                ),
+                SyncCommand::Status { json } => sync::status(home, json),
+            }
+        }
         Command::Fsck { session, store } => {
             let store = store.existing()?;
             let report = crate::check::check_store(&store, session.as_deref())?;
@@ -737,25 +1015,43 @@ fn is_subcommand(name: &str) -> bool {
         .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
 }
 
-/// The command line as clap should see it: `fen-fs STORE MOUNTPOINT [-o OPTS]` (or the
-/// program invoked as `mount.fuse.fen-fs`) becomes `fen-fs mount MOUNTPOINT --store
-/// STORE [-o OPTS]`; anything else is left as it is.
+/// What mount(8) passes a helper besides the source, target and `-o OPTS`
+/// (libmount: `-s` sloppy, `-n` no mtab, `-v` verbose; `-t TYPE` when the helper's
+/// name does not already say it): meaningless to fen-fs, so dropped in that form. Its
+/// `-f` (fake: do everything but mount) becomes `--fake-mount`, not `--foreground`.
+const MOUNT_HELPER_FLAGS: [&str; 3] = ["-s", "-n", "-v"];
+
+/// The command line as clap should see it: the mount helper form becomes `fen-fs mount
+/// MOUNTPOINT --store STORE [-o OPTS]`, marked so that it creates nothing (no store,
+/// no mount point: that form names things that exist); anything else is left as it is.
+///
+/// The mount helper form is two positional arguments, STORE and MOUNTPOINT, and more
+/// than that: the program invoked as `mount.fuse.fen-fs` (any `mount.*`), or mount.fuse's
+/// `-o OPTS` with the mount point already there. Two words alone are not enough: that is
+/// also a mistyped subcommand and one argument (`fen-fs serch flaky`), which must get
+/// clap's "unrecognized subcommand", not a new store and a mount.
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let helper = args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
         .is_some_and(|n| n.to_string_lossy().starts_with("mount."));
+    // Arguments that are another's value: after `-o` (and, for a helper, `-t`).
+    let is_value = |i: usize| args[i - 1] == "-o" || (helper && args[i - 1] == "-t");
     let positional: Vec<usize> = (1..args.len())
-        .filter(|&i| {
-            let a = args[i].to_string_lossy();
-            !a.starts_with('-') && args[i - 1] != "-o"
-        })
+        .filter(|&i| !args[i].to_string_lossy().starts_with('-') && !is_value(i))
         .collect();
-    let first = positional
-        .first()
-        .map(|&i| args[i].to_string_lossy().into_owned());
-    let mount_form =
-        positional.len() == 2 && (helper || first.as_deref().is_some_and(|f| !is_subcommand(f)));
+    let has_options = (1..args.len()).any(|i| {
+        let a = args[i].to_string_lossy();
+        a.starts_with("-o") && !is_value(i)
+    });
+    let mount_form = positional.len() == 2
+        && if helper {
+            true
+        } else {
+            let first = args[positional[0]].to_string_lossy();
+            let mountpoint = std::path::Path::new(&args[positional[1]]);
+            !is_subcommand(&first) && has_options && mountpoint.symlink_metadata().is_ok()
+        };
     if !mount_form {
         return args;
     }
@@ -766,12 +1062,21 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
         mountpoint,
         "--store".into(),
         store,
+        "--as-mount-helper".into(),
     ];
-    out.extend(
-        (1..args.len())
-            .filter(|i| !positional.contains(i))
-            .map(|i| args[i].clone()),
-    );
+    let dropped = |i: usize| {
+        let a = &args[i];
+        positional.contains(&i)
+            || (helper && (MOUNT_HELPER_FLAGS.iter().any(|f| a == f) || a == "-t"))
+            || (helper && args[i - 1] == "-t")
+    };
+    out.extend((1..args.len()).filter(|&i| !dropped(i)).map(|i| {
+        if helper && args[i] == "-f" {
+            "--fake-mount".into()
+        } else {
+            args[i].clone()
+        }
+    }));
     out
 }
 
@@ -780,8 +1085,9 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
 /// a query's words does not matter).
 pub fn search_words_after_dashes(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const FLAGS: [&str; 4] = ["--json", "--no-detect", "--help", "-h"];
-    const VALUED: [&str; 6] = [
-        "--limit", "--agent", "--cwd", "--since", "--store", "--source",
+    const VALUED: [&str; 9] = [
+        "--limit", "--agent", "--cwd", "--since", "--store", "--source", "--host", "--peers",
+        "--map",
     ];
     let Some(at) = args.iter().position(|a| a == "search") else {
         return args;
@@ -844,21 +1150,58 @@ mod tests {
 
     #[test]
     fn the_mount_helper_form_becomes_mount() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mp = tmp.path().to_str().unwrap();
+        // mount.fuse's form: `-o OPTS`, the mount point there.
         assert_eq!(
-            norm(&["fen-fs", "/s", "/m", "-o", "rw,fsync=no"]),
+            norm(&["fen-fs", "/s", mp, "-o", "rw,fsync=no"]),
+            [
+                "fen-fs",
+                "mount",
+                mp,
+                "--store",
+                "/s",
+                "--as-mount-helper",
+                "-o",
+                "rw,fsync=no"
+            ]
+        );
+        // The binary as mount(8)'s helper: libmount's own flags are dropped.
+        assert_eq!(
+            norm(&["/sbin/mount.fuse.fen-fs", "/s", "/m"]),
             [
                 "fen-fs",
                 "mount",
                 "/m",
                 "--store",
                 "/s",
-                "-o",
-                "rw,fsync=no"
+                "--as-mount-helper"
             ]
         );
         assert_eq!(
-            norm(&["/sbin/mount.fuse.fen-fs", "/s", "/m"]),
-            ["fen-fs", "mount", "/m", "--store", "/s"]
+            norm(&[
+                "/sbin/mount.fuse.fen-fs",
+                "/s",
+                "/m",
+                "-n",
+                "-v",
+                "-f",
+                "-o",
+                "rw,noatime",
+                "-t",
+                "fuse.fen-fs"
+            ]),
+            [
+                "fen-fs",
+                "mount",
+                "/m",
+                "--store",
+                "/s",
+                "--as-mount-helper",
+                "--fake-mount",
+                "-o",
+                "rw,noatime"
+            ]
         );
         assert_eq!(
             norm(&["fen-fs", "list", "--all"]),
@@ -866,6 +1209,28 @@ mod tests {
         );
         assert_eq!(norm(&["fen-fs", "show", "abc"]), ["fen-fs", "show", "abc"]);
         assert_eq!(norm(&["fen-fs", "mount", "/m"]), ["fen-fs", "mount", "/m"]);
+    }
+
+    #[test]
+    fn a_mistyped_subcommand_is_no_mount() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("flaky");
+        let missing = missing.to_str().unwrap();
+        // Two words alone, or `-o` with no mount point there: left to clap.
+        for args in [
+            vec!["fen-fs", "serch", "flaky"],
+            vec!["fen-fs", "serch", missing],
+            vec!["fen-fs", "serch", missing, "-o", "rw"],
+            // A subcommand's name first is that subcommand, whatever follows.
+            vec!["fen-fs", "search", tmp.path().to_str().unwrap(), "-o", "rw"],
+        ] {
+            assert_eq!(norm(&args), args, "{args:?}");
+        }
+        let err = Cli::try_parse_from(norm(&["fen-fs", "serch", "flaky"]))
+            .err()
+            .expect("a usage error");
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidSubcommand);
+        assert_eq!(err.exit_code(), 2);
     }
 
     #[test]

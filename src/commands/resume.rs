@@ -15,28 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The agents `--in` writes.
-pub const TARGETS: [&str; 4] = ["fen", "pi", "claude", "codex"];
-
-/// `--in AGENT`.
-pub fn parse_target(s: &str) -> std::result::Result<Agent, String> {
-    match s {
-        "fen" => Ok(Agent::Fen),
-        "pi" | "claude" | "codex" => Ok(Agent::from_kind(s).expect("a source kind")),
-        _ => Err(format!("one of {}", TARGETS.join(", "))),
-    }
-}
-
-/// How people call each agent.
-pub fn display_name(agent: Agent) -> &'static str {
-    match agent {
-        Agent::Claude => "Claude Code",
-        Agent::Codex => "Codex",
-        Agent::Pi => "pi",
-        Agent::Fen => "fen",
-        other => other.name(),
-    }
-}
+pub use crate::resume::{TARGETS, display_name, parse_target};
 
 /// What the command was asked.
 pub struct Args {
@@ -48,6 +27,8 @@ pub struct Args {
     pub store_root: PathBuf,
     pub store_named: bool,
     pub foreign: ForeignOptions,
+    /// Other machines' sessions (§12).
+    pub peers: crate::sources::peers::PeerOptions,
 }
 
 /// The root folder `--in agent` writes under: `--source agent=DIR`, else the
@@ -98,30 +79,11 @@ fn target_root(agent: Agent, foreign: &ForeignOptions) -> Result<PathBuf> {
     }))
 }
 
-/// The mount point of the store at `root`, if it is mounted.
-fn mount_of(root: &Path) -> Option<PathBuf> {
-    let want = std::fs::canonicalize(root).ok()?;
-    crate::mount_table::fen_mounts()
-        .into_iter()
-        .find(|m| {
-            m.store
-                .as_deref()
-                .and_then(|s| std::fs::canonicalize(s).ok())
-                .is_some_and(|s| s == want)
-        })
-        .map(|m| m.mountpoint)
-}
-
 /// A fen session goes on through its `ctl`: its path in the mount, else (stderr) how
 /// to get one, and the file's path.
 fn fen_next(store_root: &Path, ns: &str, dir: &str, file: &Path) -> String {
-    match mount_of(store_root) {
-        Some(mnt) => mnt
-            .join(naming::mount_name(ns))
-            .join(dir)
-            .join("ctl")
-            .display()
-            .to_string(),
+    match crate::resume::command::ctl_in_mount(store_root, ns, dir) {
+        Some(ctl) => ctl.display().to_string(),
         None => {
             eprintln!(
                 "fen-fs: the store at {} is not mounted: `fen-fs mount MNT`, then append to MNT/{}/{dir}/ctl",
@@ -197,7 +159,7 @@ fn describe(made: &Made, session: &SessionMessages) {
 
 /// Runs `fen-fs resume`.
 pub fn run(args: Args) -> Result<ExitCode> {
-    let writes = args.target.is_some() || args.cwd.is_some();
+    let mut writes = args.target.is_some() || args.cwd.is_some();
     if args.exec && args.target == Some(Agent::Fen) {
         eprintln!(
             "fen-fs: --exec has nothing to run for --in fen: a fen session goes on through its ctl file"
@@ -227,13 +189,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         _ => None,
     };
     let foreign = super::list::foreign_sources(&args.foreign, &store);
-    let found = crate::resume::find::find(&store, &foreign, &args.session)?;
+    let peers = super::list::peer_sources(&args.peers, &store)?;
+    let found = crate::resume::find::find_among(&store, &foreign, &peers, &args.session)?;
     let session = found.source.messages(&found.ns, &found.dir, false)?;
     let facts = &session.facts;
     let source_agent = facts.agent;
     if let Some(why) = crate::resume::unresumable(&session) {
         return Err(Error::invalid(why));
     }
+    // Another machine's session (§12) goes on here as a new session, in its cwd as
+    // mapped here; nothing is written under `peers/`.
+    let store = if facts.host.is_some() {
+        writes = true;
+        match args.target.unwrap_or(source_agent) {
+            Agent::Fen => Arc::new(Store::open(&args.store_root, Default::default())?),
+            _ => store,
+        }
+    } else {
+        store
+    };
 
     if !writes {
         // Its own agent's command.

@@ -8,62 +8,15 @@ use crate::sources::SessionSource;
 use crate::sources::fen::FenSource;
 use crate::store::Store;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// `--agent KIND`: fen, or one of the other agents' kinds.
 pub fn parse_agent(s: &str) -> std::result::Result<Agent, String> {
-    Agent::ALL
-        .into_iter()
-        .find(|a| a.name() == s)
-        .ok_or_else(|| {
-            let names: Vec<&str> = Agent::ALL.iter().map(|a| a.name()).collect();
-            format!("unknown agent {s:?}: one of {}", names.join(", "))
-        })
+    Agent::parse(s)
 }
 
-/// `--since DATE`: `2026-11-01` (local midnight), an RFC 3339 time, or a duration
-/// back from now (`7d`, `12h`, `2w`, `1d12h`). Milliseconds since the epoch.
-pub fn parse_since(s: &str) -> std::result::Result<i64, String> {
-    let s = s.trim();
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Ok(t.timestamp_millis());
-    }
-    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        let midnight = d.and_hms_opt(0, 0, 0).expect("midnight exists");
-        use chrono::TimeZone;
-        let t = chrono::Local
-            .from_local_datetime(&midnight)
-            .earliest()
-            .map(|t| t.timestamp_millis())
-            .unwrap_or_else(|| midnight.and_utc().timestamp_millis());
-        return Ok(t);
-    }
-    match super::trash::parse_duration(s) {
-        Ok(d) => {
-            let now = chrono::Utc::now().timestamp_millis();
-            Ok(now.saturating_sub(d.as_millis().min(i64::MAX as u128) as i64))
-        }
-        Err(_) => Err(format!(
-            "{s:?} is not a date (2026-11-01, 2026-11-01T09:00:00Z) or a duration back from now (7d, 12h, 2w)"
-        )),
-    }
-}
-
-/// The folder of an active mount of `root`, if it is mounted.
-fn mount_of(root: &std::path::Path) -> Option<PathBuf> {
-    let canon = std::fs::canonicalize(root).ok()?;
-    crate::mount_table::fen_mounts()
-        .into_iter()
-        .find(|m| {
-            m.pid.is_some()
-                && m.store
-                    .as_deref()
-                    .is_some_and(|s| std::fs::canonicalize(s).ok().as_ref() == Some(&canon))
-        })
-        .map(|m| m.mountpoint)
-}
+pub use crate::dates::parse_since;
 
 /// What `fen-fs search` was asked.
 pub struct Args {
@@ -74,6 +27,9 @@ pub struct Args {
     pub cwd: Option<String>,
     pub since_ms: Option<i64>,
     pub foreign: crate::sources::ForeignOptions,
+    /// Other machines' sessions (§12), and `--host NAME`.
+    pub peers: crate::sources::peers::PeerOptions,
+    pub host: Option<String>,
 }
 
 pub fn run(args: Args, store: Store) -> Result<ExitCode> {
@@ -91,12 +47,18 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
         cwd: args.cwd,
         since_ms: args.since_ms,
         limit: args.limit,
+        host: args.host,
     };
     let root = store.root.clone();
     let store = Arc::new(store);
     let foreign = crate::sources::foreign_sources(&args.foreign, &root, false);
     let mut sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::new(store))];
     sources.extend(foreign.iter().map(|f| f.clone() as Arc<dyn SessionSource>));
+    sources.extend(
+        crate::sources::peers::peer_sources(&args.peers, &root, false)?
+            .into_iter()
+            .map(|p| p as Arc<dyn SessionSource>),
+    );
     let search = Search::open(root.is_dir().then_some(root.as_path()), sources, true);
     for note in search.notes() {
         eprintln!("fen-fs: {note}");
@@ -108,6 +70,10 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
             eprintln!("fen-fs: indexing: {} of {} sessions", b.indexed, b.sessions)
         })?;
     } else {
+        // Right after a mount its daemon has not yet looked at the sessions (some may
+        // have changed since the index was last written): wait for it a moment, then
+        // say the answer may be partial rather than answer from the old index alone.
+        search.settle(crate::search::SETTLE);
         for label in search.uncovered() {
             eprintln!(
                 "fen-fs: {label} is not indexed by the process that keeps this store's index (a mount without that source): its sessions are left out"
@@ -121,7 +87,7 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
         .then(|| search.writer_mount())
         .flatten()
         .filter(|m| crate::mount_table::entry_at(m).is_some_and(|e| e.fen))
-        .or_else(|| mount_of(&root));
+        .or_else(|| crate::mount_table::live_mount_of(&root));
     if let Some(m) = &mount {
         for h in &mut answer.hits {
             h.path = m.join(&h.path).to_string_lossy().into_owned();
@@ -177,7 +143,13 @@ fn updated(h: &Hit) -> String {
 pub fn render_table(answer: &Answer, tty: bool) -> String {
     let mut out = String::new();
     let agent_w = answer.hits.iter().map(|h| h.agent.len()).max().unwrap_or(0);
+    // A HOST column when more than one machine's sessions show (§12).
+    let hosts = answer.hits.iter().any(|h| h.host != answer.hits[0].host);
+    let host_w = answer.hits.iter().map(|h| h.host.len()).max().unwrap_or(0);
     for h in &answer.hits {
+        if hosts {
+            out.push_str(&format!("{:<host_w$}  ", h.host));
+        }
         let title = h
             .title
             .as_deref()

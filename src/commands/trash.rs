@@ -7,38 +7,8 @@ use crate::store::trash::Trashed;
 use crate::views::listing::Listing;
 use serde::Serialize;
 use std::path::Path;
-use std::time::Duration;
 
-/// `30d`, `12h`, `90m`, `45s`, `2w`, or several at once (`1d12h`).
-pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration like 30d, 12h, 90m, 45s or 2w");
-    let mut total: u64 = 0;
-    let mut digits = String::new();
-    for c in s.trim().chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            'w' => 7 * 86_400,
-            _ => return Err(bad()),
-        };
-        let n: u64 = digits.parse().map_err(|_| bad())?;
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-        digits.clear();
-    }
-    if !digits.is_empty() || s.trim().is_empty() {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs(total))
-}
+pub use crate::dates::parse_duration;
 
 /// The session `fen-fs rm SPEC` names, as (namespace, dir). A path must be a session
 /// file of this store: another agent's file (or another store's) is refused, EROFS.
@@ -216,6 +186,7 @@ pub fn relative(store: &Store, p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn durations() {

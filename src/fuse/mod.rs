@@ -122,6 +122,10 @@ fn fopen_flags(cache: CacheMode) -> FopenFlags {
     match cache {
         CacheMode::DirectIo => FopenFlags::FOPEN_DIRECT_IO,
         CacheMode::KeepCache => FopenFlags::FOPEN_KEEP_CACHE,
+        // Without KEEP_CACHE the kernel would drop every page at this open.
+        CacheMode::Bypass => FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_KEEP_CACHE,
+        // Without KEEP_CACHE the kernel empties the file's cache before the open returns.
+        CacheMode::Refill => FopenFlags::empty(),
         CacheMode::Stream => {
             FopenFlags::FOPEN_DIRECT_IO
                 | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
@@ -175,6 +179,7 @@ impl FenFuse {
                     Err(e) => {
                         // Off for every file from now on: an inode must not be served
                         // both ways at once, and what failed here fails elsewhere.
+                        self.tree.set_kernel_reads_transcripts(false);
                         let meta = file.metadata().ok();
                         self.passthrough.set(Err(format!(
                             "the kernel refused the file (device {}, inode {}): {e}",
@@ -216,6 +221,17 @@ impl Filesystem for FenFuse {
             });
         if wanted {
             self.passthrough.set(passthrough);
+        }
+        self.tree
+            .set_kernel_reads_transcripts(self.passthrough.enabled());
+        // The kernel drops a file's cached pages only when told, not at every change
+        // of its size: views keep their unchanged prefix cached (tree::page_cache).
+        let precise = config
+            .add_capabilities(InitFlags::FUSE_EXPLICIT_INVAL_DATA)
+            .is_ok();
+        self.tree.invalidations().set_precise(precise);
+        if !precise {
+            log::info!("the kernel drops cached pages on its own: views bypass the page cache");
         }
         // Lets mmap readers use direct-I/O views (kernel 6.6+); harmless if refused.
         let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
@@ -345,6 +361,10 @@ impl Filesystem for FenFuse {
                 .flatten()
             {
                 Some(id) => reply.opened_passthrough(FileHandle(o.fh), FopenFlags::empty(), &id),
+                None if o.if_backed => {
+                    let cache = self.tree.not_backed(ino.0, o.fh);
+                    reply.opened(FileHandle(o.fh), fopen_flags(cache))
+                }
                 None => reply.opened(FileHandle(o.fh), fopen_flags(o.cache)),
             },
             Err(e) => reply.error(errno(&e)),
@@ -575,19 +595,28 @@ pub fn mount(
     let mut session = fuser::Session::new(fs, mountpoint, &config)?;
     let unmounter = session.unmount_callable();
     let notifier = session.notifier();
+    stale.attach();
     std::thread::Builder::new()
         .name("fen-notify".into())
         .spawn(move || {
             loop {
-                for s in stale.next_batch() {
-                    // ENOENT just means the kernel holds nothing for it.
+                let (ticket, batch) = stale.next_batch();
+                for s in batch {
+                    // ENOENT just means the kernel holds nothing for it. Each returns
+                    // once the kernel has done it.
                     let _ = match s {
-                        Stale::Inode(ino) => notifier.inval_inode(INodeNo(ino), 0, 0),
+                        // Offset -1: the attributes only (a folder has no pages).
+                        Stale::Inode(ino) => notifier.inval_inode(INodeNo(ino), -1, 0),
+                        // Length 0: every page from `from` on.
+                        Stale::Pages(ino, from) => {
+                            notifier.inval_inode(INodeNo(ino), from as i64, 0)
+                        }
                         Stale::Entry(parent, name) => {
                             notifier.inval_entry(INodeNo(parent), OsStr::new(&name))
                         }
                     };
                 }
+                stale.batch_sent(ticket);
             }
         })?;
     let requests = std::thread::Builder::new()

@@ -20,6 +20,7 @@
 pub mod restore;
 
 use crate::agent::Agent;
+use crate::background::Background;
 use crate::error::{Error, Result};
 use crate::sources::SessionSource;
 use crate::sources::foreign_source::{ForeignSource, ToKeep};
@@ -975,14 +976,9 @@ fn shown(r: &KeptRecord) -> String {
     }
 }
 
-/// How a keeper thread is stopped and made to yield (wired to the daemon's shared
-/// stop and pause at merge time).
-pub struct Background {
-    pub stop: Arc<dyn Fn() -> bool + Send + Sync>,
-    pub pause: Arc<dyn Fn() + Send + Sync>,
-    /// Hears the keeper's state for `fen-fs status` (`on`, `paused: disk full ...`).
-    pub status: Arc<dyn Fn(&str) + Send + Sync>,
-}
+/// Tests only: milliseconds the keeper sleeps before each chunk it copies (to catch
+/// it mid-way).
+pub const KEEP_PAUSE_TEST_ENV: &str = "FEN_FS_TEST_KEEP_PAUSE_MS";
 
 /// How often the keeper looks at the sources: an agent's write is kept within a
 /// second.
@@ -991,42 +987,42 @@ const SWEEP: Duration = Duration::from_millis(400);
 const DISK_FULL_RETRY: Duration = Duration::from_secs(2);
 
 /// The daemon's keeper: passes every `SWEEP` until stopped. Waits for the keep lock
-/// (another keeper may hold it) and for the sources' first index.
-pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions, bg: Background) {
-    let sleep = |d: Duration| {
-        let until = Instant::now() + d;
-        while Instant::now() < until {
-            if (bg.stop)() {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
-        }
-        !(bg.stop)()
-    };
+/// (another keeper may hold it) and for the sources' first index. Stops at the next
+/// session (or a line's end inside a long copy) when `bg` is asked to, committing what
+/// it has, and yields to the mount's requests there (`Background::pause`); `status`
+/// hears its state for `fen-fs status` (`on`, `paused: disk full ...`).
+pub fn run(
+    root: PathBuf,
+    sources: Vec<Arc<ForeignSource>>,
+    options: KeepOptions,
+    bg: &Background,
+    status: &dyn Fn(&str),
+) {
+    let sleep = |d: Duration| bg.sleep(d);
     // The first index comes first, and the listings that waited for it: the keeper
     // reads its records and starts only then.
     while !sources
         .iter()
         .all(|s| s.kept_copies().is_some() || s.is_indexed())
     {
-        (bg.status)("waiting for the first index");
+        status("waiting for the first index");
         if !sleep(Duration::from_millis(100)) {
             return;
         }
     }
-    (bg.pause)();
+    bg.pause();
     let keeper = loop {
         match Keeper::new(&root, sources.clone(), options.clone()) {
             Ok(Some(k)) => break k,
             Ok(None) => {
-                (bg.status)("waiting: another keeper holds this store's keep lock");
+                status("waiting: another keeper holds this store's keep lock");
                 if !sleep(Duration::from_secs(5)) {
                     return;
                 }
             }
             Err(e) => {
                 log::error!("keeping: {}", e.reason);
-                (bg.status)(&format!("off: {}", e.reason));
+                status(&format!("off: {}", e.reason));
                 if is_disk_full(&e) {
                     if !sleep(DISK_FULL_RETRY) {
                         return;
@@ -1038,17 +1034,22 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
         }
     };
     while !keeper.sources_ready() {
-        (bg.status)("waiting for the first index");
+        status("waiting for the first index");
         if !sleep(Duration::from_millis(200)) {
             return;
         }
     }
-    (bg.status)("on: first pass (copying what is not kept yet)");
-    let stop = bg.stop.clone();
-    let pause = bg.pause.clone();
+    status("on: first pass (copying what is not kept yet)");
+    let test_pause = std::env::var(KEEP_PAUSE_TEST_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis);
     let ctl = Control {
-        stop: &move || stop(),
-        pause: &move || pause(),
+        stop: &|| bg.should_stop(),
+        pause: &|| match test_pause {
+            Some(d) => std::thread::sleep(d),
+            None => bg.pause(),
+        },
     };
     let mut first = true;
     let mut full_since: Option<String> = None;
@@ -1059,7 +1060,7 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
         // The first keep is done once a whole pass finds nothing left to do (the
         // copies made, then the quiet ones compressed).
         if first && !report.stopped && !report.disk_full && report.changed() == 0 {
-            (bg.status)("on");
+            status("on");
             let (disk, held) = keeper.sizes();
             log::info!(
                 "keeping: first keep done in {:?}: {} copies take {} for {} of sessions",
@@ -1085,7 +1086,7 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
                 log::error!(
                     "keeping paused: the disk is full (the mount keeps serving; keeping resumes when there is room)"
                 );
-                (bg.status)(&format!("paused: disk full since {t}"));
+                status(&format!("paused: disk full since {t}"));
                 full_since = Some(t);
             }
             if !sleep(DISK_FULL_RETRY) {
@@ -1095,7 +1096,7 @@ pub fn run(root: PathBuf, sources: Vec<Arc<ForeignSource>>, options: KeepOptions
         }
         if let Some(t) = full_since.take() {
             log::info!("keeping resumed (the disk was full since {t})");
-            (bg.status)("on");
+            status("on");
         }
         // A slow pass (a huge history's `stat`s) is not run back to back.
         if report.stopped || !sleep(SWEEP.max(started.elapsed()).min(Duration::from_millis(600))) {

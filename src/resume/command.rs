@@ -6,6 +6,7 @@
 //! with `cd CWD &&`.
 
 use crate::agent::Agent;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResumeCommand {
@@ -57,6 +58,30 @@ pub fn quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
+}
+
+/// The `ctl` file of fen session `ns/dir` in the mount of the store at `store_root`,
+/// if it is mounted: a fen session goes on through it.
+pub fn ctl_in_mount(store_root: &Path, ns: &str, dir: &str) -> Option<PathBuf> {
+    mount_of(store_root).map(|mnt| {
+        mnt.join(crate::store::naming::mount_name(ns))
+            .join(dir)
+            .join("ctl")
+    })
+}
+
+/// The mount point of the store at `root`, if it is mounted.
+fn mount_of(root: &Path) -> Option<PathBuf> {
+    let want = std::fs::canonicalize(root).ok()?;
+    crate::mount_table::fen_mounts()
+        .into_iter()
+        .find(|m| {
+            m.store
+                .as_deref()
+                .and_then(|s| std::fs::canonicalize(s).ok())
+                .is_some_and(|s| s == want)
+        })
+        .map(|m| m.mountpoint)
 }
 
 #[cfg(test)]

@@ -26,6 +26,17 @@ struct Candidate {
 
 /// The session `spec` names.
 pub fn find(store: &Arc<Store>, foreign: &[Arc<ForeignSource>], spec: &str) -> Result<Found> {
+    find_among(store, foreign, &[], spec)
+}
+
+/// The session `spec` names, also among `others` (other machines' sessions, §12:
+/// by id, prefix or folder name only).
+pub fn find_among(
+    store: &Arc<Store>,
+    foreign: &[Arc<ForeignSource>],
+    others: &[Arc<dyn SessionSource>],
+    spec: &str,
+) -> Result<Found> {
     let fen: Arc<dyn SessionSource> = Arc::new(FenSource::new(store.clone()));
     if spec.contains('/') || spec.ends_with(".jsonl") {
         return by_path(store, fen, foreign, spec);
@@ -41,8 +52,9 @@ pub fn find(store: &Arc<Store>, foreign: &[Arc<ForeignSource>], spec: &str) -> R
             });
         }
     }
-    for source in foreign {
-        let dynamic: Arc<dyn SessionSource> = source.clone();
+    let foreign_dyn = foreign.iter().map(|s| s.clone() as Arc<dyn SessionSource>);
+    for dynamic in foreign_dyn.chain(others.iter().cloned()) {
+        let source = dynamic.clone();
         for ns in source.namespaces()? {
             for l in source.listings(&ns)? {
                 // An earlier version of a kept session (`<dir>.v<N>`) is named by its
@@ -59,10 +71,21 @@ pub fn find(store: &Arc<Store>, foreign: &[Arc<ForeignSource>], spec: &str) -> R
             }
         }
     }
-    let exact: Vec<&Candidate> = all
+    let mut exact: Vec<&Candidate> = all
         .iter()
         .filter(|c| c.id == spec || c.dir == spec)
         .collect();
+    // A Syncthing conflict copy shares its session's id (§12): the id names the
+    // session, the copy's folder name names the copy.
+    if exact.len() > 1 {
+        let is_copy = |c: &Candidate| {
+            let base = c.dir.rsplit_once('@').map_or(c.dir.as_str(), |(d, _)| d);
+            crate::sources::peers::conflict_original(base).is_some() && c.dir != spec
+        };
+        if exact.iter().any(|c| !is_copy(c)) {
+            exact.retain(|c| !is_copy(c));
+        }
+    }
     let matches = if exact.is_empty() {
         all.iter()
             .filter(|c| c.id.starts_with(spec) || c.dir.starts_with(spec))
@@ -87,7 +110,14 @@ pub fn find(store: &Arc<Store>, foreign: &[Arc<ForeignSource>], spec: &str) -> R
             let names: Vec<String> = many
                 .iter()
                 .take(5)
-                .map(|c| format!("{} ({})", c.dir, c.source.agent().name()))
+                .map(|c| {
+                    let host = c
+                        .source
+                        .host()
+                        .map(|h| format!(" on {h}"))
+                        .unwrap_or_default();
+                    format!("{} ({}{host})", c.dir, c.source.agent().name())
+                })
                 .collect();
             Err(Error::invalid(format!(
                 "{spec} matches {} sessions: {}{}; give more of the id",

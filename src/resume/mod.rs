@@ -35,6 +35,29 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The agents `--in` writes.
+pub const TARGETS: [&str; 4] = ["fen", "pi", "claude", "codex"];
+
+/// `--in AGENT`.
+pub fn parse_target(s: &str) -> std::result::Result<Agent, String> {
+    match s {
+        "fen" => Ok(Agent::Fen),
+        "pi" | "claude" | "codex" => Ok(Agent::from_kind(s).expect("a source kind")),
+        _ => Err(format!("one of {}", TARGETS.join(", "))),
+    }
+}
+
+/// How people call each agent.
+pub fn display_name(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Claude => "Claude Code",
+        Agent::Codex => "Codex",
+        Agent::Pi => "pi",
+        Agent::Fen => "fen",
+        other => other.name(),
+    }
+}
+
 /// Where the new session goes.
 #[derive(Clone)]
 pub enum Target {

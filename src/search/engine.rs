@@ -28,6 +28,11 @@ use tantivy::{
 pub const WRITER_HEAP_PER_THREAD: usize = 20 << 20;
 /// Indexing threads of the writer (the conversion of messages runs beside them).
 pub const WRITER_THREADS: usize = 1;
+/// Text sent to the writer and not yet taken by its thread is kept below this: the
+/// readers of sessions run faster than the index takes their text, and what waits
+/// in the writer's queue is what a commit (and so a stop at unmount) must wait for,
+/// and memory. About a tenth of a second of the writer's work.
+pub const BACKLOG: u64 = 4 << 20;
 
 fn index_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(libc::EIO, format!("search index: {what}: {e}"))
@@ -68,6 +73,9 @@ pub struct SessionInfo {
     pub kept: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub source_deleted: bool,
+    /// Another machine's name (§12); `None`: this machine's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One hit before it is shown: a session's best document.
@@ -107,6 +115,10 @@ pub struct Engine {
     /// When segment files written just now may be checked again, to be trusted by
     /// their stamps from then on (`storage::recheck`).
     recheck_at: Mutex<Option<std::time::SystemTime>>,
+    /// Bytes of text sent to the writer (`sending`), and taken by its thread (counted
+    /// by the analyzer as it cuts them): their difference is the writer's backlog.
+    sent: AtomicU64,
+    taken: std::sync::Arc<AtomicU64>,
 }
 
 impl Engine {
@@ -125,6 +137,12 @@ impl Engine {
             .load_metas()
             .ok()
             .and_then(|m| Stamp::parse(m.payload.as_deref()));
+        // The writer, made later, cuts text with the analyzer registered now.
+        let taken = std::sync::Arc::new(AtomicU64::new(0));
+        storage.index.tokenizers().register(
+            super::schema::TOKENIZER,
+            super::schema::counting_analyzer(taken.clone()),
+        );
         let e = Engine {
             fields,
             storage,
@@ -134,8 +152,16 @@ impl Engine {
             stamp: RwLock::new(stamp),
             meta_seen: Mutex::new(None),
             recheck_at: Mutex::new(None),
+            sent: AtomicU64::new(0),
+            taken,
         };
-        *e.meta_seen.lock().unwrap() = e.meta_stat();
+        let seen = e.meta_stat();
+        if !e.storage.writable() && (seen.is_none() || seen != e.storage.opened_at) {
+            // The stamp read above may be of another commit than the one the checks
+            // opened (a writer beside committed meanwhile): both again, with a proof.
+            e.reload()?;
+        }
+        *e.meta_seen.lock().unwrap() = seen;
         Ok(e)
     }
 
@@ -151,12 +177,7 @@ impl Engine {
         let Place::Disk { folder, .. } = &self.storage.place else {
             return None;
         };
-        let st = folder.stat("meta.json").ok()?;
-        Some((
-            st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
-            st.st_size as u64,
-            st.st_ino,
-        ))
+        super::storage::meta_stamp(folder)
     }
 
     /// A searcher over the latest commit: a process that does not write reloads when
@@ -172,14 +193,20 @@ impl Engine {
         self.reader.searcher()
     }
 
+    /// Reloads the reader, and the stamp of the commit it now searches: read with a
+    /// proof (`meta.json` was not replaced between the two), else read again, so a
+    /// stamp never speaks for another commit than the one searched.
     fn reload(&self) -> Result<()> {
-        self.reader.reload().map_err(|e| index_error("reload", e))?;
-        let stamp = self
-            .storage
-            .index
-            .load_metas()
-            .ok()
-            .and_then(|m| Stamp::parse(m.payload.as_deref()));
+        let mut tries = 0;
+        let stamp = loop {
+            let before = self.meta_stat();
+            self.reader.reload().map_err(|e| index_error("reload", e))?;
+            let metas = self.storage.index.load_metas().ok();
+            tries += 1;
+            if self.meta_stat() == before || tries == 20 {
+                break metas.and_then(|m| Stamp::parse(m.payload.as_deref()));
+            }
+        };
         *self.stamp.write().unwrap() = stamp;
         self.generation.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -222,8 +249,32 @@ impl Engine {
         f(w.as_ref().expect("made above"))
     }
 
+    /// Text of `bytes` is about to be sent to the writer: waits while the writer's
+    /// backlog is over `BACKLOG` (unless `stop` says to stop, and for at most a few
+    /// seconds: a gauge that drifted never stops the work).
+    pub fn sending(&self, bytes: u64, stop: &dyn Fn() -> bool) {
+        let waited = std::time::Instant::now();
+        while self.backlog() > BACKLOG
+            && !stop()
+            && waited.elapsed() < std::time::Duration::from_secs(5)
+        {
+            // A few wake-ups a second (the backlog is a tenth of a second of work):
+            // each is a switch on a core the mount's requests may be waiting for.
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.sent.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Text sent to the writer that its thread has not taken yet.
+    pub fn backlog(&self) -> u64 {
+        self.sent
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.taken.load(Ordering::Relaxed))
+    }
+
     /// Commits what was added, with `stamp` as its payload, and makes it searchable.
     pub fn commit(&self, stamp: &Stamp) -> Result<()> {
+        let started = std::time::Instant::now();
         let payload = serde_json::to_string(stamp).expect("stamp serializes");
         {
             let mut w = self.writer.write().unwrap();
@@ -232,16 +283,31 @@ impl Engine {
             let mut prepared = w
                 .prepare_commit()
                 .map_err(|e| index_error("prepare a commit", e))?;
+            // Everything sent was taken (titles count as taken, not sent): the gauge
+            // starts again from level.
+            self.sent
+                .store(self.taken.load(Ordering::Relaxed), Ordering::Relaxed);
             prepared.set_payload(&payload);
             prepared.commit().map_err(|e| index_error("commit", e))?;
         }
+        let committed = started.elapsed();
         self.reload()?;
+        let reloaded = started.elapsed();
         self.mark_checked();
-        // What the batch's threads freed goes back to the system (glibc keeps
-        // per-thread arenas otherwise).
+        log::debug!(
+            "search: committed in {committed:?}, searchable after {reloaded:?}, checked after {:?}",
+            started.elapsed()
+        );
+        Ok(())
+    }
+
+    /// Gives what a batch's threads freed back to the system (glibc keeps it in its
+    /// arenas otherwise). Not after every commit: a trim holds the arenas' locks while
+    /// it walks them, and the mount's requests allocate meanwhile (after each commit
+    /// of `ctl` appends it made the appends wait).
+    pub fn trim(&self) {
         // SAFETY: glibc call with no preconditions.
         unsafe { libc::malloc_trim(0) };
-        Ok(())
     }
 
     /// Drops the writer (after its merges finish), giving its memory back.

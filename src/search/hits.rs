@@ -8,6 +8,8 @@ use serde::Serialize;
 pub struct Hit {
     pub id: String,
     pub agent: String,
+    /// The machine the session was recorded on (§12).
+    pub host: String,
     pub cwd: Option<String>,
     /// The namespace folder as the mount names it (`home-u-proj`).
     pub namespace: String,
@@ -51,10 +53,12 @@ pub struct Building {
 impl Building {
     pub fn say(&self) -> String {
         if self.sessions == 0 {
-            return "the search index is being built (finding the sessions first): results may be incomplete".into();
+            // A first build, or the index as the last mount left it, not yet checked
+            // against the sessions by this one.
+            return "the search index is being brought up to date (looking for new and changed sessions first): results may be incomplete".into();
         }
         format!(
-            "the search index is being built ({} of {} sessions so far): results may be incomplete",
+            "the search index is being brought up to date ({} of {} sessions so far): results may be incomplete",
             self.indexed, self.sessions
         )
     }

@@ -22,6 +22,7 @@ pub mod snippet;
 pub mod storage;
 pub mod sync;
 
+use crate::background::Background;
 use crate::error::{Error, Result};
 use crate::sources::SessionSource;
 use engine::{Engine, Filters, Known};
@@ -41,25 +42,30 @@ const INDEX_THREADS: usize = 2;
 /// How often a daemon looks for sessions changed behind its back.
 const SWEEP: Duration = Duration::from_millis(400);
 /// During a build, a commit at least this often (what is indexed becomes searchable,
-/// and the progress visible to other processes)...
+/// and the progress visible to other processes; the first after a second, so the
+/// newest sessions, indexed first, are found soon after a mount)...
 const COMMIT_EVERY: Duration = Duration::from_secs(5);
+const COMMIT_FIRST: Duration = Duration::from_secs(1);
 /// ...or after this much text: a commit waits for the index to take every document
-/// sent, so this also bounds the documents waiting in its queue (their memory).
+/// sent, so this also bounds the documents waiting in its queue (their memory), and
+/// what a stop has to commit before the daemon exits. A huge session is indexed in
+/// slices of this size, each saved as far as it got.
 const COMMIT_BYTES: u64 = 32 << 20;
+/// A long pass looks at every session again at its end, at most this many times
+/// (sessions that keep changing are then followed by the sweeps).
+const RESCANS: usize = 3;
 /// Sessions appended to through `ctl` are indexed at most this often...
 const TOUCH_MIN: Duration = Duration::from_millis(200);
 /// ...and at least this often while appends go on (they are found within a second).
 const TOUCH_MAX: Duration = Duration::from_millis(600);
-/// A big pass waits while the mount served a read within this long...
-const BUSY: Duration = Duration::from_millis(150);
-/// ...in steps of this long, for at most this much of every second.
-const YIELD_STEP: Duration = Duration::from_millis(10);
-const YIELD_SHARE: Duration = Duration::from_millis(500);
 /// An idle writer is dropped after this long (its memory goes back).
 const WRITER_IDLE: Duration = Duration::from_secs(10);
 /// A mount's answers to one query are reused this long if the index did not change
 /// meanwhile (a `ls -l` asks for the folder, its listing and `hits.jsonl`).
 const MEMO: Duration = Duration::from_millis(1000);
+/// A process reading the index another keeps waits this long at most for the keeper
+/// to have looked at the sessions (right after a mount), then says it may be partial.
+pub const SETTLE: Duration = Duration::from_secs(1);
 
 /// A search's question.
 #[derive(Debug, Clone)]
@@ -70,6 +76,8 @@ pub struct Request {
     pub cwd: Option<String>,
     pub since_ms: Option<i64>,
     pub limit: usize,
+    /// Only the sessions of this machine (§12: a peer's name, or this one's).
+    pub host: Option<String>,
 }
 
 impl Request {
@@ -81,6 +89,7 @@ impl Request {
             cwd: None,
             since_ms: None,
             limit: DEFAULT_LIMIT,
+            host: None,
         })
     }
 }
@@ -99,7 +108,8 @@ type Memo = HashMap<String, (u64, Instant, Arc<Answer>)>;
 struct Pending {
     /// Sessions appended to through `ctl` (namespace, folder).
     touched: HashSet<(String, String)>,
-    stop: bool,
+    /// A session was made through the root `ctl`: look at every session now.
+    sweep: bool,
 }
 
 pub struct Search {
@@ -107,7 +117,8 @@ pub struct Search {
     fields: Fields,
     sources: Vec<SourceRef>,
     engine: RwLock<Arc<Engine>>,
-    /// The writer's own progress (a reader takes the commit's stamp).
+    /// The writer's own progress (a reader takes the commit's stamp): `None` until
+    /// it has looked at the sessions, and until then an answer says it may be partial.
     progress: Mutex<Option<Progress>>,
     pending: Mutex<Pending>,
     wake: Condvar,
@@ -120,18 +131,16 @@ pub struct Search {
     /// How long the last look at every session's stamp took: a daemon's sweeps are
     /// spaced so that they cost at most a tenth of a core.
     scan_cost: Mutex<Duration>,
-    /// A daemon's: big passes yield to the mount (lower priorities).
+    /// A daemon's: big passes yield to the mount (lower priorities, and `bg.pause`
+    /// between messages: the I/O scheduler may not honour the idle class).
     yields: bool,
-    /// The indexer thread (`start`), joined by `stop`.
-    indexer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// A daemon's mount point (said in each commit).
     mount: Option<PathBuf>,
-    /// When the mount last served a read (ms after `epoch`): a big pass waits while
-    /// it is busy (the I/O scheduler may not honour the idle class).
-    activity_ms: std::sync::atomic::AtomicU64,
-    epoch: Instant,
-    /// The second a big pass has been waiting in, and how long it waited.
-    yielded: Mutex<(Instant, Duration)>,
+    /// The stop signal and the mount's activity (a one-shot command's never stops).
+    bg: Background,
+    /// A daemon's writer lock, taken by `start` before the mount is ready, until the
+    /// indexer opens the index with it.
+    held: Mutex<Option<storage::Held>>,
 }
 
 impl Search {
@@ -158,6 +167,7 @@ impl Search {
         store_root: &Path,
         mount: &Path,
         sources: Vec<Arc<dyn SessionSource>>,
+        bg: Background,
     ) -> Search {
         let fields = Fields::new();
         let placeholder = storage::Storage {
@@ -167,6 +177,7 @@ impl Search {
         let mut s = Search::with_storage(Some(store_root), sources, fields, placeholder);
         s.deferred.store(true, Ordering::Relaxed);
         s.yields = true;
+        s.bg = bg;
         s.mount = Some(std::path::absolute(mount).unwrap_or_else(|_| mount.to_path_buf()));
         s
     }
@@ -195,12 +206,16 @@ impl Search {
             deferred: AtomicBool::new(false),
             scan_cost: Mutex::new(Duration::ZERO),
             yields: false,
-            indexer: Mutex::new(None),
             mount: None,
-            activity_ms: std::sync::atomic::AtomicU64::new(0),
-            epoch: Instant::now(),
-            yielded: Mutex::new((Instant::now(), Duration::ZERO)),
+            bg: Background::new(),
+            held: Mutex::new(None),
         }
+    }
+
+    /// Asks this index's background work (a running update) to stop at its next
+    /// session and commit what it has: for a process that exits (`fen-fs mcp`).
+    pub fn stop(&self) {
+        self.bg.stop();
     }
 
     fn engine(&self) -> Arc<Engine> {
@@ -228,20 +243,29 @@ impl Search {
     }
 
     /// Sources of this process that the index's writer does not cover (a reader's
-    /// answers leave their sessions out until a writer indexes them).
+    /// answers leave their sessions out until a writer indexes them). Nothing for an
+    /// index in memory: its notes say why it is empty.
     pub fn uncovered(&self) -> Vec<String> {
-        if self.writable() {
+        let engine = self.engine();
+        if engine.storage.writable()
+            || matches!(
+                engine.storage.place,
+                storage::Place::Memory { .. } | storage::Place::Absent
+            )
+        {
             return Vec::new();
         }
-        let covered = self.engine().stamp().map(|s| s.sources).unwrap_or_default();
+        let Some(stamp) = engine.stamp() else {
+            return Vec::new();
+        };
         self.sources
             .iter()
-            .filter(|s| !covered.contains(&s.label))
+            .filter(|s| !stamp.sources.contains(&s.label))
             .map(|s| s.label.clone())
             .collect()
     }
 
-    fn stamp_now(&self, p: Progress) -> storage::Stamp {
+    fn stamp_now(&self, engine: &Engine, p: Progress) -> storage::Stamp {
         storage::Stamp {
             format: storage::FORMAT.into(),
             version: schema::FORMAT_VERSION,
@@ -250,6 +274,7 @@ impl Search {
             indexed: p.indexed,
             sources: self.sources.iter().map(|s| s.label.clone()).collect(),
             mount: self.mount.clone(),
+            writer: engine.storage.token.clone(),
         }
     }
 
@@ -259,21 +284,63 @@ impl Search {
         self.engine().stamp().and_then(|s| s.mount)
     }
 
-    /// How far the index is, if it is not complete.
-    pub fn building(&self) -> Option<Building> {
-        let p = match *self.progress.lock().unwrap() {
-            Some(p) => p,
-            None => {
-                let stamp = self.engine().stamp();
-                match stamp {
-                    Some(s) => Progress {
-                        complete: s.complete,
-                        sessions: s.sessions,
-                        indexed: s.indexed,
-                    },
-                    // Nothing committed yet: nothing indexed.
-                    None => Progress::default(),
+    /// For a process reading the index another keeps: whether the keeper has
+    /// committed since it took the index (its stamp then says how complete the index
+    /// is; before, the index is as a keeper that is gone left it, and sessions may
+    /// have changed since).
+    fn keeper_has_looked(&self, engine: &Engine) -> bool {
+        let stamp = engine.stamp();
+        let writer = stamp.as_ref().and_then(|s| s.writer.as_deref());
+        writer.is_some() && writer == storage::holder(&engine.storage).as_deref()
+    }
+
+    /// For a process reading the index another keeps: waits, up to `limit`, until
+    /// the keeper has looked at the sessions since it took the index (right after a
+    /// mount it has not yet); an answer until then says it may be partial.
+    pub fn settle(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let engine = self.engine();
+            if engine.storage.writable() || self.keeper_has_looked(&engine) {
+                return;
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            if matches!(engine.storage.place, storage::Place::Absent)
+                && let Some(root) = &self.store_root
+            {
+                // Its first commit makes it: opened then.
+                let s = storage::open(root, &self.fields, false);
+                if matches!(s.place, storage::Place::Disk { .. })
+                    && let Ok(e) = Engine::new(self.fields.clone(), s)
+                {
+                    *self.engine.write().unwrap() = Arc::new(e);
                 }
+            } else {
+                // A reload when meta.json changed.
+                engine.searcher();
+            }
+        }
+    }
+
+    /// How far the index is, if it is not complete (or may not be).
+    pub fn building(&self) -> Option<Building> {
+        let engine = self.engine();
+        let p = if engine.storage.writable() {
+            // This process keeps the index: its own progress, none before it looked
+            // at the sessions.
+            self.progress.lock().unwrap().unwrap_or_default()
+        } else {
+            match engine.stamp() {
+                Some(s) if self.keeper_has_looked(&engine) => Progress {
+                    complete: s.complete,
+                    sessions: s.sessions,
+                    indexed: s.indexed,
+                },
+                // Nothing committed yet, or not since the keeper took the index.
+                _ => Progress::default(),
             }
         };
         (!p.complete).then_some(Building {
@@ -289,7 +356,17 @@ impl Search {
             agent: request.agent.map(|a| a.name().to_string()),
             cwd: request.cwd.clone(),
             since_ms: request.since_ms,
-            sources: Some(self.sources.iter().map(|s| s.src).collect()),
+            sources: Some(
+                self.sources
+                    .iter()
+                    .filter(|s| {
+                        request.host.as_deref().is_none_or(|h| {
+                            s.source.host().unwrap_or(crate::host::this_host()) == h
+                        })
+                    })
+                    .map(|s| s.src)
+                    .collect(),
+            ),
         };
         let found = engine.search(&request.query, &filters, request.limit)?;
         let hits = found
@@ -302,6 +379,11 @@ impl Search {
                     store_namespace: f.session.namespace.clone(),
                     id: f.session.id.clone(),
                     agent: f.session.agent.clone(),
+                    host: f
+                        .session
+                        .host
+                        .clone()
+                        .unwrap_or_else(|| crate::host::this_host().to_string()),
                     cwd: f.session.cwd.clone(),
                     dir: f.session.dir.clone(),
                     title: f.session.title.clone(),
@@ -348,38 +430,13 @@ impl Search {
         Ok(answer)
     }
 
-    /// The mount is serving someone (an open or a read): a big pass lets it be.
-    pub fn mount_busy(&self) {
-        let now = self.epoch.elapsed().as_millis() as u64;
-        self.activity_ms.store(now, Ordering::Relaxed);
-    }
-
-    /// `let_the_mount_go_first`, for other background work of the daemon (keeping):
-    /// it shares the same budget of waiting.
-    pub fn yield_to_mount(&self) {
-        self.let_the_mount_go_first();
-    }
-
-    /// Waits while the mount served someone in the last `BUSY`, but for at most half
-    /// of every second: a busy mount slows a build down, never stops it.
-    fn let_the_mount_go_first(&self) {
-        let busy = || {
-            let last = self.activity_ms.load(Ordering::Relaxed);
-            let now = self.epoch.elapsed().as_millis() as u64;
-            now.saturating_sub(last) < BUSY.as_millis() as u64
-        };
-        while busy() {
-            {
-                let mut y = self.yielded.lock().unwrap();
-                if y.0.elapsed() >= Duration::from_secs(1) {
-                    *y = (Instant::now(), Duration::ZERO);
-                }
-                if y.1 >= YIELD_SHARE {
-                    return;
-                }
-                y.1 += YIELD_STEP;
-            }
-            std::thread::sleep(YIELD_STEP);
+    /// A session was just made (through the root `ctl`): the indexer looks at every
+    /// session now, not at its next sweep.
+    pub fn sweep_soon(&self) {
+        let mut p = self.pending.lock().unwrap();
+        if !p.sweep {
+            p.sweep = true;
+            self.wake.notify_one();
         }
     }
 
@@ -400,16 +457,6 @@ impl Search {
         }
     }
 
-    /// Stops the background indexer (at unmount) and waits for it: what it indexed is
-    /// committed, its writer's merges finish, and its files are left private.
-    pub fn stop(&self) {
-        self.pending.lock().unwrap().stop = true;
-        self.wake.notify_all();
-        if let Some(h) = self.indexer.lock().unwrap().take() {
-            let _ = h.join();
-        }
-    }
-
     /// Brings the index up to date with every session of the sources (a one-shot
     /// command, before it searches). `report` hears of a long build now and then.
     pub fn update(&self, report: &mut dyn FnMut(Building)) -> Result<()> {
@@ -425,7 +472,9 @@ impl Search {
     }
 
     /// One pass over every session: index what changed, drop what is gone, commit
-    /// now and then (and at the end, marking the index complete).
+    /// now and then (and at the end, marking the index complete). A huge session is
+    /// indexed in slices, one per commit. Asked to stop, the workers stop at their
+    /// next message, and what they did is committed.
     fn full_pass(
         &self,
         engine: &Engine,
@@ -436,22 +485,69 @@ impl Search {
     ) -> Result<()> {
         let first = !self.settled.load(Ordering::Relaxed);
         let started = Instant::now();
-        let scan_started = Instant::now();
+        // What a look costs is the processor time it takes (a look waiting for the
+        // processor on a busy machine costs nothing meanwhile).
+        let scan_started = thread_cpu_time();
         let (live, failed) = sync::scan(&self.sources);
-        *self.scan_cost.lock().unwrap() = scan_started.elapsed();
-        let (todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
-        if todo.is_empty() && gone.is_empty() && !first {
+        let scan_cost = thread_cpu_time().saturating_sub(scan_started);
+        log::debug!(
+            "search: looked at {} sessions in {:?} ({scan_cost:?} of processor)",
+            live.len(),
+            started.elapsed()
+        );
+        if self.bg.should_stop() {
             return Ok(());
         }
-        let total = live.len() as u64;
+        let (mut todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
+        if !first {
+            // Sessions being appended to through `ctl` are the touched path's: a sweep
+            // during a burst of appends would index them twice (and commit twice).
+            let p = self.pending.lock().unwrap();
+            if !p.touched.is_empty() {
+                todo.retain(|l| {
+                    !(self.sources[l.source].source.writable()
+                        && p.touched.contains(&(l.ns.clone(), l.dir.clone())))
+                });
+            }
+        }
+        if todo.is_empty() && gone.is_empty() {
+            // What looking costs when nothing changed spaces the sweeps (a look that
+            // found changes also re-read them in the sources: work done anyway, which
+            // must not put the next look, and the next change found, off).
+            *self.scan_cost.lock().unwrap() = scan_cost;
+            if !first {
+                return Ok(());
+            }
+        }
+        let partial: Vec<u64> = todo
+            .iter()
+            .filter_map(|l| known.get(&l.sid).filter(|k| sync::is_partial(k)))
+            .map(|k| k.count)
+            .collect();
+        if !partial.is_empty() {
+            log::info!(
+                "search: {} sessions indexed in part go on from where they stopped \
+                 (message {})",
+                partial.len(),
+                partial
+                    .iter()
+                    .take(10)
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let mut total = live.len() as u64;
         let mut progress = Progress {
             complete: todo.is_empty(),
             sessions: total,
             indexed: total - todo.len() as u64,
         };
-        if first {
-            *self.progress.lock().unwrap() = Some(progress);
-        }
+        // A daemon's big pass (its first, or many changed sessions) yields to the
+        // mount: its threads, and the index's own (made here, they inherit it), run
+        // at a lower priority, and pause while the mount serves someone; small
+        // updates keep the normal priority, to be fresh.
+        let background = self.yields && (first || todo.len() > 16);
         engine.with_writer(|w| {
             for sid in &gone {
                 sync::remove(engine, w, *sid);
@@ -459,28 +555,48 @@ impl Search {
             }
             Ok(())
         })?;
+        if first || background || todo.is_empty() {
+            // Said at once, to this process's answers and (committed) to every other
+            // process's: what changed is being indexed, or nothing did.
+            *self.progress.lock().unwrap() = Some(progress);
+            engine.commit(&self.stamp_now(engine, progress))?;
+        }
+        if todo.is_empty() {
+            self.settled.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
         let mut effort = sync::Effort::default();
-        // A daemon's big pass (its first build, or many changed sessions) yields to
-        // the mount: its threads, and the index's own (made here, they inherit it),
-        // run at a lower priority; small updates keep the normal one, to be fresh.
-        let background = self.yields && (first || todo.len() > 16);
         if background {
             engine.release_writer();
             std::thread::scope(|scope| {
                 scope.spawn(|| {
-                    lower_priority();
+                    crate::background::lower_priority(true);
                     engine.with_writer(|_| Ok(()))
                 });
             });
         }
-        let queue = Mutex::new(todo.into_iter());
+        let queue = Mutex::new(std::collections::VecDeque::from(todo));
+        let mut every = COMMIT_FIRST;
+        let mut rescans = 0;
         loop {
             // A batch: every worker takes sessions until the queue is empty or it is
-            // time to commit (what is indexed becomes searchable, progress visible).
+            // time to commit (what is indexed becomes searchable, progress visible);
+            // a session being read then stops at its next message, and the next batch
+            // goes on with it.
             let batch = Instant::now();
             let bytes = std::sync::atomic::AtomicU64::new(0);
             let results = Mutex::new(Vec::new());
             let failure = Mutex::new(None);
+            let over = || {
+                self.bg.should_stop()
+                    || batch.elapsed() >= every
+                    || bytes.load(Ordering::Relaxed) >= COMMIT_BYTES
+            };
+            let pause = || {
+                if background {
+                    self.bg.pause();
+                }
+            };
             std::thread::scope(|scope| {
                 let n: usize = std::env::var("FEN_FS_SEARCH_THREADS")
                     .ok()
@@ -491,17 +607,11 @@ impl Search {
                         scope.spawn(|| {
                             let mut mine = sync::Effort::default();
                             loop {
-                                if batch.elapsed() >= COMMIT_EVERY
-                                    || bytes.load(Ordering::Relaxed) >= COMMIT_BYTES
-                                    || self.pending.lock().unwrap().stop
-                                    || failure.lock().unwrap().is_some()
-                                {
+                                if over() || failure.lock().unwrap().is_some() {
                                     break;
                                 }
-                                if background {
-                                    self.let_the_mount_go_first();
-                                }
-                                let Some(l) = queue.lock().unwrap().next() else {
+                                pause();
+                                let Some(l) = queue.lock().unwrap().pop_front() else {
                                     break;
                                 };
                                 let before = mine.bytes;
@@ -515,18 +625,26 @@ impl Search {
                                         known.get(&l.sid),
                                         &sync::Manners {
                                             complaints,
-                                            pause: &|| {
-                                                if background {
-                                                    self.let_the_mount_go_first();
-                                                }
-                                            },
+                                            pause: &pause,
+                                            stop: &over,
                                         },
                                         &mut mine,
                                     )
                                 });
                                 bytes.fetch_add(mine.bytes - before, Ordering::Relaxed);
                                 match r {
-                                    Ok(k) => results.lock().unwrap().push((l.sid, k)),
+                                    Ok(k) => {
+                                        let done = k.is_none_or(|k| {
+                                            !sync::is_partial(&k)
+                                                && k.size == l.size
+                                                && k.mtime == l.mtime
+                                        });
+                                        results.lock().unwrap().push((l.sid, k, done));
+                                        if !done {
+                                            // Stopped in it: first in the next batch.
+                                            queue.lock().unwrap().push_front(l);
+                                        }
+                                    }
                                     Err(e) => *failure.lock().unwrap() = Some(e),
                                 }
                             }
@@ -543,25 +661,53 @@ impl Search {
             if let Some(e) = failure.into_inner().unwrap() {
                 return Err(e);
             }
-            for (sid, k) in results.into_inner().unwrap() {
-                progress.indexed += 1;
+            for (sid, k, done) in results.into_inner().unwrap() {
+                if done {
+                    progress.indexed += 1;
+                }
                 match k {
                     Some(k) => known.insert(sid, k),
                     None => known.remove(&sid),
                 };
             }
-            let empty = queue.lock().unwrap().len() == 0;
-            let stopping = self.pending.lock().unwrap().stop;
+            let mut empty = queue.lock().unwrap().is_empty();
+            let stopping = self.bg.should_stop();
+            if empty && !stopping && (first || background) && rescans < RESCANS {
+                // A long pass says it is complete only as of a look at every session
+                // after its work: what was appended or made meanwhile comes first.
+                rescans += 1;
+                if touched_too && let Err(e) = self.index_touched(engine, known, complaints) {
+                    log::warn!("search: {}", e.reason);
+                }
+                let (live, failed) = sync::scan(&self.sources);
+                let (more, gone) = sync::changes(&self.sources, &live, &failed, known, false);
+                engine.with_writer(|w| {
+                    for sid in &gone {
+                        sync::remove(engine, w, *sid);
+                        known.remove(sid);
+                    }
+                    Ok(())
+                })?;
+                if !more.is_empty() {
+                    total = live.len() as u64;
+                    progress.sessions = total;
+                    progress.indexed = total - more.len() as u64;
+                    queue.lock().unwrap().extend(more);
+                    empty = false;
+                }
+            }
             progress.complete = empty && !stopping;
             // Said once searchable: the commit waits for the index to take every
             // document, and a search until then sees the last commit.
-            engine.commit(&self.stamp_now(progress))?;
-            if first {
+            engine.commit(&self.stamp_now(engine, progress))?;
+            engine.trim();
+            if first || background {
                 *self.progress.lock().unwrap() = Some(progress);
             }
             if empty || stopping {
                 break;
             }
+            every = COMMIT_EVERY;
             report(Building {
                 indexed: progress.indexed,
                 sessions: total,
@@ -572,16 +718,25 @@ impl Search {
             }
         }
         *self.progress.lock().unwrap() = Some(progress);
-        self.settled.store(true, Ordering::Relaxed);
-        if background {
-            // The next writer is made at the normal priority.
+        let stopped = self.bg.should_stop();
+        if !stopped {
+            self.settled.store(true, Ordering::Relaxed);
+        }
+        if background && !stopped {
+            // The next writer is made at the normal priority (once its merges are
+            // done: not when stopping, which must not wait for them).
             engine.release_writer();
         }
         if effort.sessions > 0 {
             log::info!(
-                "search: {} of {total} sessions indexed in {:?}: {} messages, {} MB of text; \
+                "search: {} of {total} sessions {} in {:?}: {} messages, {} MB of text; \
                  reading them {:?}, adding them {:?} (over {INDEX_THREADS} threads)",
                 effort.sessions,
+                if stopped {
+                    "indexed (stopped: the next mount goes on with the rest)"
+                } else {
+                    "indexed"
+                },
                 started.elapsed(),
                 effort.messages,
                 effort.bytes >> 20,
@@ -604,6 +759,7 @@ impl Search {
             return Ok(false);
         }
         let mut effort = sync::Effort::default();
+        let stop = || self.bg.should_stop();
         for (ns, dir) in touched {
             for (i, s) in self.sources.iter().enumerate() {
                 let Ok(stat) = s.source.session_stat(&ns, &dir) else {
@@ -630,6 +786,7 @@ impl Search {
                         &sync::Manners {
                             complaints,
                             pause: &|| {},
+                            stop: &stop,
                         },
                         &mut effort,
                     )
@@ -640,27 +797,45 @@ impl Search {
                 };
                 break;
             }
+            if self.bg.should_stop() {
+                // The rest is found by the next mount's first pass (their stamps).
+                break;
+            }
         }
         Ok(true)
     }
 
     /// Starts the daemon's indexer thread: the first build, then changes as they
-    /// come (`ctl` appends at once, other writers' within a sweep).
+    /// come (`ctl` appends at once, other writers' within a sweep). It ends when
+    /// its `Background` is stopped, with what it did committed.
     pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
+        // The writer's role is this daemon's before its mount is ready: a search run
+        // right after the mount reads the index this daemon keeps, and does not build
+        // it itself.
+        if self.deferred.load(Ordering::Relaxed)
+            && let Some(root) = &self.store_root
+        {
+            *self.held.lock().unwrap() = storage::hold(root);
+        }
+        let me = Arc::downgrade(self);
+        self.bg.on_stop(move || {
+            if let Some(me) = me.upgrade() {
+                let _p = me.pending.lock().unwrap();
+                me.wake.notify_all();
+            }
+        });
         let me = self.clone();
-        let h = std::thread::Builder::new()
-            .name("fen-search".into())
-            .spawn(move || {
-                // Every indexing runs below the mount's requests: appends are found
-                // within a second all the same (they take milliseconds), and the
-                // indexer never takes a core the daemon's requests are waiting for.
-                // (The writer's threads, made from here, inherit it.)
-                lower_cpu_priority();
-                if let Err(e) = me.run() {
-                    log::error!("search indexer stopped: {}", e.reason);
-                }
-            })?;
-        *self.indexer.lock().unwrap() = Some(h);
+        self.bg.spawn("fen-search", move || {
+            // Every indexing runs below the mount's requests: appends are found
+            // within a second all the same (they take milliseconds), and the
+            // indexer never takes a core the daemon's requests are waiting for.
+            // (The writer's threads, made from here, inherit it.)
+            crate::background::lower_priority(false);
+            storage::private_files_on_this_thread();
+            if let Err(e) = me.run() {
+                log::error!("search indexer stopped: {}", e.reason);
+            }
+        })?;
         Ok(())
     }
 
@@ -670,7 +845,7 @@ impl Search {
             if self.engine().storage.writable() {
                 return true;
             }
-            if self.pending.lock().unwrap().stop {
+            if self.bg.should_stop() {
                 return false;
             }
             if let Some(root) = &self.store_root
@@ -686,6 +861,9 @@ impl Search {
                 }
             }
             let p = self.pending.lock().unwrap();
+            if self.bg.should_stop() {
+                return false;
+            }
             let _ = self.wake.wait_timeout(p, Duration::from_secs(1)).unwrap();
         }
     }
@@ -694,7 +872,11 @@ impl Search {
         if self.deferred.swap(false, Ordering::Relaxed)
             && let Some(root) = &self.store_root
         {
-            let storage = storage::open(root, &self.fields, true);
+            let held = self.held.lock().unwrap().take();
+            let storage = match held {
+                Some(held) => storage::open_held(&self.fields, held),
+                None => storage::open(root, &self.fields, true),
+            };
             let engine = Engine::new(self.fields.clone(), storage).unwrap_or_else(|e| {
                 let s = storage::memory(&self.fields, e.reason);
                 Engine::new(self.fields.clone(), s).expect("an index in memory opens")
@@ -710,6 +892,10 @@ impl Search {
         let complaints = Complaints::default();
         let started = Instant::now();
         self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, true)?;
+        if self.bg.should_stop() {
+            // Committed as far as it got; merges are not waited for.
+            return Ok(());
+        }
         log::info!(
             "search index up to date in {:?} ({} sessions)",
             started.elapsed(),
@@ -718,21 +904,22 @@ impl Search {
         let mut last_write = Instant::now();
         let mut sweep_at = Instant::now() + SWEEP;
         let mut touch_after = Instant::now();
-        'serve: loop {
+        loop {
             // Wait for touched sessions (no sooner than `touch_after`: a burst of
             // appends is indexed a few times a second, not once per append) or the
             // next sweep.
             let touched = {
                 let mut p = self.pending.lock().unwrap();
                 loop {
-                    if p.stop {
-                        break 'serve;
+                    if self.bg.should_stop() {
+                        return Ok(());
                     }
                     let now = Instant::now();
                     if !p.touched.is_empty() && now >= touch_after {
                         break true;
                     }
-                    if now >= sweep_at {
+                    if now >= sweep_at || p.sweep {
+                        p.sweep = false;
                         break false;
                     }
                     let mut until = sweep_at - now;
@@ -751,10 +938,14 @@ impl Search {
                             return Ok(());
                         }
                         let p = self.progress.lock().unwrap().unwrap_or_default();
-                        engine.commit(&self.stamp_now(Progress {
-                            complete: true,
-                            ..p
-                        }))
+                        engine.commit(&self.stamp_now(
+                            &engine,
+                            Progress {
+                                // Stopped in the middle, the rest is left out.
+                                complete: !self.bg.should_stop(),
+                                ..p
+                            },
+                        ))
                     });
                 if let Err(e) = done {
                     log::warn!("search: {}", e.reason);
@@ -766,39 +957,36 @@ impl Search {
             }
             let before = engine.generation();
             self.full_pass(&engine, &mut known, &complaints, &mut |_| {}, false)?;
-            if engine.generation() != before {
+            let found = engine.generation() != before;
+            if found {
                 last_write = Instant::now();
             }
-            sweep_at = Instant::now() + SWEEP.max(*self.scan_cost.lock().unwrap() * 10);
+            // Sweeps cost at most a tenth of a core, but follow an agent that is
+            // writing (a change just found) every `SWEEP`: its next line is found
+            // within a second.
+            sweep_at = Instant::now()
+                + if found {
+                    SWEEP
+                } else {
+                    SWEEP.max(*self.scan_cost.lock().unwrap() * 10)
+                };
             engine.upkeep();
             if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
                 engine.release_writer();
             }
         }
-        engine.release_writer();
-        Ok(())
     }
 }
 
-/// The calling thread (and the threads it starts) at a lower CPU priority.
-fn lower_cpu_priority() {
-    // SAFETY: plain syscalls on the calling thread.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+/// The processor time the calling thread has used.
+fn thread_cpu_time() -> Duration {
+    // SAFETY: valid out-pointer.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: valid clock id and out-pointer.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
     }
-}
-
-/// A big pass yields to everything else: a lower CPU priority for the calling thread
-/// (and the threads it starts, which inherit it) and the idle I/O class.
-fn lower_priority() {
-    // SAFETY: plain syscalls on the calling thread.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-        // IOPRIO_CLASS_IDLE (3) << 13, for this thread (IOPRIO_WHO_PROCESS = 1).
-        libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
-    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// A query error for people (exit 2 on the command line, EINVAL in the mount).

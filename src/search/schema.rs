@@ -40,6 +40,36 @@ pub fn analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// `analyzer`, adding the bytes of every text it cuts to `taken`: the index's own
+/// thread cuts each document's text as it takes it, so this is how far it got
+/// through what was sent (the writer's queue has no other gauge).
+pub fn counting_analyzer(taken: std::sync::Arc<std::sync::atomic::AtomicU64>) -> TextAnalyzer {
+    TextAnalyzer::builder(Counting {
+        inner: SimpleTokenizer::default(),
+        taken,
+    })
+    .filter(RemoveLongFilter::limit(MAX_WORD_BYTES + 1))
+    .filter(LowerCaser)
+    .filter(AsciiFoldingFilter)
+    .build()
+}
+
+#[derive(Clone)]
+struct Counting {
+    inner: SimpleTokenizer,
+    taken: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl tantivy::tokenizer::Tokenizer for Counting {
+    type TokenStream<'a> = <SimpleTokenizer as tantivy::tokenizer::Tokenizer>::TokenStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        self.taken
+            .fetch_add(text.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.token_stream(text)
+    }
+}
+
 /// The words of `text` as the index sees them.
 pub fn analyze(text: &str) -> Vec<String> {
     let mut a = analyzer();

@@ -41,6 +41,11 @@ pub struct Stamp {
     /// Where the writer (a daemon) has the store mounted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<PathBuf>,
+    /// Which holding of the writer lock made this commit (`Storage::token`): a reader
+    /// trusts `complete` only from the process holding the lock now, which has then
+    /// looked at the sessions since it took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
 }
 
 pub const FORMAT: &str = "fen-fs search";
@@ -62,6 +67,9 @@ pub enum Place {
     },
     /// In memory only, and why.
     Memory { why: String },
+    /// Not there yet, and another process holds the lock (it is building it): an
+    /// empty stand-in, for a reader, until the writer's first commit.
+    Absent,
 }
 
 pub struct Storage {
@@ -71,6 +79,12 @@ pub struct Storage {
     pub notes: Vec<String>,
     /// The reader the checks opened (every segment opens), for the engine to keep.
     pub reader: Option<tantivy::IndexReader>,
+    /// A writer's: this holding of the lock, written into the lock file and into
+    /// every commit's stamp (a fresh UUID each time the lock is taken).
+    pub token: Option<String>,
+    /// `meta.json`'s stamp when `reader` was opened, proved (it did not change
+    /// while the checks opened it); `None`: unknown.
+    pub opened_at: MetaStamp,
 }
 
 impl Storage {
@@ -79,6 +93,7 @@ impl Storage {
         match &self.place {
             Place::Disk { lock, .. } => lock.is_some(),
             Place::Memory { .. } => true,
+            Place::Absent => false,
         }
     }
 }
@@ -107,7 +122,27 @@ pub fn memory(fields: &Fields, why: String) -> Storage {
         place: Place::Memory { why: why.clone() },
         notes: vec![why],
         reader: None,
+        token: None,
+        opened_at: None,
     }
+}
+
+/// Says which holding of the lock this is, in the lock file (best effort: a reader
+/// that cannot read it takes the index as not looked at yet, the safe side).
+fn write_token(lock: &File, token: &str) {
+    use std::os::unix::fs::FileExt;
+    let _ = lock.set_len(0);
+    let _ = lock.write_all_at(token.as_bytes(), 0);
+}
+
+/// The token of whoever holds (or last held) the writer lock of `storage`'s folder.
+pub fn holder(storage: &Storage) -> Option<String> {
+    let Place::Disk { folder, .. } = &storage.place else {
+        return None;
+    };
+    let bytes = folder.read_file(WRITER_LOCK, 256).ok()?;
+    let token = String::from_utf8(bytes).ok()?;
+    (!token.is_empty()).then_some(token)
 }
 
 /// Takes the writer lock if nobody holds it.
@@ -132,6 +167,39 @@ pub fn folder(store_root: &Path) -> std::io::Result<Dir> {
         return Err(std::io::Error::from_raw_os_error(libc::ENOENT));
     }
     Dir::open_root(store_root)?.walk_create(&[CACHE_DIR, SEARCH_DIR])
+}
+
+/// The writer lock, taken ahead of opening the index: a daemon takes it before its
+/// mount is ready (opening and checking the index come later, in the background),
+/// so that a command run right after the mount does not take the writer's role.
+pub struct Held {
+    folder: Dir,
+    lock: File,
+    token: String,
+}
+
+/// Takes the writer lock of `store_root`'s index if it is free.
+pub fn hold(store_root: &Path) -> Option<Held> {
+    let folder = folder(store_root).ok()?;
+    let lock = try_lock(&folder).ok()??;
+    let token = new_token(&lock);
+    Some(Held {
+        folder,
+        lock,
+        token,
+    })
+}
+
+/// A fresh token for this holding of the lock, written into the lock file.
+fn new_token(lock: &File) -> String {
+    let t = uuid::Uuid::now_v7().to_string();
+    write_token(lock, &t);
+    t
+}
+
+/// Opens the index of `store_root` as its writer, with the lock `held`.
+pub fn open_held(fields: &Fields, held: Held) -> Storage {
+    open_in(held.folder, fields, Some((held.lock, held.token)))
 }
 
 /// Opens the index of `store_root`: as its writer if the lock is free and `write`,
@@ -167,14 +235,29 @@ pub fn open(store_root: &Path, fields: &Fields, write: bool) -> Storage {
     } else {
         None
     };
+    let lock = lock.map(|l| {
+        let t = new_token(&l);
+        (l, t)
+    });
+    open_in(folder, fields, lock)
+}
+
+/// Opens the index in `folder`, as its writer with `lock` (and its token).
+fn open_in(folder: Dir, fields: &Fields, lock: Option<(File, String)>) -> Storage {
+    let (lock, token) = match lock {
+        Some((l, t)) => (Some(l), Some(t)),
+        None => (None, None),
+    };
     let path = folder.path().to_path_buf();
     let mut notes = Vec::new();
-    match (open_checked(&folder, fields, lock.is_some()), lock) {
-        (Ok((index, reader)), lock) => Storage {
+    match (open_checked_steady(&folder, fields, lock.is_some()), lock) {
+        (Ok((index, reader, opened_at)), lock) => Storage {
             index,
             place: Place::Disk { path, folder, lock },
             notes,
             reader: Some(reader),
+            token,
+            opened_at,
         },
         (Err(why), Some(lock)) => {
             if why != Damage::Missing {
@@ -194,6 +277,8 @@ pub fn open(store_root: &Path, fields: &Fields, write: bool) -> Storage {
                     },
                     notes,
                     reader: None,
+                    token,
+                    opened_at: None,
                 },
                 Err(e) => {
                     let mut s = memory(
@@ -209,19 +294,21 @@ pub fn open(store_root: &Path, fields: &Fields, write: bool) -> Storage {
                 }
             }
         }
+        (Err(Damage::Missing), None) => {
+            // Another process (a mount) holds the lock and builds it: nothing to
+            // search yet, and an answer says the index is being built.
+            Storage {
+                place: Place::Absent,
+                notes: Vec::new(),
+                ..memory(fields, String::new())
+            }
+        }
         (Err(why), None) => {
-            let msg = if why == Damage::Missing {
-                format!(
-                    "no search index in {} yet and another process is building it: searching in memory this time",
-                    path.display()
-                )
-            } else {
-                format!(
-                    "search index in {}: {}, and another process holds it: searching in memory this time",
-                    path.display(),
-                    why.say()
-                )
-            };
+            let msg = format!(
+                "search index in {}: {}, and another process holds it: searching in memory this time",
+                path.display(),
+                why.say()
+            );
             memory(fields, msg)
         }
     }
@@ -240,6 +327,40 @@ impl Damage {
             Damage::Other(s) => s.clone(),
         }
     }
+}
+
+/// `open_checked`, proved against a writer beside it: what was checked and opened
+/// is one commit only if `meta.json` was not replaced meanwhile; if it was (a commit,
+/// or a merge deleting the files the old one named: no damage), the index is opened
+/// again, for up to a second.
+fn open_checked_steady(
+    folder: &Dir,
+    fields: &Fields,
+    writer: bool,
+) -> Result<(Index, tantivy::IndexReader, MetaStamp), Damage> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let before = meta_stamp(folder);
+        let r = open_checked(folder, fields, writer);
+        let steady = meta_stamp(folder) == before;
+        if writer || steady || std::time::Instant::now() >= deadline {
+            // Not steady: no stamp vouches for what was opened.
+            return r.map(|(i, rd)| (i, rd, if steady { before } else { None }));
+        }
+    }
+}
+
+/// A stamp of `meta.json` (time, size, inode).
+pub type MetaStamp = Option<(i64, u64, u64)>;
+
+/// `meta.json`'s stamp: a commit replaces it (a new inode, a new time).
+pub fn meta_stamp(folder: &Dir) -> Option<(i64, u64, u64)> {
+    let st = folder.stat("meta.json").ok()?;
+    Some((
+        st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+        st.st_size as u64,
+        st.st_ino,
+    ))
 }
 
 /// Opens the index in `folder` if everything in it checks out.
@@ -381,7 +502,9 @@ fn checksum_ok(folder: &Dir, name: &str) -> std::io::Result<bool> {
     }
     let footer: Footer = serde_json::from_slice(&footer).map_err(|_| bad("unreadable footer"))?;
     let mut crc = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
+    // Most files checked are a fresh commit's, of a few KB: a buffer of 1 MiB zeroed
+    // for each was most of a search's time right after commits.
+    let mut buf = vec![0u8; body_len.min(1 << 20) as usize];
     let mut at = 0u64;
     while at < body_len {
         let n = ((body_len - at) as usize).min(buf.len());
@@ -441,6 +564,20 @@ fn verify_segments(
         save_checked(folder, &Checked { files: known });
     }
     Ok(reader)
+}
+
+/// The calling thread, and the threads it starts from now on, create files private
+/// (umask 077) whatever the process's umask: the index's writer threads create
+/// Tantivy's files, and a merge still running when the daemon exits at unmount
+/// leaves files nobody makes private after it. The thread gets a filesystem context
+/// of its own first (`unshare(CLONE_FS)`), so the daemon's umask is left as it is.
+pub fn private_files_on_this_thread() {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        if libc::unshare(libc::CLONE_FS) == 0 {
+            libc::umask(0o077);
+        }
+    }
 }
 
 /// Makes every file in the folder 0600: Tantivy creates its files under the umask,

@@ -165,10 +165,22 @@ pub fn remove(engine: &Engine, writer: &IndexWriter, sid: u64) {
 pub struct Complaints(std::sync::Mutex<HashSet<u64>>);
 
 /// What a pass over sessions shares: the complaints said so far, and what to call
-/// between messages (a big pass lets the mount go first there).
+/// between messages: `pause` (a big pass lets the mount go first there) and `stop`
+/// (the work is asked to stop, or this slice of the work is done: the session is
+/// then saved as far as it was read, and the next pass goes on from there).
 pub struct Manners<'a> {
     pub complaints: &'a Complaints,
     pub pause: &'a dyn Fn(),
+    pub stop: &'a dyn Fn() -> bool,
+}
+
+/// `Known::mtime` of a session indexed only in part (its reading was stopped): no
+/// file has it, so the next pass takes the session up again, from its mark.
+pub const PARTIAL: i64 = i64::MIN;
+
+/// Whether `k` is of a session indexed only in part.
+pub fn is_partial(k: &Known) -> bool {
+    k.mtime == PARTIAL
 }
 
 /// What indexing a session added, for the log.
@@ -215,13 +227,16 @@ impl Common {
 /// How one pass over a session's messages ended.
 enum Pass {
     Done(Option<Known>),
+    /// Stopped before it added anything: the index holds what it held.
+    Unchanged,
     /// The messages already indexed changed: index the whole session again.
     Again,
 }
 
 /// (Re)indexes session `live` of `src`: only its new messages when its earlier ones
 /// are unchanged (`known`), else all of it. Returns what the index now knows of it
-/// (None: it is gone).
+/// (None: it is gone; `is_partial`: it was stopped, as `manners.stop` asked, after
+/// the messages it says).
 pub fn index_session(
     engine: &Engine,
     writer: &IndexWriter,
@@ -235,14 +250,16 @@ pub fn index_session(
         .filter(|k| k.count > 0 && k.count != UNREAD)
         .map(|k| (k.count, k.prefix, k.mark));
     effort.sessions += 1;
-    if grow.is_some()
-        && let Pass::Done(k) = pass(engine, writer, src, live, grow, manners, effort)?
-    {
-        return Ok(k);
+    if grow.is_some() {
+        match pass(engine, writer, src, live, grow, manners, effort)? {
+            Pass::Done(k) => return Ok(k),
+            Pass::Unchanged => return Ok(known.copied()),
+            Pass::Again => {}
+        }
     }
     match pass(engine, writer, src, live, None, manners, effort)? {
         Pass::Done(k) => Ok(k),
-        Pass::Again => Err(Error::new(
+        Pass::Unchanged | Pass::Again => Err(Error::new(
             libc::EIO,
             "search: a session changed while read",
         )),
@@ -284,6 +301,15 @@ fn pass(
     let mut h = CHAIN_SEED;
     let mut common: Option<Common> = None;
     let mut failed: Option<Error> = None;
+    // Whether to stop after a message when asked to: while adding, what was added
+    // so far is a prefix the next pass goes on from; while checking, nothing changed.
+    let flow = || {
+        if (manners.stop)() {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    };
     let read = src
         .source
         .each_message_since(&live.ns, &live.dir, since, &mut |facts, at, m| {
@@ -297,7 +323,7 @@ fn pass(
                     state = State::Adding;
                 } else {
                     state = State::Changed;
-                    return;
+                    return std::ops::ControlFlow::Break(());
                 }
             }
             n += 1;
@@ -311,22 +337,24 @@ fn pass(
                             State::Changed
                         };
                     }
-                    return;
+                    return flow();
                 }
-                State::Changed => return,
+                State::Changed => return std::ops::ControlFlow::Break(()),
                 State::Adding => {}
             }
             if failed.is_some() {
-                return;
+                return std::ops::ControlFlow::Break(());
             }
             let t = std::time::Instant::now();
             let c = common.get_or_insert_with(|| Common::of(facts, live));
             let text = message_text(&m);
             if text.trim().is_empty() {
-                return;
+                return flow();
             }
             effort.messages += 1;
             effort.bytes += text.len() as u64;
+            // Not more than a moment of the writer's work waits in its queue.
+            engine.sending(text.len() as u64, manners.stop);
             // Sized once: documents wait in the index's queue, and a doubled buffer
             // doubled what waits there.
             let mut doc = TantivyDocument::with_capacity(text.len() + 256);
@@ -343,12 +371,14 @@ fn pass(
                 failed = Some(Error::new(libc::EIO, format!("search index: add: {e}")));
             }
             adding += t.elapsed();
+            flow()
         });
     effort.adding += adding;
     effort.reading += started.elapsed().saturating_sub(adding);
     if let Some(e) = failed {
         return Err(e);
     }
+    let mut stopped = false;
     let (facts, unread, mark) = match read {
         Ok(r) => {
             if r.resumed && state == State::Checking && n == 0 {
@@ -356,6 +386,12 @@ fn pass(
                 n = count;
                 h = prefix;
                 state = State::Adding;
+            }
+            // Stopped with messages left: saved as far as read (a source that cannot
+            // mark where it stopped read them all).
+            stopped = r.stopped && !r.mark.is_none();
+            if stopped && state == State::Checking {
+                return Ok(Pass::Unchanged);
             }
             (r.facts, false, r.mark)
         }
@@ -405,11 +441,12 @@ fn pass(
         updated_at: facts.updated_at.clone(),
         kept: facts.kept,
         source_deleted: facts.source_deleted,
+        host: facts.host.clone(),
     };
     let k = Known {
         src: src.src,
         size: live.size,
-        mtime: live.mtime,
+        mtime: if stopped { PARTIAL } else { live.mtime },
         count: if unread { UNREAD } else { n },
         prefix: h,
         mark,

@@ -459,3 +459,74 @@ pub fn folders_are_projects(agent: Agent) -> bool {
         Agent::Pi | Agent::Claude | Agent::Gemini | Agent::Cursor
     )
 }
+
+/// A fresh reader of the token usage `agent` records in the file (or unit dump) at
+/// `path` (`sources/<agent>/usage.rs`); `None` for an agent that records none.
+pub fn usage_reader_for(
+    agent: Agent,
+    path: &Path,
+    facts: crate::usage_record::UnitFacts,
+) -> Option<Box<dyn crate::usage_record::UsageReader>> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    Some(match agent {
+        Agent::Claude => Box::new(super::claude::usage::ClaudeUsage::new(facts)),
+        Agent::Codex => Box::new(super::codex::usage::CodexUsage::new(facts)),
+        Agent::Gemini => Box::new(super::gemini::usage::GeminiUsage::new(facts, &name)),
+        Agent::Pi | Agent::Openclaw => Box::new(super::pi::usage::PiUsage::new(facts)),
+        Agent::Copilot => Box::new(super::copilot::usage::CopilotUsage::new(facts)),
+        Agent::Opencode => Box::new(super::opencode::usage::OpencodeUsage::new(facts)),
+        Agent::Cursor | Agent::Fen => return None,
+    })
+}
+
+/// The files under `root` holding `agent`'s token usage, when they are more than its
+/// session files: Claude Code's every `*.jsonl` under `projects/` (subagent
+/// transcripts `<project>/agent-*.jsonl` and `<project>/<id>/subagents/*.jsonl`
+/// included, as ccusage counts them); Gemini CLI's chats and its subagents' chats
+/// (`tmp/<project>/chats/<parent id>/*.jsonl`). `None`: its session files are all.
+/// Links are never followed; sorted by path.
+pub fn usage_files(agent: Agent, root: &Path) -> Option<Vec<PathBuf>> {
+    fn walk(dir: &Path, depth: usize, keep: &dyn Fn(usize, &str) -> bool, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in rd.flatten() {
+            let Ok(ft) = entry.file_type() else { continue };
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if ft.is_dir() && depth < 6 {
+                walk(&entry.path(), depth + 1, keep, out);
+            } else if ft.is_file() && keep(depth, &name) {
+                out.push(entry.path());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    match agent {
+        Agent::Claude => {
+            let jsonl = |_: usize, name: &str| name.ends_with(".jsonl");
+            walk(&root.join("projects"), 0, &jsonl, &mut out);
+        }
+        Agent::Gemini => {
+            // tmp/<project>/chats/<file> (depth 2), tmp/<project>/chats/<parent>/<file>.
+            let Ok(projects) = std::fs::read_dir(root.join("tmp")) else {
+                return Some(out);
+            };
+            for p in projects.flatten() {
+                if !p.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let chats = p.path().join("chats");
+                let keep = |depth: usize, name: &str| match depth {
+                    0 => super::gemini::is_session_file_name(name),
+                    1 => name.ends_with(".jsonl"),
+                    _ => false,
+                };
+                walk(&chats, 0, &keep, &mut out);
+            }
+        }
+        _ => return None,
+    }
+    out.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    Some(out)
+}

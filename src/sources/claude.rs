@@ -7,6 +7,7 @@
 //! the records on demand, so an append only parses the new lines.
 
 mod neutral;
+pub mod usage;
 pub use neutral::{content_parts, is_injected_text, to_neutral};
 
 use crate::json::strict::{valid_array_items, valid_object_fields};
@@ -115,6 +116,9 @@ struct Listing {
     summary: Option<Seen>,
     cwd: Option<Seen>,
     timestamp: Option<Seen>,
+    /// The last entry's timestamp: the session's last update (§12: from the content,
+    /// not from the file's mtime).
+    last_timestamp: Option<String>,
     first_prompt: Option<String>,
     command_fallback: Option<String>,
     entries: u64,
@@ -410,7 +414,7 @@ impl ClaudeReader {
                 .as_ref()
                 .filter(|t| chrono::DateTime::parse_from_rfc3339(&t.value).is_ok())
                 .map(|t| t.value.clone()),
-            updated_at: None,
+            updated_at: list.last_timestamp.clone(),
             listed,
             resumable: reason.is_none(),
             not_resumable_reason: reason,
@@ -565,6 +569,11 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         && let Some(s) = seen("timestamp").filter(|s| s.end <= LITE)
     {
         list.timestamp = Some(s);
+    }
+    if let Some(s) =
+        seen("timestamp").filter(|s| chrono::DateTime::parse_from_rfc3339(&s.value).is_ok())
+    {
+        list.last_timestamp = Some(s.value);
     }
     let ty = string(last(&obj, "type"));
     if list.first_prompt.is_none()

@@ -3,6 +3,7 @@
 //! which lines deserialize, how the resumed history is rebuilt, and what the picker lists.
 
 mod neutral;
+pub mod usage;
 pub use neutral::to_neutral;
 
 use super::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
@@ -195,6 +196,9 @@ pub struct CodexReader {
     compactions: u64,
     /// Absolute offset where the consumed lines end.
     end: u64,
+    /// The last rollout line's timestamp: the session's last update (§12: times come
+    /// from the content, not from the file's mtime).
+    last_time: Option<String>,
 }
 
 impl CodexReader {
@@ -338,6 +342,12 @@ impl CodexReader {
         };
         let base = start + offset_in(text, payload.get()) as u64;
         let ts = obj.get("timestamp").and_then(as_string);
+        if let Some(t) = ts
+            .as_ref()
+            .filter(|t| chrono::DateTime::parse_from_rfc3339(t).is_ok())
+        {
+            self.last_time = Some(t.clone());
+        }
         match kind.as_str() {
             "session_meta" => {
                 let Some(meta) = session_meta(&p) else {
@@ -692,7 +702,7 @@ impl ForeignReader for CodexReader {
                 .as_ref()
                 .map(|m| m.timestamp.clone())
                 .or_else(|| r.first_item_time.clone()),
-            updated_at: None,
+            updated_at: r.last_time.clone(),
             listed,
             resumable: reason.is_none(),
             not_resumable_reason: reason.map(str::to_string),

@@ -19,6 +19,7 @@
 //! since 1.0.57.
 
 mod neutral;
+pub mod usage;
 pub use neutral::to_neutral;
 
 use crate::json::{RawObject, offset_in};

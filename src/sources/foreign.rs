@@ -28,8 +28,9 @@ pub struct ForeignSummary {
     pub preview: Option<String>,
     /// Creation time, RFC 3339, by the agent's rule.
     pub created_at: Option<String>,
-    /// Last update, RFC 3339, only when the agent's listing takes it from the file's
-    /// content; `None` means "the file's mtime" (the source fills that in).
+    /// Last update, RFC 3339, from the file's content (its last entry's time, §12: a
+    /// synced or copied file's mtime says when it arrived); `None` only when the
+    /// content has no time, and then the source falls back to the file's mtime.
     pub updated_at: Option<String>,
     /// Whether the agent's own picker would list this file.
     pub listed: bool,

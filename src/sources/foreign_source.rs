@@ -27,7 +27,8 @@
 //!   `conversation.md`;
 //! - `units.rs`: where a session's bytes come from (a file, or a database's unit);
 //!   `kept.rs`: a source over kept copies (`sources/kept.rs`) instead of an agent's
-//!   folders; `keeping.rs`: what the keeper (`keep/`) reads of a source.
+//!   folders; `keeping.rs`: what the keeper (`keep/`) reads of a source;
+//! - `usage.rs`: the token usage its units record (`SessionSource::usage`).
 
 mod build;
 mod conversations;
@@ -38,6 +39,7 @@ mod messages;
 mod persist;
 mod readers;
 mod units;
+mod usage;
 mod views;
 mod walk;
 
@@ -64,7 +66,8 @@ pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 
 /// 2: summaries carry `archived` and `resume_rules`; 3: entries carry
 /// `context_tokens`.
-const INDEX_VERSION: u32 = 3;
+// 4: Claude Code's and Codex's updated_at come from the content (§12).
+const INDEX_VERSION: u32 = 4;
 
 /// Files at least this large keep their conversation layout across mounts: reading
 /// the layout back is much cheaper than parsing the file again.
@@ -280,9 +283,17 @@ impl SessionSource for ForeignSource {
         ns: &str,
         dir: &str,
         since: super::MessageMark,
-        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+        each: &mut dyn FnMut(
+            &crate::neutral::SessionFacts,
+            u64,
+            crate::neutral::Message,
+        ) -> super::ControlFlow<()>,
     ) -> Result<super::SinceRead> {
         self.neutral_since(ns, dir, since, each)
+    }
+
+    fn usage(&self, ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
+        self.usage_into(ledger)
     }
 
     fn persist(&self) {

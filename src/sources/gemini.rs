@@ -15,6 +15,7 @@
 //! without the pretty-printing's whitespace.
 
 mod neutral;
+pub mod usage;
 pub use neutral::to_neutral;
 
 use crate::json::{RawObject, offset_in, quote};

@@ -215,17 +215,34 @@ impl KeptCopies {
     /// Whether a live source shows a session of the copy's folder name in its
     /// namespace (the file moved, or the agent migrated it): then the copy is not
     /// shown a second time.
-    fn shown_live(&self, r: &KeptRecord) -> bool {
+    fn shown_live(&self, r: &KeptRecord, wait_live: bool) -> bool {
         let (Some(ns), Some(dir)) = (&r.facts.namespace, &r.facts.dir) else {
             return false;
         };
-        self.live.iter().any(|s| s.shows_session(ns, dir))
+        self.live
+            .iter()
+            .any(|s| (wait_live || s.is_indexed()) && s.shows_session(ns, dir))
     }
 
     /// The shown generations as keys, with the cwd their records name (a namespace
     /// hint before they are read).
     pub fn list(&self) -> Vec<(PathBuf, Option<String>)> {
-        {
+        self.list_with(true)
+    }
+
+    /// `list` for a caller that does not build the agents' indexes (`fen-fs usage`
+    /// reads their files, not their sessions): an agent's source not indexed yet is
+    /// not waited for, so a copy whose file moved there (same name, another place)
+    /// is listed too; such a listing is not reused by `list`.
+    pub fn list_unwaited(&self) -> Vec<(PathBuf, Option<String>)> {
+        if self.live.iter().all(|s| s.is_indexed()) {
+            return self.list_with(true);
+        }
+        self.list_with(false)
+    }
+
+    fn list_with(&self, wait_live: bool) -> Vec<(PathBuf, Option<String>)> {
+        if wait_live {
             let st = self.state.lock().unwrap();
             if let Some((at, list)) = &st.listed
                 && at.elapsed() < LIST_FOR
@@ -253,7 +270,7 @@ impl KeptCopies {
             gone.insert(name.clone(), is_gone);
             let show = match self.shown {
                 Shown::All => true,
-                Shown::Gone => is_gone && !self.shown_live(r),
+                Shown::Gone => is_gone && !self.shown_live(r, wait_live),
             };
             if show && let Some(g) = r.current() {
                 out.push((self.key(name, &g.file), r.facts.cwd.clone()));
@@ -262,7 +279,9 @@ impl KeptCopies {
         out.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
         let mut st = self.state.lock().unwrap();
         st.gone = gone;
-        st.listed = Some((Instant::now(), out.clone()));
+        if wait_live {
+            st.listed = Some((Instant::now(), out.clone()));
+        }
         out
     }
 

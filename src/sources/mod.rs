@@ -4,6 +4,7 @@
 //! know which kind of store it serves.
 
 pub mod agents;
+pub mod all;
 pub mod claude;
 pub mod codex;
 pub mod convert;
@@ -19,6 +20,7 @@ pub mod json_text;
 pub mod kept;
 pub mod openclaw;
 pub mod opencode;
+pub mod peers;
 pub mod pi;
 pub mod sqlite_ro;
 pub mod units;
@@ -29,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::neutral::{Message, SessionFacts, SessionMessages};
 use crate::views::listing::Listing;
 use crate::views::{Snapshot, ViewKind};
+pub use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -58,6 +61,12 @@ pub trait SessionSource: Send + Sync {
 
     /// The folder the source reads (for `statfs`, and messages).
     fn root(&self) -> &Path;
+
+    /// The other machine whose sessions these are (§12: a peer's name); `None` for
+    /// this machine's own.
+    fn host(&self) -> Option<&str> {
+        None
+    }
 
     /// The root folder's mtime (the mount root's, for a writable source).
     fn root_mtime(&self) -> Option<SystemTime>;
@@ -140,24 +149,41 @@ pub trait SessionSource: Send + Sync {
     /// `each` gets only the messages after it. `each` is given each message's place
     /// among all of them, so a caller sees where reading started. A session that
     /// grows by a line must not cost a reading of all of it (search follows
-    /// sessions of hundreds of MB as they grow). By default every message is read.
+    /// sessions of hundreds of MB as they grow).
+    ///
+    /// `each` returns `Break` to stop early (background work asked to stop, or a slice
+    /// of a huge session done): the source stops at the next place a later reading
+    /// can go on from (messages given until then still count), and the returned mark
+    /// says where (`SinceRead::stopped`). By default every message is read, and
+    /// none can be skipped by a later reading.
     fn each_message_since(
         &self,
         ns: &str,
         dir: &str,
         _since: MessageMark,
-        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+        each: &mut dyn FnMut(&SessionFacts, u64, Message) -> ControlFlow<()>,
     ) -> Result<SinceRead> {
         let mut at = 0u64;
         let facts = self.each_message(ns, dir, true, &mut |f, m| {
-            each(f, at, m);
+            let _ = each(f, at, m);
             at += 1;
         })?;
         Ok(SinceRead {
             facts,
             resumed: false,
             mark: MessageMark::default(),
+            stopped: false,
         })
+    }
+
+    /// What this source's model calls used (§13): for each of its units (a session
+    /// file, or a file it does not show as a session that still records model calls,
+    /// such as Claude Code's subagent transcripts), the records `ledger` does not hold
+    /// yet: none for a unit whose stamp it holds, those after its mark for a unit that
+    /// only grew (proved by the bytes before the mark), all of them otherwise. Stops at
+    /// the next unit or chunk when the ledger asks. By default: no usage.
+    fn usage(&self, _ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -193,6 +219,9 @@ pub struct SinceRead {
     pub resumed: bool,
     /// Where this reading ended.
     pub mark: MessageMark,
+    /// It stopped before the last message, as `each` asked: `mark` is where the
+    /// next reading goes on from.
+    pub stopped: bool,
 }
 
 /// Which other agents' stores to show: detected roots (unless `detect` is off), with
@@ -230,23 +259,34 @@ pub fn foreign_sources(
 }
 
 /// Sources over another machine's kept copies (`<peer store>/.kept/<agent>/`, received
-/// read-only, e.g. by Syncthing into `peers/<host>/`): every copy is shown (its source
-/// is on that machine), marked with `host`, with each agent's own reader. Their caches
+/// read-only, e.g. by Syncthing into `peers/<host>/`), one per agent: every copy is
+/// shown (its source is on that machine), with each agent's own reader. Their caches
 /// (indexes, reader states, decompressed copies) go in this machine's store at
 /// `fen_root`; nothing is ever written, locked or created under the peer's folder.
-pub fn peer_kept_sources(
+/// `peers::peer_kept_sources` wraps them as a peer's sessions (host, path map).
+/// `every_agent`: one source per agent fen-fs reads, for a long-lived process (the
+/// peer's first copies of an agent may arrive later); else one per agent with copies.
+pub fn peer_kept_copies(
     peer_store: &Path,
     host: &str,
     fen_root: &Path,
+    every_agent: bool,
 ) -> Vec<Arc<foreign_source::ForeignSource>> {
     let dir = crate::store::layout::kept_dir(peer_store);
-    let mut agents: Vec<Agent> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| Agent::from_kind(e.file_name().to_str()?))
-        .collect();
+    let mut agents: Vec<Agent> = if every_agent {
+        Agent::ALL
+            .into_iter()
+            .filter(|a| *a != Agent::Fen)
+            .collect()
+    } else {
+        std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| Agent::from_kind(e.file_name().to_str()?))
+            .collect()
+    };
     agents.sort();
     let fen = fen_root.is_dir().then_some(fen_root);
     agents

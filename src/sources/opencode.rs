@@ -20,6 +20,7 @@ mod db;
 mod neutral;
 mod reader;
 mod storage;
+pub mod usage;
 
 pub use neutral::to_neutral;
 pub use reader::OpencodeReader;

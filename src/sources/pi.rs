@@ -8,6 +8,7 @@
 //! that make pi throw or start over are mapped to `resumable: false`.
 
 mod neutral;
+pub mod usage;
 pub use neutral::{to_neutral, vendor_of};
 
 use crate::json::{RawObject, offset_in};

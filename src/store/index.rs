@@ -170,6 +170,11 @@ impl ParsedEnds {
         })
     }
 
+    /// How many of the file's first bytes they describe.
+    pub fn covered_len(&self) -> u64 {
+        self.len
+    }
+
     fn tail(&self) -> &[u8] {
         let start = self
             .len
@@ -664,6 +669,22 @@ pub fn for_each_entry_from(
     len: u64,
     mut f: impl FnMut(u64, u64, &str, Entry<'_>),
 ) -> Result<()> {
+    for_each_entry_while(file, from, len, |a, b, c, d| {
+        f(a, b, c, d);
+        std::ops::ControlFlow::Continue(())
+    })
+    .map(|_| ())
+}
+
+/// The same, stopping after the line of the entry for which `f` returns `Break`:
+/// then returns where reading stopped, the start of the next line (`None`: every
+/// line up to `len` was read).
+pub fn for_each_entry_while(
+    file: &File,
+    from: u64,
+    len: u64,
+    mut f: impl FnMut(u64, u64, &str, Entry<'_>) -> std::ops::ControlFlow<()>,
+) -> Result<Option<u64>> {
     use std::os::unix::fs::FileExt;
     let mut buf: Vec<u8> = Vec::new();
     let mut buf_start = from;
@@ -690,14 +711,15 @@ pub fn for_each_entry_from(
                 text,
                 entry,
             } = parsed.kind
+                && f(parsed.start, text_start, text, entry).is_break()
             {
-                f(parsed.start, text_start, text, entry);
+                return Ok(Some(buf_start + (off + line.len() + 1) as u64));
             }
         }
         buf.drain(..=last_nl);
         buf_start += last_nl as u64 + 1;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Below this many bytes of complete lines, `ingest` parses on the calling thread.

@@ -32,7 +32,15 @@ struct Head {
 
 /// The cached index, if it describes an earlier (or the same) state of the open
 /// transcript `file`, whose current state is `now`.
-pub fn load(cache: &CacheFile, file: &File, now: &FileStamp) -> Option<SessionIndex> {
+/// `renamed_copies`: the file may be a longer copy of the one the index describes,
+/// delivered by rename (another machine's store, §12): another inode is then the same
+/// session when its bytes say so (the content check below).
+pub fn load(
+    cache: &CacheFile,
+    file: &File,
+    now: &FileStamp,
+    renamed_copies: bool,
+) -> Option<SessionIndex> {
     let bytes = super::atomic::read_file(cache, MAX_CACHE_BYTES)?;
     let nl = memchr::memchr(b'\n', &bytes)?;
     let sum = u64::from_str_radix(std::str::from_utf8(&bytes[..nl]).ok()?, 16).ok()?;
@@ -48,9 +56,12 @@ pub fn load(cache: &CacheFile, file: &File, now: &FileStamp) -> Option<SessionIn
     }
     let idx = head.index;
     let was = idx.file;
-    let same_file = was.dev == now.dev && was.ino == now.ino;
-    // Unchanged, or only grown (then the parsed part must still be there).
-    let state_ok = was == *now || (now.size > was.size && idx.parsed_len <= was.size);
+    let same_file = renamed_copies || (was.dev == now.dev && was.ino == now.ino);
+    // Unchanged, or only grown (then the parsed part must still be there); a copy
+    // delivered anew may have the same size.
+    let state_ok = was == *now
+        || (now.size > was.size && idx.parsed_len <= was.size)
+        || (renamed_copies && now.size >= was.size && idx.parsed_len <= was.size);
     if !same_file || !state_ok || idx.parsed_len > now.size {
         return None;
     }
@@ -145,7 +156,7 @@ mod tests {
         save(&cache, &idx);
         let f = File::open(&file).unwrap();
         let now = idx.file;
-        let back = load(&cache, &f, &now).expect("loads");
+        let back = load(&cache, &f, &now, false).expect("loads");
         assert_eq!(
             *back.messages.read().unwrap(),
             *idx.messages.read().unwrap()
@@ -158,21 +169,30 @@ mod tests {
             ino: now.ino + 1,
             ..now
         };
-        assert!(load(&cache, &f, &other).is_none(), "another inode");
+        assert!(load(&cache, &f, &other, false).is_none(), "another inode");
+        // Another machine's store (§12): a copy of the same bytes delivered by rename
+        // is the same session (its content says so), a shorter one is not.
+        assert!(load(&cache, &f, &other, true).is_some(), "a copy, renamed");
         let shorter = FileStamp {
             size: now.size - 1,
             ..now
         };
-        assert!(load(&cache, &f, &shorter).is_none(), "a shorter file");
+        assert!(
+            load(&cache, &f, &shorter, false).is_none(),
+            "a shorter file"
+        );
         let touched = FileStamp {
             ctime_ns: now.ctime_ns + 1,
             ..now
         };
-        assert!(load(&cache, &f, &touched).is_none(), "changed in place");
+        assert!(
+            load(&cache, &f, &touched, false).is_none(),
+            "changed in place"
+        );
         let mut bytes = std::fs::read(cache.path()).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(cache.path(), &bytes).unwrap();
-        assert!(load(&cache, &f, &now).is_none(), "damaged cache");
+        assert!(load(&cache, &f, &now, false).is_none(), "damaged cache");
     }
 }

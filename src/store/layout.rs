@@ -25,6 +25,19 @@ fn state_dir() -> PathBuf {
         .join("fen")
 }
 
+/// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/peers`: other machines' stores, as
+/// Syncthing receives them (§12), one folder per machine; fen-fs never writes there.
+pub fn default_peers_dir() -> PathBuf {
+    state_dir().join("peers")
+}
+
+/// The folder, inside this machine's `.fen-cache`, that holds the caches of peer
+/// `host`'s store (never the peer's own folder).
+pub const PEERS_CACHE_DIR: &str = "peers";
+
+/// Syncthing's ignore file at the store's root (§12): what is not shared.
+pub const STIGNORE: &str = ".stignore";
+
 /// Where a detached daemon logs without `--log-file`:
 /// `${XDG_STATE_HOME:-$HOME/.local/state}/fen/fen-fs.log` (beside the default store,
 /// not in it: the store holds only sessions and fen-fs's caches).
@@ -192,6 +205,13 @@ pub fn foreign_reader_cache(root: &Path, agent: &str, file: &Path) -> CacheFile 
         &["foreign", "readers"],
         format!("{agent}-{h:016x}.bin"),
     )
+}
+
+/// fen-fs's ledger of the token usage one source's units recorded (§13), beside its
+/// other caches of that source.
+pub fn usage_cache(root: &Path, agent: &str, source_root: &Path) -> CacheFile {
+    let h = super::naming::fnv1a64(source_root.as_os_str().as_encoded_bytes());
+    cache_file(root, &["usage"], format!("{agent}-{h:016x}.bin"))
 }
 
 /// What a running daemon says of itself for `fen-fs status` (removed when it exits).

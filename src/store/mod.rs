@@ -36,6 +36,11 @@ pub use layout::default_root;
 
 pub struct Store {
     pub root: PathBuf,
+    /// Where this store's caches (`.fen-cache`) live: `root` itself, except for another
+    /// machine's store received read-only (§12), whose caches live in this machine's.
+    pub cache_root: PathBuf,
+    /// Its files arrive whole by rename (another machine's store, §12).
+    renamed_copies: bool,
     pub append: AppendOptions,
     sessions: Mutex<HashMap<(String, String), Arc<Session>>>,
     id_claims: Mutex<()>,
@@ -62,6 +67,8 @@ impl Store {
         let root = root.into();
         private_dir(&root)?;
         Ok(Store {
+            cache_root: root.clone(),
+            renamed_copies: false,
             root,
             append: AppendOptions { fsync },
             sessions: Mutex::new(HashMap::new()),
@@ -71,8 +78,18 @@ impl Store {
 
     /// Opens an existing store read-only (the CLI's `list`/`show`): never creates it.
     pub fn open_existing(root: impl Into<PathBuf>) -> Store {
+        let root = root.into();
+        Store::open_read_only(root.clone(), root)
+    }
+
+    /// Another machine's store (§12), read and never written: nothing is created,
+    /// locked or cached in `root`; its caches go under `cache_root` (a folder of this
+    /// machine's `.fen-cache`).
+    pub fn open_read_only(root: PathBuf, cache_root: PathBuf) -> Store {
         Store {
-            root: root.into(),
+            root,
+            cache_root,
+            renamed_copies: false,
             append: AppendOptions::default(),
             sessions: Mutex::new(HashMap::new()),
             id_claims: Mutex::new(()),
@@ -152,6 +169,31 @@ impl Store {
             .into_iter()
             .filter_map(|(stem, e)| e.metadata().ok().filter(|m| m.is_file()).map(|m| (stem, m)))
             .collect())
+    }
+
+    /// Another machine's store as Syncthing delivers it (§12): read-only as
+    /// `open_read_only`, and a session file replaced by a longer copy of itself (a new
+    /// inode: Syncthing never writes in place) is read on from where it was.
+    pub fn open_peer(root: PathBuf, cache_root: PathBuf) -> Store {
+        Store {
+            renamed_copies: true,
+            ..Store::open_read_only(root, cache_root)
+        }
+    }
+
+    /// Drops session `ns/dir`'s index unless something holds the session (an open
+    /// view, an append), for another machine's store only: listing or indexing every
+    /// session of a peer then costs no memory per session (this machine's own sessions
+    /// keep theirs, for appends and views). Its persisted index, if any, stays.
+    pub fn release_if_idle(&self, ns: &str, dir: &str) {
+        if !self.renamed_copies {
+            return;
+        }
+        let mut map = self.sessions.lock().unwrap();
+        let key = (ns.to_string(), dir.to_string());
+        if map.get(&key).is_some_and(|s| Arc::strong_count(s) == 1) {
+            map.remove(&key);
+        }
     }
 
     /// Namespace folders holding at least one session file.
@@ -253,11 +295,12 @@ impl Store {
         let mut map = self.sessions.lock().unwrap();
         map.entry((ns.to_string(), dir.to_string()))
             .or_insert_with(|| {
-                Arc::new(Session::new(
+                Arc::new(Session::in_store(
                     ns.to_string(),
                     dir.to_string(),
-                    self.session_path(ns, dir),
-                    Some(self.root.clone()),
+                    &self.root,
+                    &self.cache_root,
+                    self.renamed_copies,
                 ))
             })
             .clone()

@@ -109,8 +109,9 @@ pub fn normalize_cwd(cwd: &str) -> String {
 /// tab completion take for an option). `--home-u-proj--` → `home-u-proj`. A name that
 /// would be empty (the cwd `/`) or begin with `-` or `_` gets a `_` in front, so the
 /// mapping can be undone: `----` → `_`, `---x--` → `_-x`, `--_x--` → `__x`. So does a
-/// name the mount root itself uses (`ctl`, `search`: the cwds `/ctl` and `/search`
-/// show as `_ctl` and `_search`). The store on disk keeps the slug.
+/// name the mount root itself uses (`ctl`, `search`, `usage`: the cwds `/ctl`,
+/// `/search` and `/usage` show as `_ctl`, `_search` and `_usage`). The store on disk
+/// keeps the slug.
 pub fn mount_name(ns: &str) -> String {
     let body = match ns.strip_prefix("--").and_then(|b| b.strip_suffix("--")) {
         Some(body) if ns.len() >= 4 => body,
@@ -129,7 +130,7 @@ pub fn mount_name(ns: &str) -> String {
 }
 
 /// Names in the mount's root that are not namespaces.
-pub const ROOT_NAMES: [&str; 2] = ["ctl", "search"];
+pub const ROOT_NAMES: [&str; 3] = ["ctl", "search", "usage"];
 
 /// The namespaces a mount folder name may stand for, most likely first: the slug it
 /// was made from, else a folder of that very name.
@@ -209,6 +210,13 @@ pub fn session_id_of_dir(dir: &str) -> &str {
     }
 }
 
+/// `dir` as the absolute path a session's header would record: relative to the
+/// current directory, normalized lexically (no trailing `/`, no `.` or `..`).
+pub fn absolute_cwd(dir: &std::path::Path) -> String {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    normalize_cwd(&abs.to_string_lossy())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +245,7 @@ mod tests {
             ("/_x", "__x"),
             ("/a:b", "a-b"),
             ("/search", "_search"),
+            ("/usage", "_usage"),
             ("/ctl", "_ctl"),
             ("/search/x", "search-x"),
         ] {

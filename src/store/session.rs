@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 pub struct Session {
@@ -34,6 +34,10 @@ pub struct Session {
     /// The append descriptor (also what `everysec` syncs) with the (dev, inode) it
     /// was opened on; opened by the first append.
     file: Mutex<Option<(Arc<File>, u64, u64)>>,
+    /// The file arrives whole by rename (another machine's store, delivered by
+    /// Syncthing): a session that grew is a new inode whose earlier bytes are
+    /// unchanged, which the content check proves; then only the new bytes are read.
+    renamed_copies: bool,
 }
 
 /// An append that must reach the disk before it is acknowledged (`--fsync always`).
@@ -99,7 +103,33 @@ impl Session {
             append_lock: Mutex::new(()),
             commit: Arc::new(GroupCommit::default()),
             file: Mutex::new(None),
+            renamed_copies: false,
         }
+    }
+
+    /// A session of the store at `root` whose persisted index lives under
+    /// `cache_root` (the same folder, but for another machine's store, whose files
+    /// arrive as `renamed_copies`).
+    pub fn in_store(
+        namespace: String,
+        dir: String,
+        root: &Path,
+        cache_root: &Path,
+        renamed_copies: bool,
+    ) -> Self {
+        let path = super::layout::session_path(root, &namespace, &dir);
+        let cache_file = super::layout::session_index_cache(cache_root, &namespace, &dir);
+        Session {
+            cache_file: Some(cache_file),
+            renamed_copies,
+            ..Session::new(namespace, dir, path, Some(root.to_path_buf()))
+        }
+    }
+
+    /// Whether the file arrives whole by rename, so that its identity is its content
+    /// (the first and last 4 KiB of what was read), not its inode.
+    pub fn renamed_copies(&self) -> bool {
+        self.renamed_copies
     }
 
     pub fn session_id(&self) -> &str {
@@ -162,10 +192,21 @@ impl Session {
         if meta.len() >= index_cache::MIN_BYTES
             && idx.file.ino == 0
             && let Some(cache) = &self.cache_file
-            && let Some(cached) = index_cache::load(cache, &file, &stamp)
+            && let Some(cached) = index_cache::load(cache, &file, &stamp, self.renamed_copies)
         {
             *idx = cached;
             *self.saved.lock().unwrap() = Some(idx.file);
+        }
+        // A copy delivered by rename that only grew: the same session, read on.
+        if self.renamed_copies
+            && idx.file.ino != 0
+            && (idx.file.dev, idx.file.ino) != (stamp.dev, stamp.ino)
+            && stamp.size >= idx.parsed_len
+            && super::index::content_check(&file, idx.parsed_len)
+                .is_ok_and(|c| c == idx.content_hash())
+        {
+            idx.file.dev = stamp.dev;
+            idx.file.ino = stamp.ino;
         }
         let result = idx.update(&file, stamp)?;
         if self.grown_since_saved(&idx) {

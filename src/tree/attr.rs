@@ -78,8 +78,15 @@ pub enum CacheMode {
     /// A per-handle snapshot: no page cache, so one handle's bytes never land in
     /// another's reads.
     DirectIo,
-    /// Append-only bytes: the page cache may keep them across opens.
+    /// Through the page cache, which keeps its pages across opens (the tree drops
+    /// them when what they hold changes: `page_cache`).
     KeepCache,
+    /// Past the page cache, leaving its pages as they are: a view's new state while
+    /// handles of the cached state are still open.
+    Bypass,
+    /// Through the page cache, which the kernel empties of this file at this open: a
+    /// new state that differs early, cheaper to read again than to wait for a drop.
+    Refill,
     /// A `ctl` open for writing: no page cache, no file position (the kernel passes
     /// offset 0 to every write, so one that is no longer than the `ctl`'s size runs
     /// concurrently with others: group commit), and writers on separate descriptors

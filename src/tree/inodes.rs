@@ -28,6 +28,10 @@ pub enum Node {
     SearchHits(String),
     /// `search/<query>/<NN-session dir>`: a link to the session's folder.
     SearchLink(String, String),
+    /// `usage/`.
+    UsageRoot,
+    /// One of `usage/`'s files.
+    UsageFile(super::usage::UsageFile),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -41,6 +45,8 @@ pub const ROOT_CTL: u64 = 2;
 pub const SEARCH_ROOT: u64 = 3;
 /// The search folder's nodes are numbered from here (far above any slot's).
 const SEARCH_BASE: u64 = 1 << 62;
+/// `usage/` and its files (a fixed few, far from slots and search nodes).
+const USAGE_BASE: u64 = 1 << 61;
 /// Search nodes remembered at once.
 const SEARCH_NODES: usize = 16_384;
 
@@ -146,6 +152,8 @@ impl InodeTable {
     pub fn ino(&self, node: &Node) -> u64 {
         match node {
             Node::SearchRoot => return SEARCH_ROOT,
+            Node::UsageRoot => return USAGE_BASE,
+            Node::UsageFile(f) => return USAGE_BASE + 1 + f.code(),
             Node::SearchQuery(_) | Node::SearchHits(_) | Node::SearchLink(..) => {
                 return self.search.lock().unwrap().ino(node);
             }
@@ -158,7 +166,9 @@ impl InodeTable {
             Node::SearchRoot
             | Node::SearchQuery(_)
             | Node::SearchHits(_)
-            | Node::SearchLink(..) => unreachable!("numbered above"),
+            | Node::SearchLink(..)
+            | Node::UsageRoot
+            | Node::UsageFile(_) => unreachable!("numbered above"),
             Node::Namespace(ns) => t.slot(Slot::Namespace(ns.clone())) << 3,
             Node::Latest(ns) => t.slot(Slot::Namespace(ns.clone())) << 3 | 1,
             Node::IndexJson(ns) => t.slot(Slot::Namespace(ns.clone())) << 3 | 2,
@@ -173,6 +183,10 @@ impl InodeTable {
             ROOT => return Some(Node::Root),
             ROOT_CTL => return Some(Node::RootCtl),
             SEARCH_ROOT => return Some(Node::SearchRoot),
+            USAGE_BASE => return Some(Node::UsageRoot),
+            i if i > USAGE_BASE && i < USAGE_BASE + 8 => {
+                return super::usage::UsageFile::of_code(i - USAGE_BASE - 1).map(Node::UsageFile);
+            }
             i if i > SEARCH_BASE => return self.search.lock().unwrap().by_ino.get(&i).cloned(),
             _ => {}
         }
@@ -222,6 +236,9 @@ mod tests {
             Node::SearchQuery("flaky test".into()),
             Node::SearchHits("flaky test".into()),
             Node::SearchLink("flaky test".into(), "01-d".into()),
+            Node::UsageRoot,
+            Node::UsageFile(super::super::usage::UsageFile::Daily),
+            Node::UsageFile(super::super::usage::UsageFile::DailySvg),
         ];
         for n in &nodes {
             let ino = t.ino(n);

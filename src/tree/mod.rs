@@ -9,7 +9,9 @@
 pub mod attr;
 pub mod inodes;
 pub mod invalidate;
+mod page_cache;
 mod search;
+pub mod usage;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
@@ -19,9 +21,10 @@ use crate::views::{Snapshot, ViewKind};
 use attr::{Attr, CacheMode, FileKind, StatFs};
 use inodes::{CTL, InodeTable, Node, SESSION_FILES};
 use invalidate::Invalidations;
+use page_cache::PageCache;
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -37,9 +40,14 @@ pub struct DirEntry {
 
 /// An open file or folder.
 enum OpenFile {
-    View(Snapshot),
-    /// A search's `hits.jsonl` (reading it is not the mount being busy: see
-    /// `serving`).
+    /// `cached`: the inode and token, when the handle reads through the page cache
+    /// as one of the handles `page_cache` counts.
+    View {
+        snap: Snapshot,
+        cached: Mutex<Option<(u64, u64)>>,
+    },
+    /// A search's `hits.jsonl` or a file of `usage/` (reading them is not the mount
+    /// being busy: see `serving`).
     Hits(Snapshot),
     Ctl(Mutex<CtlHandle>),
     Dir(Arc<Vec<DirEntry>>),
@@ -53,6 +61,9 @@ pub struct Opened {
     /// The handle reads one file as it is on disk (a transcript): the kernel may read
     /// that file itself ([`Tree::backing_file`]).
     pub backing: bool,
+    /// `cache` is only meant for a kernel that reads the file itself: if it will not,
+    /// ask [`Tree::not_backed`].
+    pub if_backed: bool,
 }
 
 /// The changes `setattr` asks for (times are accepted and ignored).
@@ -73,12 +84,21 @@ pub struct Tree {
     uid: u32,
     gid: u32,
     stale: Arc<Invalidations>,
+    /// What the kernel's page cache holds of views and transcripts.
+    page_cache: PageCache,
+    /// The kernel reads transcripts from their files (FUSE passthrough), not through
+    /// the page cache of the mount.
+    kernel_reads_transcripts: AtomicBool,
     /// Held by `rmdir` from its writer check to the move, and by an `open` of a
     /// session `ctl` from its existence check to counting the writer: a `ctl` is then
     /// never opened on a session that is on its way to the trash.
     trashing: Mutex<()>,
     /// Answers the `search/` folder's queries, and hears of `ctl` appends.
     search: Option<Arc<crate::search::Search>>,
+    /// The `usage/` folder.
+    usage: Option<usage::UsageFolder>,
+    /// The daemon's background work, which lets the requests served here go first.
+    background: Option<crate::background::Background>,
 }
 
 impl Tree {
@@ -99,9 +119,31 @@ impl Tree {
             uid,
             gid,
             stale: Arc::new(Invalidations::default()),
+            page_cache: PageCache::default(),
+            kernel_reads_transcripts: AtomicBool::new(false),
             trashing: Mutex::new(()),
             search: None,
+            usage: None,
+            background: None,
         }
+    }
+
+    /// The same tree with a `usage/` folder counting `usage`'s sources, its days in
+    /// `zone`.
+    pub fn with_usage(
+        mut self,
+        usage: Arc<crate::usage::Usage>,
+        zone: crate::usage::zone::Zone,
+    ) -> Self {
+        self.usage = Some(usage::UsageFolder::new(usage, zone));
+        self
+    }
+
+    /// The same tree, marking the requests it serves (opens, reads, appends, queries)
+    /// for `background` work to let them go first.
+    pub fn with_background(mut self, background: crate::background::Background) -> Self {
+        self.background = Some(background);
+        self
     }
 
     /// The same tree with a `search/` folder answered by `search`.
@@ -113,6 +155,12 @@ impl Tree {
     /// Inodes whose kernel caches must be dropped (drained by the adapter's notifier).
     pub fn invalidations(&self) -> Arc<Invalidations> {
         self.stale.clone()
+    }
+
+    /// Said by the FUSE adapter: whether the kernel reads transcripts from their files
+    /// (passthrough), so their handles need no page-cache bookkeeping.
+    pub fn set_kernel_reads_transcripts(&self, on: bool) {
+        self.kernel_reads_transcripts.store(on, Ordering::Release);
     }
 
     fn attr(&self, ino: u64, kind: FileKind, perm: u16, size: u64, mtime: SystemTime) -> Attr {
@@ -209,9 +257,41 @@ impl Tree {
         self.ctl.as_ref().map_or(0, |c| c.writers_of(ns, dir))
     }
 
+    /// Attributes of `node` as the kernel is to be told them: as the store is now,
+    /// with a page-cached file's pages made ready for the size told (`page_cache`).
+    fn node_attr(
+        &self,
+        ino: u64,
+        node: &Node,
+        opened: Option<u64>,
+        pid: Option<u32>,
+    ) -> Result<Attr> {
+        let mut attr = self.node_attr_now(ino, node, opened, pid)?;
+        match node {
+            Node::View(ns, dir, ViewKind::Transcript) => {
+                let current = || {
+                    let (source, _) = self.session_source(ns, dir).ok()?;
+                    source.snapshot(ns, dir, ViewKind::Transcript, 0).ok()
+                };
+                if let Some(size) = self
+                    .page_cache
+                    .live_size(ino, attr.size, current, &self.stale)
+                {
+                    attr.size = size;
+                    attr.blocks = size.div_ceil(512);
+                }
+            }
+            Node::View(_, _, ViewKind::Conversation | ViewKind::Markdown) | Node::IndexJson(_) => {
+                self.page_cache.before_size(ino, attr.size, &self.stale)
+            }
+            _ => {}
+        }
+        Ok(attr)
+    }
+
     /// Attributes of `node` as the store is now; `opened` is the size through an open
     /// handle (its snapshot's), `pid` who asks (a `ctl` is sized per reader).
-    fn node_attr(
+    fn node_attr_now(
         &self,
         ino: u64,
         node: &Node,
@@ -225,6 +305,7 @@ impl Tree {
             | Node::SearchLink(..) => {
                 return self.search_attr(ino, node, opened);
             }
+            Node::UsageRoot | Node::UsageFile(_) => return self.usage_attr(ino, node, opened),
             Node::Root => self.attr(ino, FileKind::Directory, 0o755, 0, self.root_mtime()),
             Node::RootCtl => {
                 let size = opened.unwrap_or_else(|| self.ctl_size(None, pid));
@@ -290,6 +371,8 @@ impl Tree {
             Node::Root if name == CTL => Node::RootCtl,
             Node::Root if name == inodes::SEARCH && self.search.is_some() => Node::SearchRoot,
             Node::SearchRoot | Node::SearchQuery(_) => return self.search_child(parent, name),
+            Node::Root if name == usage::USAGE && self.usage.is_some() => Node::UsageRoot,
+            Node::UsageRoot => return self.usage_child(name),
             Node::Root => {
                 // Mount names are the slugs without their `--` (naming::mount_name).
                 let ns = crate::store::naming::namespaces_of_mount_name(name)
@@ -343,6 +426,9 @@ impl Tree {
                         inodes::SEARCH,
                     ));
                 }
+                if self.usage.is_some() {
+                    out.push(entry(&Node::UsageRoot, FileKind::Directory, usage::USAGE));
+                }
                 let mut names = Vec::new();
                 for s in &self.sources {
                     names.extend(s.namespaces()?);
@@ -395,6 +481,7 @@ impl Tree {
                 }
             }
             Node::SearchRoot | Node::SearchQuery(_) => self.search_list(node, &mut out)?,
+            Node::UsageRoot => self.usage_list(&mut out)?,
             _ => return Err(Error::new(libc::ENOTDIR, "not a folder")),
         }
         Ok(out)
@@ -427,7 +514,7 @@ impl Tree {
     pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: Option<u32>) -> Result<Attr> {
         let handle = fh.and_then(|fh| self.handle(fh));
         let opened = match (handle.as_deref(), &self.ctl) {
-            (Some(OpenFile::View(s) | OpenFile::Hits(s)), _) => Some(s.size()),
+            (Some(OpenFile::View { snap: s, .. } | OpenFile::Hits(s)), _) => Some(s.size()),
             (Some(OpenFile::Ctl(h)), Some(ctl)) => Some(ctl.handle_size(&h.lock().unwrap())),
             _ => None,
         };
@@ -546,6 +633,7 @@ impl Tree {
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node_of(ino)?;
         let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let _served = self.foreground(matches!(node, Node::SearchHits(_)));
         if let Node::SearchHits(_) = node {
             if writing || flags & libc::O_TRUNC != 0 {
                 return Err(Error::access("a search's hits are read-only"));
@@ -556,9 +644,20 @@ impl Tree {
                 fh,
                 cache,
                 backing: false,
+                if_backed: false,
             });
         }
-        self.serving();
+        if let Node::UsageRoot | Node::UsageFile(_) = node {
+            let (snapshot, cache) =
+                self.usage_open(&node, writing || flags & libc::O_TRUNC != 0)?;
+            let fh = self.add_handle(OpenFile::Hits(snapshot));
+            return Ok(Opened {
+                fh,
+                cache,
+                backing: false,
+                if_backed: false,
+            });
+        }
         let _moving = matches!(node, Node::SessionCtl(..)).then(|| self.trashing.lock().unwrap());
         let ctl_target = match &node {
             Node::RootCtl => Some(CtlTarget::Root),
@@ -584,6 +683,7 @@ impl Tree {
                 fh,
                 cache,
                 backing: false,
+                if_backed: false,
             });
         }
         if writing || flags & libc::O_TRUNC != 0 {
@@ -592,39 +692,95 @@ impl Tree {
             }
             return Err(Error::access("views are read-only; write to ctl instead"));
         }
-        let (snapshot, cache) = match &node {
-            Node::IndexJson(ns) => (
-                Snapshot::Bytes(self.namespace_index(ns)?.index_json),
-                CacheMode::DirectIo,
-            ),
+        let snapshot = match &node {
+            Node::IndexJson(ns) => Snapshot::Bytes(self.namespace_index(ns)?.index_json),
             Node::View(ns, dir, kind) => {
                 let (source, _) = self.session_source(ns, dir)?;
-                let snap = source.snapshot(ns, dir, *kind, self.writers(ns, dir))?;
-                // The transcript is append-only, so the page cache can keep its pages
-                // (growth is seen through getattr, and our own appends invalidate).
-                // Generated views are per-handle snapshots: direct I/O.
-                let cache = if *kind == ViewKind::Transcript {
-                    CacheMode::KeepCache
-                } else {
-                    CacheMode::DirectIo
-                };
-                (snap, cache)
+                source.snapshot(ns, dir, *kind, self.writers(ns, dir))?
             }
             _ => return Err(Error::new(libc::EISDIR, "is a folder")),
         };
         let backing = matches!(snapshot, Snapshot::Transcript(_));
+        let if_backed = backing && self.kernel_reads_transcripts.load(Ordering::Acquire);
+        let (cache, cached) = if if_backed {
+            // Read by the kernel from the file itself, never through our page cache.
+            (CacheMode::KeepCache, None)
+        } else {
+            self.cache_mode(ino, &node, &snapshot)
+        };
         Ok(Opened {
-            fh: self.add_handle(OpenFile::View(snapshot)),
+            fh: self.add_handle(OpenFile::View {
+                snap: snapshot,
+                cached: Mutex::new(cached),
+            }),
             cache,
             backing,
+            if_backed,
         })
+    }
+
+    /// How a handle of `node` reading `snap` is served, and whether it is counted as
+    /// a page-cached handle of `ino`. Where the kernel drops pages on its own whenever
+    /// a size changes (no FUSE_EXPLICIT_INVAL_DATA, or no mount), transcripts keep the
+    /// page cache (append-only: a new size drops it all) and views bypass it.
+    fn cache_mode(
+        &self,
+        ino: u64,
+        node: &Node,
+        snap: &Snapshot,
+    ) -> (CacheMode, Option<(u64, u64)>) {
+        let cacheable = matches!(
+            node,
+            Node::IndexJson(_)
+                | Node::View(
+                    _,
+                    _,
+                    ViewKind::Transcript | ViewKind::Conversation | ViewKind::Markdown
+                )
+        );
+        if !cacheable {
+            return (CacheMode::DirectIo, None);
+        }
+        if !self.stale.precise() {
+            let cache = if matches!(snap, Snapshot::Transcript(_)) {
+                CacheMode::KeepCache
+            } else {
+                CacheMode::DirectIo
+            };
+            return (cache, None);
+        }
+        let opened = self.page_cache.open(ino, snap, &self.stale);
+        (
+            opened.cache,
+            (opened.token != 0).then_some((ino, opened.token)),
+        )
+    }
+
+    /// A transcript handle the kernel could not read from its file after all
+    /// (passthrough refused): how it is served instead.
+    pub fn not_backed(&self, ino: u64, fh: u64) -> CacheMode {
+        let Some(handle) = self.handle(fh) else {
+            return CacheMode::DirectIo;
+        };
+        let OpenFile::View { snap, cached } = handle.as_ref() else {
+            return CacheMode::DirectIo;
+        };
+        let Ok(node) = self.node_of(ino) else {
+            return CacheMode::DirectIo;
+        };
+        let (cache, counted) = self.cache_mode(ino, &node, snap);
+        *cached.lock().unwrap() = counted;
+        cache
     }
 
     /// The file an open transcript handle reads (a new descriptor of it), for the
     /// kernel to read directly; `None` for any other handle.
     pub fn backing_file(&self, fh: u64) -> Option<std::fs::File> {
         match self.handle(fh).as_deref() {
-            Some(OpenFile::View(Snapshot::Transcript(f))) => f.try_clone().ok(),
+            Some(OpenFile::View {
+                snap: Snapshot::Transcript(f),
+                ..
+            }) => f.try_clone().ok(),
             _ => None,
         }
     }
@@ -632,9 +788,14 @@ impl Tree {
     /// Up to `size` bytes at `offset` of an open view, or a `ctl`'s replies.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         match self.handle(fh).as_deref() {
-            Some(OpenFile::View(s)) => {
-                self.serving();
-                s.read_at(offset, size as usize)
+            Some(OpenFile::View { snap, cached }) => {
+                let _served = self.foreground(false);
+                let bytes = snap.read_at(offset, size as usize)?;
+                if let Some((ino, token)) = *cached.lock().unwrap() {
+                    let to_end = bytes.len() < size as usize;
+                    self.page_cache.read(ino, token, to_end);
+                }
+                Ok(bytes)
             }
             Some(OpenFile::Hits(s)) => s.read_at(offset, size as usize),
             Some(OpenFile::Ctl(h)) => {
@@ -668,6 +829,7 @@ impl Tree {
         writer: Option<u64>,
         done: impl FnOnce(Result<usize>) + Send + 'static,
     ) {
+        let _served = self.foreground(false);
         let handle = self.handle(fh);
         let Some(OpenFile::Ctl(h)) = handle.as_deref() else {
             return done(Err(Error::new(libc::EBADF, "not open for writing")));
@@ -730,6 +892,11 @@ impl Tree {
     /// The last close of a handle. Its errors reach nobody, so there are none.
     pub fn release(&self, fh: u64) {
         let removed = self.handles.lock().unwrap().remove(&fh);
+        if let Some(OpenFile::View { cached, .. }) = removed.as_deref()
+            && let Some((ino, token)) = *cached.lock().unwrap()
+        {
+            self.page_cache.release(ino, token);
+        }
         if let (Some(OpenFile::Ctl(h)), Some(ctl)) = (removed.as_deref(), &self.ctl) {
             // Normally flushed already; a leftover line is still processed (and logged).
             let written = ctl.flush(&mut h.lock().unwrap(), None);
@@ -767,15 +934,32 @@ impl Tree {
                 Some(self.attr(entry.ino, entry.kind, 0o777, 0, SystemTime::UNIX_EPOCH))
             }
             Node::IndexJson(_) => {
-                Some(self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::UNIX_EPOCH))
+                let size = self.page_cache.listed_size(entry.ino, 0);
+                Some(self.attr(entry.ino, entry.kind, 0o444, size, SystemTime::UNIX_EPOCH))
             }
+            // Likewise `usage/`'s files: a listing counts nothing.
+            Node::UsageFile(_) => Some(Attr {
+                volatile: true,
+                ..self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::now())
+            }),
             // Likewise `conversation.md`: its size is known once it is rendered (a
             // pass over the session), which a plain `ls` should not cost.
             Node::View(ns, dir, ViewKind::Markdown) => {
                 let (_, stat) = self.session_source(&ns, &dir).ok()?;
-                Some(self.attr(entry.ino, entry.kind, 0o444, 0, stat.mtime))
+                let size = self.page_cache.listed_size(entry.ino, 0);
+                Some(self.attr(entry.ino, entry.kind, 0o444, size, stat.mtime))
             }
-            _ => self.node_attr(entry.ino, &node, None, None).ok(),
+            // A listing waits for nothing: a page-cached file is listed at the size of
+            // the state the kernel holds (its attributes are asked for again before
+            // any use, as they are never cached).
+            _ => {
+                let mut attr = self.node_attr_now(entry.ino, &node, None, None).ok()?;
+                if matches!(node, Node::View(..)) {
+                    attr.size = self.page_cache.listed_size(entry.ino, attr.size);
+                    attr.blocks = attr.size.div_ceil(512);
+                }
+                Some(attr)
+            }
         }
     }
 
@@ -815,13 +999,12 @@ impl Tree {
         }
     }
 
-    /// Someone is being served (an open or a read of a session's view, not a search's
-    /// own answers, which are how a build is watched): a search index build lets them
-    /// go first.
-    fn serving(&self) {
-        if let Some(s) = &self.search {
-            s.mount_busy();
-        }
+    /// Someone is being served until the value is dropped: background work lets
+    /// them go first. A search's own answer (`query`) only while it is computed: a
+    /// build is watched through queries, and must not wait after each.
+    fn foreground(&self, query: bool) -> Option<crate::background::Foreground<'_>> {
+        let bg = self.background.as_ref()?;
+        Some(if query { bg.brief() } else { bg.foreground() })
     }
 
     /// After a `ctl` write or flush appended on `ino`: if it is a session's `ctl`, the
@@ -830,6 +1013,12 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
+        if let Ok(Node::RootCtl) = self.node_of(ino)
+            && let Some(search) = &self.search
+        {
+            // A new session: searchable at once, not at the next look at every one.
+            search.sweep_soon();
+        }
         if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
             if let Some(s) = self.sources.iter().find(|s| s.writable()) {
                 s.appended(&ns);

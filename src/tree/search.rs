@@ -31,6 +31,7 @@ impl Tree {
 
     /// The answer to `query` (EINVAL for a query that does not parse).
     fn search_answer(&self, query: &str) -> Result<Arc<Answer>> {
+        let _served = self.foreground(true);
         self.search_service()?.answer_text(query)
     }
 

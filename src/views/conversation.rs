@@ -122,6 +122,12 @@ impl ConversationSnapshot {
         self.size
     }
 
+    /// What the bytes are made of: the message table, the head, the kept messages
+    /// `from..to` and the table's running offset before `from` (`views::version`).
+    pub fn parts(&self) -> (&MessageTable, &[u8], usize, usize, u64) {
+        (&self.table, &self.head, self.from, self.to, self.base_out)
+    }
+
     /// Bytes `[offset, offset+len)` of the rendered view.
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let end = (offset + len as u64).min(self.size);

@@ -25,6 +25,16 @@ pub struct Listing {
     pub source_deleted: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u32>,
+    /// The machine it was recorded on (§12): this one's name, or a peer's.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The cwd as recorded on that machine (`cwd` is after the path map).
+    #[serde(default)]
+    pub cwd_on_host: Option<String>,
+    /// A Syncthing conflict copy (`*.sync-conflict-*`) is a version of this session
+    /// (its folder name), shown beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_of: Option<String>,
 }
 
 impl Listing {
@@ -42,6 +52,9 @@ impl Listing {
                 .or_else(|| idx.created_at().map(String::from)),
             messages: idx.message_count(),
             agent: crate::agent::Agent::Fen,
+            host: Some(crate::host::this_host().to_string()),
+            cwd_on_host: idx.cwd().map(String::from),
+            version_of: None,
             ..Listing::default()
         }
     }
@@ -83,10 +96,17 @@ fn kept_mark(l: &Listing) -> String {
 /// The aligned table of `fen-fs list`: updated (local time), messages, title or
 /// preview, dir; with `agents`, an AGENT column first.
 pub fn render_table(list: &[Listing], agents: bool) -> String {
-    let rows: Vec<[String; 5]> = list
+    render_table_with(list, agents, false)
+}
+
+/// `render_table`, with a HOST column first when `hosts` (§12: more than one
+/// machine's sessions show).
+pub fn render_table_with(list: &[Listing], agents: bool, hosts: bool) -> String {
+    let rows: Vec<[String; 6]> = list
         .iter()
         .map(|l| {
             [
+                l.host.clone().unwrap_or_default(),
                 l.agent.name().to_string(),
                 l.updated_at
                     .as_deref()
@@ -108,8 +128,8 @@ pub fn render_table(list: &[Listing], agents: bool) -> String {
             ]
         })
         .collect();
-    let header = ["AGENT", "UPDATED", "MSGS", "TITLE", "DIR"].map(String::from);
-    let mut widths = [0usize; 5];
+    let header = ["HOST", "AGENT", "UPDATED", "MSGS", "TITLE", "DIR"].map(String::from);
+    let mut widths = [0usize; 6];
     for r in std::iter::once(&header).chain(rows.iter()) {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
@@ -118,17 +138,21 @@ pub fn render_table(list: &[Listing], agents: bool) -> String {
     let mut out = String::new();
     for r in std::iter::once(&header).chain(rows.iter()) {
         let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
-        if agents {
+        if hosts {
             out.push_str(&pad(&r[0], widths[0]));
             out.push_str("  ");
         }
+        if agents {
+            out.push_str(&pad(&r[1], widths[1]));
+            out.push_str("  ");
+        }
         out.push_str(&format!(
-            "{}  {:>w2$}  {}  {}\n",
-            pad(&r[1], widths[1]),
-            r[2],
-            pad(&r[3], widths[3]),
-            r[4],
-            w2 = widths[2]
+            "{}  {:>w3$}  {}  {}\n",
+            pad(&r[2], widths[2]),
+            r[3],
+            pad(&r[4], widths[4]),
+            r[5],
+            w3 = widths[3]
         ));
     }
     out

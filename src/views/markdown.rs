@@ -158,6 +158,25 @@ impl MarkdownWriter {
     }
 }
 
+/// The head of the document: title line, agent, id, cwd and dates (a page of the
+/// messages, as `fen-fs mcp` reads them, starts with it).
+pub fn head(facts: &SessionFacts) -> String {
+    let mut out = String::new();
+    header(&mut out, facts);
+    out
+}
+
+/// One message as the document shows it (a compaction's summary as its quoted block).
+pub fn one_message(m: &Message) -> String {
+    let mut out = String::new();
+    if m.summary {
+        summary(&mut out, m);
+    } else {
+        message(&mut out, m);
+    }
+    out
+}
+
 fn header(out: &mut String, f: &SessionFacts) {
     let title = f
         .title

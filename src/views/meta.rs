@@ -12,6 +12,9 @@ pub struct Meta<'a> {
     pub dir: &'a str,
     pub namespace: String,
     pub cwd: Option<&'a str>,
+    /// The machine it was recorded on, and its cwd there (§12).
+    pub host: &'a str,
+    pub cwd_on_host: Option<&'a str>,
     pub version: u64,
     pub title: Option<&'a str>,
     pub preview: Option<&'a str>,
@@ -57,6 +60,8 @@ pub fn render(session: &Session, idx: &SessionIndex, writers: u64) -> Vec<u8> {
         dir: &session.dir,
         namespace: crate::store::naming::mount_name(&session.namespace),
         cwd: idx.cwd(),
+        host: crate::host::this_host(),
+        cwd_on_host: idx.cwd(),
         version: idx.version(),
         title: idx.title.as_deref(),
         preview: idx.preview.as_deref(),
@@ -88,4 +93,86 @@ pub fn render(session: &Session, idx: &SessionIndex, writers: u64) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(&meta).expect("meta serializes");
     out.push(b'\n');
     out
+}
+
+/// `meta.json` bytes (a pretty-printed object) with the top-level keys of `set` given
+/// new values, in place, the others untouched and in their order; keys it lacks are
+/// added at the end. Another machine's session (§12) is shown under this machine's
+/// names (its folder, namespace, mapped cwd) through this.
+pub fn with_fields(bytes: &[u8], set: &[(&str, serde_json::Value)]) -> Vec<u8> {
+    use serde::ser::SerializeMap;
+    use serde_json::value::RawValue;
+    let Ok(fields) = serde_json::from_slice::<OrderedObject>(bytes) else {
+        return bytes.to_vec();
+    };
+    struct Out<'a>(
+        &'a [(String, Box<RawValue>)],
+        &'a [(&'a str, serde_json::Value)],
+    );
+    impl Serialize for Out<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut m = s.serialize_map(None)?;
+            for (k, v) in self.0 {
+                match self.1.iter().find(|(name, _)| name == k) {
+                    Some((_, new)) => m.serialize_entry(k, new)?,
+                    None => m.serialize_entry(k, v)?,
+                }
+            }
+            for (k, v) in self.1 {
+                if !self.0.iter().any(|(name, _)| name == k) {
+                    m.serialize_entry(k, v)?;
+                }
+            }
+            m.end()
+        }
+    }
+    let mut out = serde_json::to_vec_pretty(&Out(&fields.0, set)).expect("meta serializes");
+    out.push(b'\n');
+    out
+}
+
+/// A JSON object's members in their order, each value kept as its raw text.
+struct OrderedObject(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for OrderedObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OrderedObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<OrderedObject, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = a.next_entry()? {
+                    out.push((k, v));
+                }
+                Ok(OrderedObject(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fields_are_replaced_in_place_and_the_rest_kept() {
+        let before = b"{\n  \"id\": \"a\",\n  \"cwd\": \"/x\",\n  \"roles\": {\n    \"user\": 1\n  },\n  \"host\": \"h\"\n}\n";
+        let after = super::with_fields(
+            before,
+            &[
+                ("cwd", "/y".into()),
+                ("host", "peer".into()),
+                ("new", 1.into()),
+            ],
+        );
+        assert_eq!(
+            std::str::from_utf8(&after).unwrap(),
+            "{\n  \"id\": \"a\",\n  \"cwd\": \"/y\",\n  \"roles\": {\n    \"user\": 1\n  },\n  \"host\": \"peer\",\n  \"new\": 1\n}\n"
+        );
+    }
 }

@@ -7,6 +7,7 @@ pub mod markdown;
 pub mod meta;
 pub mod pieces;
 pub mod summary;
+pub mod version;
 
 use crate::error::{Error, Result};
 use crate::store::session::Session;

@@ -91,6 +91,11 @@ impl PieceLayout {
         self.size
     }
 
+    /// (offset in the view, piece), in order.
+    pub fn parts(&self) -> &[(u64, Piece)] {
+        &self.parts
+    }
+
     /// Whether every range lies within a file of `size` bytes.
     pub fn fits(&self, size: u64) -> bool {
         self.parts.iter().all(|(_, p)| match p {
@@ -174,6 +179,15 @@ impl PieceSnapshot {
 
     pub fn size(&self) -> u64 {
         self.layout.size
+    }
+
+    pub fn layout(&self) -> &std::sync::Arc<PieceLayout> {
+        &self.layout
+    }
+
+    /// The file its ranges are read from.
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {

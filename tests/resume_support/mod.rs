@@ -338,7 +338,7 @@ impl Drop for Sandbox {
     }
 }
 
-fn base(bin: &Path, sb: &Sandbox) -> Command {
+pub fn base(bin: &Path, sb: &Sandbox) -> Command {
     let mut c = Command::new(bin);
     c.current_dir(&sb.project)
         .env_clear()

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod mock_model;
+pub mod syncthing;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -92,6 +93,8 @@ pub struct Mount {
     pub mp: PathBuf,
     pub store: PathBuf,
     pub args: Vec<String>,
+    /// The daemon's environment beyond `fen_fs()`'s (e.g. `FEN_FS_USAGE=off`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Mount {
@@ -122,7 +125,22 @@ impl Mount {
             mp,
             store,
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         }
+    }
+
+    /// As `with_args`, the daemon started with `env` set.
+    pub fn with_env(test: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Mount> {
+        if !fuse_available(test) {
+            return None;
+        }
+        let mut m = Mount::unmounted(args);
+        m.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        m.mount();
+        Some(m)
     }
 
     /// Mounts a given store (e.g. a tmpfs) at a fresh mount point.
@@ -138,6 +156,7 @@ impl Mount {
             mp,
             store: store.to_path_buf(),
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         };
         m.mount();
         Some(m)
@@ -154,6 +173,7 @@ impl Mount {
             .arg("--log-file")
             .arg(&log)
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .output()
             .expect("run fen-fs mount");
         assert!(
@@ -406,7 +426,7 @@ pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> 
 }
 
 /// A real agent's command installed by `scripts/install-agents NAME` (NAME: claude,
-/// codex, pi, opencode, opencode-json, gemini): `None` (SKIPPED, loudly) when it is not
+/// codex, pi, opencode, opencode-json, gemini, ccusage): `None` (SKIPPED, loudly) when it is not
 /// installed, or a panic when FEN_FS_REQUIRE_AGENTS=1 (CI).
 pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
     let (version, cmd) = match name {
@@ -416,6 +436,8 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "opencode" => ("1.18.33", "opencode"),
         "opencode-json" => ("1.1.65", "opencode"),
         "gemini" => ("0.61.0", "gemini"),
+        // Not an agent: the usage report's oracle.
+        "ccusage" => ("20.0.24", "ccusage"),
         _ => panic!("agent_bin: unknown agent {name}"),
     };
     let base = std::env::var_os("FEN_FS_AGENTS_DIR")

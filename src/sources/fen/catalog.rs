@@ -51,6 +51,8 @@ pub struct Rendered {
 fn fingerprint(files: &[(String, std::fs::Metadata)]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
+    // index.json names this machine (§12): a render for another name is stale.
+    crate::host::this_host().hash(&mut h);
     for (dir, meta) in files {
         dir.hash(&mut h);
         FileStamp::of(meta).hash(&mut h);
@@ -74,7 +76,7 @@ struct CachedListing {
 }
 
 fn cache_path(store: &Store, ns: &str) -> CacheFile {
-    layout::listing_cache(&store.root, ns)
+    layout::listing_cache(&store.cache_root, ns)
 }
 
 /// Cache files carry `<checksum hex>\n` before their content; a file without the
@@ -106,13 +108,19 @@ fn load(store: &Store, ns: &str) -> NamespaceCache {
         .filter(|c| c.version == CACHE_VERSION)
         // A listing filed under another session's name is not that session's.
         .filter(|c| c.sessions.iter().all(|(dir, l)| l.listing.dir == *dir))
+        // Listings made under another host name (§12) are made again.
+        .filter(|c| {
+            c.sessions
+                .values()
+                .all(|l| l.listing.host.as_deref() == Some(crate::host::this_host()))
+        })
         .unwrap_or_default()
 }
 
 /// The rendered `index.json` persisted as `<fingerprint hex> <latest>\n<bytes>`: after a
 /// remount, one stat pass that finds every file unchanged serves it as is.
 fn rendered_path(store: &Store, ns: &str) -> CacheFile {
-    layout::rendered_index_cache(&store.root, ns)
+    layout::rendered_index_cache(&store.cache_root, ns)
 }
 
 /// The persisted render, if intact and true to `files`: `latest` names one of them
@@ -365,14 +373,19 @@ fn list(
             _ => {
                 // The in-memory index if it is current, else a parse (incremental
                 // when the index has seen an earlier state of this file).
-                let session = store.session_unchecked(ns, dir);
-                let Ok(idx) = session.current() else { continue };
-                let l = Listing::of(&session, &idx);
+                let read = {
+                    let session = store.session_unchecked(ns, dir);
+                    session
+                        .current()
+                        .map(|idx| (Listing::of(&session, &idx), idx.file))
+                };
+                store.release_if_idle(ns, dir);
+                let Ok((l, file)) = read else { continue };
                 changed = true;
                 cache.sessions.insert(
                     dir.clone(),
                     CachedListing {
-                        stamp: idx.file,
+                        stamp: file,
                         listing: l.clone(),
                     },
                 );
@@ -413,6 +426,9 @@ mod tests {
             updated_at: Some("2026-01-01T00:00:00Z".into()),
             messages: 3,
             agent: Default::default(),
+            host: None,
+            cwd_on_host: None,
+            version_of: None,
             ..Default::default()
         };
         let json = render_json(&[l("b", "x \"q\" {[ \\"), l("a\"\\\n", "y")]);

@@ -7,10 +7,10 @@ use super::FenSource;
 use crate::agent::Agent;
 use crate::error::Result;
 use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
-use crate::sources::{MessageMark, SinceRead};
+use crate::sources::{ControlFlow, MessageMark, SinceRead};
 use crate::store::atomic::checksum;
 use crate::store::index::{
-    CompactionForm, SessionIndex, for_each_entry_from, synthetic_summary_message,
+    CompactionForm, SessionIndex, for_each_entry_while, synthetic_summary_message,
 };
 use crate::store::line::Body;
 use crate::store::projection::Projection;
@@ -55,7 +55,12 @@ pub fn session_messages(session: &Session, history: bool) -> Result<SessionMessa
         history,
         MessageMark::default(),
         |_, first, _, m| {
-            if first { head.push(m) } else { out.push(m) }
+            if first {
+                head.push(m)
+            } else {
+                out.push(m)
+            }
+            ControlFlow::Continue(())
         },
     )?;
     head.append(&mut out);
@@ -70,18 +75,19 @@ pub fn session_messages(session: &Session, history: bool) -> Result<SessionMessa
 /// the messages before the mark are unchanged while it is the same file, read that
 /// far, with the same compactions (a new one changes which earlier messages are in
 /// the conversation). Tool results after the mark whose calls came before it are
-/// not named after them.
+/// not named after them. Asked to stop, it stops at the end of the line (a
+/// compaction's items come from one line).
 pub fn each_message_since(
     session: &Session,
     since: MessageMark,
-    each: &mut dyn FnMut(&SessionFacts, u64, Message),
+    each: &mut dyn FnMut(&SessionFacts, u64, Message) -> ControlFlow<()>,
 ) -> Result<SinceRead> {
     let mut names = std::collections::HashMap::new();
     read_messages(session, true, since, |facts, _, at, m| {
         let mut one = [m];
         crate::neutral::fill_tool_names_with(&mut names, &mut one);
         let [m] = one;
-        each(facts, at, m);
+        each(facts, at, m)
     })
 }
 
@@ -89,11 +95,12 @@ pub fn each_message_since(
 /// for each message, `first` for the latest compaction's items, which the
 /// conversation (not the history) puts before everything; `at` counts the messages
 /// given (from the mark's count when reading went on from `since`, history only).
+/// When `emit` says `Break`, reading stops at the end of that line.
 fn read_messages(
     session: &Session,
     history: bool,
     since: MessageMark,
-    mut emit: impl FnMut(&SessionFacts, bool, u64, Message),
+    mut emit: impl FnMut(&SessionFacts, bool, u64, Message) -> ControlFlow<()>,
 ) -> Result<SinceRead> {
     // Open first, then refresh: the index may know less than the descriptor can
     // read, never more.
@@ -110,7 +117,13 @@ fn read_messages(
         )
     };
     let latest = proj.compaction;
-    let file_id = |len: u64| MessageMark::file_identity(&file, stamp.dev, stamp.ino, len);
+    // A copy delivered by rename is the same file when its content says so.
+    let (dev, ino) = if session.renamed_copies() {
+        (0, 0)
+    } else {
+        (stamp.dev, stamp.ino)
+    };
+    let file_id = |len: u64| MessageMark::file_identity(&file, dev, ino, len);
     let shape = checksum(&[
         &(compactions.len() as u64).to_le_bytes(),
         &latest.map_or(0, |l| l as u64 + 1).to_le_bytes(),
@@ -127,11 +140,12 @@ fn read_messages(
         (0, 0)
     };
     let mut failure = None;
-    for_each_entry_from(
+    let stopped_at = for_each_entry_while(
         &file,
         from,
         parsed_len,
         |line_start, text_start, text, entry| {
+            let mut flow = ControlFlow::Continue(());
             match entry.body {
                 Body::Message { raw, .. } => {
                     let start = text_start + crate::json::offset_in(text, raw) as u64;
@@ -141,59 +155,66 @@ fn read_messages(
                         let k = t.partition_point(|m| m.start < start);
                         (t.get(k).is_some_and(|m| m.start == start)).then_some(k)
                     };
-                    let Some(k) = k else { return };
+                    let Some(k) = k else { return flow };
                     let kept = (proj.from..proj.to).contains(&k);
                     if kept || history {
                         let mut m = neutral(raw);
                         m.entry = entry.id;
                         m.timestamp = entry.timestamp;
                         m.in_conversation = kept;
-                        emit(&facts, false, at, m);
+                        flow = emit(&facts, false, at, m);
                         at += 1;
                     }
                 }
                 Body::Compaction(mut fields) => {
                     let Ok(ci) = compactions.binary_search_by_key(&line_start, |c| c.line_start)
                     else {
-                        return;
+                        return flow;
                     };
                     let in_conversation = latest == Some(ci);
                     if !in_conversation && !history {
-                        return;
+                        return flow;
                     }
                     let items: Vec<String> = match &compactions[ci].validity {
                         Ok(CompactionForm::Replacement(_)) => match fields.messages.take() {
                             Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
                             _ => {
                                 failure = Some("compaction messages changed");
-                                return;
+                                return ControlFlow::Break(());
                             }
                         },
                         Ok(CompactionForm::FirstKept(_)) => vec![synthetic_summary_message(
                             fields.summary.as_deref().unwrap_or_default(),
                         )],
-                        Err(_) => return,
+                        Err(_) => return flow,
                     };
                     for raw in &items {
                         let mut m = neutral(raw);
                         m.entry = entry.id.clone();
                         m.timestamp = entry.timestamp.clone();
                         m.in_conversation = in_conversation;
-                        emit(&facts, in_conversation && !history, at, m);
+                        if emit(&facts, in_conversation && !history, at, m).is_break() {
+                            flow = ControlFlow::Break(());
+                        }
                         at += 1;
                     }
                 }
                 _ => {}
             }
+            flow
         },
     )?;
     if let Some(why) = failure {
         return Err(crate::error::Error::new(libc::EIO, why));
     }
+    // Stopped early, the mark is where the next reading goes on from: the same
+    // proofs, up to the line after the last one read.
+    let end = stopped_at.unwrap_or(parsed_len);
     Ok(SinceRead {
         facts,
         resumed,
-        mark: MessageMark([file_id(parsed_len), parsed_len, shape, at]),
+        mark: MessageMark([file_id(end), end, shape, at]),
+        stopped: stopped_at.is_some_and(|e| e < parsed_len),
     })
 }
 
@@ -213,6 +234,8 @@ fn facts_of(session: &Session, idx: &SessionIndex) -> SessionFacts {
         source_path: session.path.clone(),
         resumable: true,
         not_resumable_reason: None,
+        host: None,
+        cwd_on_host: None,
         ..SessionFacts::default()
     }
 }

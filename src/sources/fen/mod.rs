@@ -35,7 +35,7 @@ impl FenSource {
     /// A source for a long-lived process (the daemon): namespaces are watched.
     pub fn watching(store: Arc<Store>) -> Self {
         FenSource {
-            markdown: MarkdownCache::spilling_to(Some(&store.root)),
+            markdown: MarkdownCache::spilling_to(Some(&store.cache_root)),
             store,
             catalog: Catalog::watching(),
         }
@@ -44,7 +44,7 @@ impl FenSource {
     /// A source for a one-shot command.
     pub fn new(store: Arc<Store>) -> Self {
         FenSource {
-            markdown: MarkdownCache::spilling_to(Some(&store.root)),
+            markdown: MarkdownCache::spilling_to(Some(&store.cache_root)),
             store,
             catalog: Catalog::default(),
         }
@@ -174,7 +174,9 @@ impl SessionSource for FenSource {
         dir: &str,
         history: bool,
     ) -> Result<crate::neutral::SessionMessages> {
-        self.neutral_messages(ns, dir, history)
+        let read = self.neutral_messages(ns, dir, history);
+        self.store.release_if_idle(ns, dir);
+        read
     }
 
     fn each_message_since(
@@ -182,9 +184,15 @@ impl SessionSource for FenSource {
         ns: &str,
         dir: &str,
         since: super::MessageMark,
-        each: &mut dyn FnMut(&crate::neutral::SessionFacts, u64, crate::neutral::Message),
+        each: &mut dyn FnMut(
+            &crate::neutral::SessionFacts,
+            u64,
+            crate::neutral::Message,
+        ) -> super::ControlFlow<()>,
     ) -> Result<super::SinceRead> {
-        messages::each_message_since(&*self.store.session(ns, dir)?, since, each)
+        let read = messages::each_message_since(&*self.store.session(ns, dir)?, since, each);
+        self.store.release_if_idle(ns, dir);
+        read
     }
 
     /// Large sessions' indexes, so the next mount need not re-parse them.

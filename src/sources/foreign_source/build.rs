@@ -23,6 +23,14 @@ impl ForeignSource {
     /// Builds the first index: reuses the persisted one for unchanged files, reads
     /// the rest. Logs progress; wakes everyone waiting for it.
     pub fn build_index(&self) {
+        self.build_index_with(&crate::background::Background::new());
+    }
+
+    /// `build_index`, stopping when `bg` asks (at unmount): after the files being
+    /// read, with the index as far as it got (`persist` saves it, and the next
+    /// mount reads only the rest). It does not pause for the mount's requests: they
+    /// are what waits for it.
+    pub fn build_index_with(&self, bg: &crate::background::Background) {
         let started = std::time::Instant::now();
         let persisted = self.load_persisted();
         let found = self.walk();
@@ -87,6 +95,9 @@ impl ForeignSource {
             for _ in 0..workers {
                 scope.spawn(|| {
                     loop {
+                        if bg.should_stop() {
+                            break;
+                        }
                         let next = self.next_to_read(&mut groups.lock().unwrap());
                         let Some((hint, path)) = next else { break };
                         let entry = self.read_file(&path, Keep::Disk);
@@ -115,6 +126,14 @@ impl ForeignSource {
                 });
             }
         });
+        if bg.should_stop() {
+            log::info!(
+                "{}: stopped after {} of {reread} session files (the next mount reads the rest)",
+                self.agent.name(),
+                done.load(std::sync::atomic::Ordering::Relaxed)
+            );
+            return;
+        }
         {
             let mut idx = self.index.lock().unwrap();
             self.refresh_renames(&mut idx);

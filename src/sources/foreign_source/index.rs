@@ -119,7 +119,9 @@ impl Index {
 impl ForeignSource {
     /// The index once it can answer for `ns` (`None`: for everything): at once after
     /// the first index is built; before, when the files hinted to be in `ns` are read
-    /// (asking the indexer to read those first).
+    /// (asking the indexer to read those first), and those whose start named no cwd:
+    /// they may be in any namespace (OpenCode's JSON sessions name theirs only in a
+    /// file the listing does not read), and a first look must not miss them.
     pub(super) fn wait_for(&self, ns: Option<&str>) -> std::sync::MutexGuard<'_, Index> {
         let mut idx = self.index.lock().unwrap();
         loop {
@@ -129,10 +131,14 @@ impl ForeignSource {
             if let Some(ns) = ns
                 && idx.planned
             {
-                if !idx.pending.contains_key(ns) {
+                let unsure = idx.pending.contains_key(UNKNOWN_CWD_NAMESPACE);
+                if !idx.pending.contains_key(ns) && !unsure {
                     return idx;
                 }
                 idx.wanted.insert(ns.to_string());
+                if unsure {
+                    idx.wanted.insert(UNKNOWN_CWD_NAMESPACE.to_string());
+                }
             }
             idx = self.ready.wait(idx).unwrap();
         }
@@ -270,6 +276,9 @@ impl ForeignSource {
             kept: kept.is_some(),
             source_deleted: kept.as_ref().map(|f| f.source_deleted),
             version: kept.and_then(|f| f.version),
+            host: Some(self.host_shown().to_string()),
+            cwd_on_host: s.cwd.clone(),
+            version_of: None,
         })
     }
 

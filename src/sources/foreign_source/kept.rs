@@ -43,6 +43,29 @@ impl ForeignSource {
         self.kept.as_ref()
     }
 
+    /// The machine its sessions were recorded on: a peer's, for a peer's kept copies.
+    pub(super) fn host_shown(&self) -> &str {
+        self.kept
+            .as_ref()
+            .and_then(|k| k.host())
+            .unwrap_or_else(|| crate::host::this_host())
+    }
+
+    /// The cwd kept session `ns/dir` was recorded in (a peer's path map applies to it).
+    pub fn kept_cwd(&self, ns: &str, dir: &str) -> Option<String> {
+        use crate::sources::SessionSource;
+        if let Some((_, f)) = self.kept_source_of(ns, dir)
+            && f.record.facts.cwd.is_some()
+        {
+            return f.record.facts.cwd;
+        }
+        self.listings(ns)
+            .ok()?
+            .into_iter()
+            .find(|l| l.dir == dir)?
+            .cwd
+    }
+
     /// The folder it reads: the agent's root (or the kept copies' folder).
     pub fn agent_root(&self) -> &Path {
         &self.root

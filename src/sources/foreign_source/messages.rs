@@ -39,7 +39,10 @@ impl ForeignSource {
             self.with_reader_kept(&path, self.keep_for_reading(&path), |r, tail| {
                 r.messages(tail, history)
             })?;
-        self.convert(&file, refs, 0, &facts, &mut |f, _, m| each(f, m))?;
+        self.convert(&file, refs, 0, &facts, &mut |f, _, m| {
+            each(f, m);
+            std::ops::ControlFlow::Continue(())
+        })?;
         Ok(facts)
     }
 
@@ -48,13 +51,14 @@ impl ForeignSource {
     /// the messages before the mark are not read again when the file is the same one,
     /// only grown, its agent only appends to it, and those messages' places and flags
     /// are what they were (their hash is in the mark). Tool results after the mark
-    /// whose calls came before it are not named after them.
+    /// whose calls came before it are not named after them. Asked to stop, it stops
+    /// after that message, with a mark of the messages given.
     pub(super) fn neutral_since(
         &self,
         ns: &str,
         dir: &str,
         since: crate::sources::MessageMark,
-        each: &mut dyn FnMut(&SessionFacts, u64, Message),
+        each: &mut dyn FnMut(&SessionFacts, u64, Message) -> std::ops::ControlFlow<()>,
     ) -> Result<crate::sources::SinceRead> {
         let (path, e) = self.session(ns, dir)?;
         let facts = self.facts(ns, dir, &path, &e);
@@ -65,17 +69,13 @@ impl ForeignSource {
         let file_id =
             |len: u64| crate::sources::MessageMark::file_identity(&file, stamp.dev, stamp.ino, len);
         let count = since.0[2];
-        let mut hash = 0u64;
-        let mut at_mark = None;
-        for (i, r) in refs.iter().enumerate() {
-            if i as u64 == count {
-                at_mark = Some(hash);
-            }
-            hash = place_hash(r, hash);
+        // The chained hash of the places before each message, and of them all.
+        let mut chain = Vec::with_capacity(refs.len() + 1);
+        chain.push(0u64);
+        for r in &refs {
+            chain.push(place_hash(r, *chain.last().expect("seeded")));
         }
-        if refs.len() as u64 == count {
-            at_mark = Some(hash);
-        }
+        let at_mark = chain.get(count as usize).copied();
         let resumed = !since.is_none()
             && appends
             && !self.is_unit(&path)
@@ -83,35 +83,46 @@ impl ForeignSource {
             && since.0[0] == file_id(since.0[1])
             && at_mark == Some(since.0[3]);
         let skip = if resumed { count as usize } else { 0 };
-        let total = refs.len() as u64;
-        self.convert(&file, refs, skip, &facts, each)?;
+        let total = refs.len();
+        let given = self.convert(&file, refs, skip, &facts, each)?;
         Ok(crate::sources::SinceRead {
             facts,
             resumed,
-            mark: crate::sources::MessageMark([file_id(stamp.size), stamp.size, total, hash]),
+            mark: crate::sources::MessageMark([
+                file_id(stamp.size),
+                stamp.size,
+                given as u64,
+                chain[given],
+            ]),
+            stopped: given < total,
         })
     }
 
     /// Reads and converts the messages of `refs` from the `skip`th on, one at a time,
     /// naming tool results after their calls on the way (a call comes before its
-    /// results); `each` gets each message's place among all of `refs`.
+    /// results); `each` gets each message's place among all of `refs`, and stops
+    /// the reading after that message with `Break`. Returns how many of `refs` were
+    /// given or skipped.
     fn convert(
         &self,
         file: &std::fs::File,
         refs: Vec<MessageRef>,
         skip: usize,
         facts: &SessionFacts,
-        each: &mut dyn FnMut(&SessionFacts, u64, Message),
-    ) -> Result<()> {
+        each: &mut dyn FnMut(&SessionFacts, u64, Message) -> std::ops::ControlFlow<()>,
+    ) -> Result<usize> {
+        let total = refs.len();
         let mut names = std::collections::HashMap::new();
         for (at, r) in refs.into_iter().enumerate().skip(skip) {
             let bytes = crate::views::pieces::read_joined(file, &r.pieces)?;
             let mut one = [neutral(self.agent, &bytes, r)];
             crate::neutral::fill_tool_names_with(&mut names, &mut one);
             let [m] = one;
-            each(facts, at as u64, m);
+            if each(facts, at as u64, m).is_break() {
+                return Ok(at + 1);
+            }
         }
-        Ok(())
+        Ok(total)
     }
 
     /// Where the reader goes after a reading of a whole session: a reader made just
@@ -148,6 +159,8 @@ impl ForeignSource {
             not_resumable_reason: s.not_resumable_reason.clone(),
             kept: listing.as_ref().is_some_and(|l| l.kept),
             source_deleted: listing.as_ref().and_then(|l| l.source_deleted) == Some(true),
+            host: None,
+            cwd_on_host: None,
         }
     }
 

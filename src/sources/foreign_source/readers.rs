@@ -6,7 +6,7 @@ use super::{ForeignSource, MAX_CACHE_BYTES, PERSIST_MIN};
 use crate::error::{Error, Result};
 use crate::sources::agents;
 use crate::sources::foreign::ForeignReader;
-use crate::store::index::{FileStamp, content_check};
+use crate::store::index::{FileStamp, ParsedEnds, content_check};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::File;
@@ -44,6 +44,11 @@ pub(super) struct Following {
     proof: Option<u64>,
     /// Fed since its state was last saved or loaded.
     unsaved: bool,
+    /// The first and last bytes of all it has read (`consumed` and `tail`), kept from
+    /// the bytes as they were read: a file that grew is read on only if it still
+    /// starts and ends there with them (an agent may rewrite a file in place, longer:
+    /// pi migrating an old session).
+    ends: ParsedEnds,
 }
 
 impl Following {
@@ -56,17 +61,22 @@ impl Following {
             used: 0,
             proof: None,
             unsaved: true,
+            ends: ParsedEnds::default(),
         }
     }
 
-    /// Whether a file now at `stamp` is this one, unchanged or grown (by appends, for
-    /// a reader that follows them).
-    pub(super) fn follows(&self, stamp: FileStamp) -> bool {
+    /// Whether the open `file`, now at `stamp`, is this one, unchanged or grown by
+    /// appends (for a reader that follows them): same file, not shorter, and the
+    /// bytes read so far still there (their first and last 4 KiB).
+    pub(super) fn follows(&self, file: &File, stamp: FileStamp) -> bool {
+        if stamp == self.stamp {
+            return true;
+        }
         self.stamp.dev == stamp.dev
             && self.stamp.ino == stamp.ino
-            && stamp.size >= self.stamp.size
-            && (stamp.size > self.stamp.size && self.reader.follows_appends()
-                || stamp == self.stamp)
+            && stamp.size > self.stamp.size
+            && self.reader.follows_appends()
+            && content_check(file, self.ends.covered_len()).is_ok_and(|c| c == self.ends.hash())
     }
 }
 
@@ -106,7 +116,7 @@ impl ForeignSource {
         let (mut file, stamp) = self.open_bytes(path)?;
         let cached = self.readers.lock().unwrap().following.remove(path);
         let mut following = match cached {
-            Some(c) if c.follows(stamp) => c,
+            Some(c) if c.follows(&file, stamp) => c,
             _ => self
                 .load_state(path, &file, stamp)
                 .unwrap_or_else(|| Following::new(self.new_reader(path))),
@@ -187,9 +197,12 @@ impl ForeignSource {
             && head.dev == stamp.dev
             && head.ino == stamp.ino
             && head.consumed <= stamp.size
-            && head.checksum == crate::store::atomic::checksum(&[body])
-            && head.edges == content_check(file, head.consumed).ok()?;
+            && head.checksum == crate::store::atomic::checksum(&[body]);
         if !valid {
+            return None;
+        }
+        let ends = ParsedEnds::read(file, head.consumed).ok()?;
+        if ends.hash() != head.edges {
             return None;
         }
         let mut reader = self.new_reader(path);
@@ -200,6 +213,7 @@ impl ForeignSource {
             consumed: head.consumed,
             proof: Some(head.edges),
             unsaved: false,
+            ends,
             ..Following::new(reader)
         })
     }
@@ -235,7 +249,8 @@ impl ForeignSource {
     }
 }
 
-const STATE_VERSION: u32 = 1;
+// 2: Claude Code's and Codex's readers keep their last entry's time.
+const STATE_VERSION: u32 = 2;
 
 /// The first line of a saved reader state; the reader's own bytes follow.
 #[derive(Serialize, Deserialize)]
@@ -262,6 +277,7 @@ pub(super) fn feed(file: &mut File, following: &mut Following, size: u64) -> Res
         if n == 0 {
             break;
         }
+        following.ends.extend(&buf[buf.len() - n..]);
         pos += n as u64;
         let used = following.reader.feed(following.consumed, &buf) as usize;
         following.consumed += used as u64;
@@ -274,7 +290,12 @@ pub(super) fn feed(file: &mut File, following: &mut Following, size: u64) -> Res
 
 /// Appends up to `want` bytes of `file` at offset `at` to `buf` without zeroing the
 /// room first (a first index reads gigabytes; zeroing was 3% of it).
-fn read_appending(file: &File, buf: &mut Vec<u8>, want: usize, at: u64) -> std::io::Result<usize> {
+pub(super) fn read_appending(
+    file: &File,
+    buf: &mut Vec<u8>,
+    want: usize,
+    at: u64,
+) -> std::io::Result<usize> {
     use std::os::fd::AsRawFd;
     buf.reserve(want);
     let spare = buf.spare_capacity_mut();

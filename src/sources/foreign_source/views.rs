@@ -27,6 +27,8 @@ impl ForeignSource {
             dir,
             namespace: naming::mount_name(ns),
             cwd: s.cwd.as_deref(),
+            host: self.host_shown(),
+            cwd_on_host: s.cwd.as_deref(),
             title: listing.as_ref().and_then(|l| l.title.as_deref()),
             preview: s.preview.as_deref(),
             created_at: listing.as_ref().and_then(|l| l.created_at.as_deref()),
@@ -166,6 +168,9 @@ struct ForeignMeta<'a> {
     /// The namespace folder as the mount shows it.
     namespace: String,
     cwd: Option<&'a str>,
+    /// The machine it was recorded on, and its cwd there (§12).
+    host: &'a str,
+    cwd_on_host: Option<&'a str>,
     title: Option<&'a str>,
     preview: Option<&'a str>,
     created_at: Option<&'a str>,
@@ -223,8 +228,6 @@ struct KeptMeta {
     kept_path: std::path::PathBuf,
     #[serde(skip_serializing_if = "Option::is_none")]
     kept_damaged: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    host: Option<String>,
 }
 
 impl KeptMeta {
@@ -244,7 +247,6 @@ impl KeptMeta {
             versions: r.generations.len(),
             kept_path: path.to_path_buf(),
             kept_damaged: f.damaged.clone(),
-            host: f.host.clone(),
         }
     }
 }

@@ -1,0 +1,335 @@
+//! Background work's manners: one [`Background`] per daemon, shared by every worker
+//! that runs beside the mount's requests (the search index's build and upkeep, the
+//! other agents' first index, and any later one: keeping, usage).
+//!
+//! - **Stopping.** `stop` raises one signal; each worker checks it at its next message
+//!   boundary (`should_stop`, or `boundary`, which also yields), saves what it has and
+//!   returns, so the next mount goes on from there. The daemon waits for its workers
+//!   with a deadline (`stop_and_wait`): unmount never waits for a build.
+//! - **Yielding.** The mount marks each request it serves (`foreground`: an open, a
+//!   read, an append, a query); a worker's `pause` at a boundary waits while a request
+//!   is being served or was a moment ago, for at most half of every second, so a busy
+//!   mount slows background work down but never stops it. Workers also run at a lower
+//!   CPU and I/O priority (`lower_priority`).
+//!
+//! A loop written against a pair of closures gets them from here:
+//! `let stop = || bg.should_stop(); let pause = || bg.pause();`
+//!
+//! No module of this crate below it: `sources`, `search` and any later background
+//! module may all use it.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// A worker waits while the mount served a request within this long...
+const QUIET: Duration = Duration::from_millis(150);
+/// ...looking again this often...
+const STEP: Duration = Duration::from_millis(10);
+/// ...for at most this much of every second (per worker thread).
+const SHARE: Duration = Duration::from_millis(500);
+
+/// The daemon's background work: its stop signal, its yielding to the mount, and its
+/// running workers. Cheap to clone (one shared state).
+#[derive(Clone, Default)]
+pub struct Background(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    stopping: AtomicBool,
+    /// Foreground requests being served now.
+    serving: AtomicUsize,
+    /// When the last foreground request ended (ms after `epoch`, +1; 0: never).
+    last_served: AtomicU64,
+    epoch: Epoch,
+    /// Workers started by `spawn` and still running.
+    running: Mutex<usize>,
+    /// Woken at `stop` (sleeping workers) and when a worker ends (`stop_and_wait`).
+    changed: Condvar,
+    /// Called at `stop`: wakes workers that sleep on a condition of their own.
+    wakers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+}
+
+struct Epoch(Instant);
+
+impl Default for Epoch {
+    fn default() -> Self {
+        Epoch(Instant::now())
+    }
+}
+
+thread_local! {
+    /// This thread's yielding: the second it is in, and how long it waited in it.
+    static YIELDED: std::cell::Cell<(Option<Instant>, Duration)> =
+        const { std::cell::Cell::new((None, Duration::ZERO)) };
+}
+
+/// A foreground request being served (`Background::foreground`); ends when dropped.
+pub struct Foreground<'a> {
+    inner: &'a Inner,
+    /// Workers keep waiting a moment after it (more requests like it follow).
+    tail: bool,
+}
+
+impl Drop for Foreground<'_> {
+    fn drop(&mut self) {
+        if self.tail {
+            let now = self.inner.epoch.0.elapsed().as_millis() as u64 + 1;
+            self.inner.last_served.store(now, Ordering::Relaxed);
+        }
+        self.inner.serving.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Background {
+    pub fn new() -> Background {
+        Background::default()
+    }
+
+    /// Asks every worker to stop at its next message boundary; wakes those asleep.
+    pub fn stop(&self) {
+        self.0.stopping.store(true, Ordering::SeqCst);
+        {
+            let _running = self.0.running.lock().unwrap();
+            self.0.changed.notify_all();
+        }
+        for wake in self.0.wakers.lock().unwrap().iter() {
+            wake();
+        }
+    }
+
+    /// Whether the work is asked to stop (checked at message boundaries).
+    pub fn should_stop(&self) -> bool {
+        self.0.stopping.load(Ordering::Relaxed)
+    }
+
+    /// Calls `wake` at `stop` (at once if already stopping): for a worker that sleeps
+    /// on a condition variable of its own.
+    pub fn on_stop(&self, wake: impl Fn() + Send + Sync + 'static) {
+        if self.should_stop() {
+            wake();
+        }
+        self.0.wakers.lock().unwrap().push(Box::new(wake));
+    }
+
+    /// Marks a foreground request (an open, a read, an append, a query) until the
+    /// value is dropped: workers pausing at a boundary let it go first.
+    pub fn foreground(&self) -> Foreground<'_> {
+        self.0.serving.fetch_add(1, Ordering::Relaxed);
+        Foreground {
+            inner: &self.0,
+            tail: true,
+        }
+    }
+
+    /// The same for a request that is its own whole (a search query: a build being
+    /// watched through queries must not wait after each): workers wait while it is
+    /// served, not after.
+    pub fn brief(&self) -> Foreground<'_> {
+        self.0.serving.fetch_add(1, Ordering::Relaxed);
+        Foreground {
+            inner: &self.0,
+            tail: false,
+        }
+    }
+
+    /// Whether the mount is serving a request, or served one within `QUIET`.
+    pub fn mount_busy(&self) -> bool {
+        if self.0.serving.load(Ordering::Relaxed) > 0 {
+            return true;
+        }
+        let last = self.0.last_served.load(Ordering::Relaxed);
+        let now = self.0.epoch.0.elapsed().as_millis() as u64 + 1;
+        last != 0 && now.saturating_sub(last) < QUIET.as_millis() as u64
+    }
+
+    /// At a message boundary: waits while the mount is busy, for at most half of
+    /// every second of this thread's work; returns at once when asked to stop.
+    pub fn pause(&self) {
+        while !self.should_stop() && self.mount_busy() {
+            let allowed = YIELDED.with(|y| {
+                let (since, waited) = y.get();
+                let (since, waited) = match since {
+                    Some(s) if s.elapsed() < Duration::from_secs(1) => (s, waited),
+                    _ => (Instant::now(), Duration::ZERO),
+                };
+                if waited >= SHARE {
+                    y.set((Some(since), waited));
+                    return false;
+                }
+                y.set((Some(since), waited + STEP));
+                true
+            });
+            if !allowed {
+                return;
+            }
+            self.sleep(STEP);
+        }
+    }
+
+    /// `pause`, then whether to go on: the check a worker makes between messages.
+    pub fn boundary(&self) -> ControlFlow<()> {
+        self.pause();
+        if self.should_stop() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// Sleeps for `d`, or less if asked to stop meanwhile; whether to go on.
+    pub fn sleep(&self, d: Duration) -> bool {
+        let deadline = Instant::now() + d;
+        let mut running = self.0.running.lock().unwrap();
+        while !self.should_stop() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            running = self
+                .0
+                .changed
+                .wait_timeout(running, deadline - now)
+                .unwrap()
+                .0;
+        }
+        !self.should_stop()
+    }
+
+    /// Runs `work` on a thread of its own named `name`, counted until it returns (or
+    /// panics), so that `stop_and_wait` can wait for it.
+    pub fn spawn(
+        &self,
+        name: &str,
+        work: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        struct Done(Arc<Inner>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                let mut running = self.0.running.lock().unwrap();
+                *running -= 1;
+                self.0.changed.notify_all();
+            }
+        }
+        *self.0.running.lock().unwrap() += 1;
+        let done = Done(self.0.clone());
+        // Not started: the closure and its guard are dropped, and the count with them.
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let _done = done;
+                work();
+            })
+    }
+
+    /// Workers started by `spawn` that are still running.
+    pub fn running(&self) -> usize {
+        *self.0.running.lock().unwrap()
+    }
+
+    /// Stops every worker and waits until they have all returned, or until `budget`
+    /// has passed; whether they all returned. What a worker had not saved by then
+    /// is lost, and its last save stands (the caller exits).
+    pub fn stop_and_wait(&self, budget: Duration) -> bool {
+        self.stop();
+        let deadline = Instant::now() + budget;
+        let mut running = self.0.running.lock().unwrap();
+        while *running > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            running = self
+                .0
+                .changed
+                .wait_timeout(running, deadline - now)
+                .unwrap()
+                .0;
+        }
+        true
+    }
+}
+
+/// The calling thread (and the threads it starts, which inherit it) below the mount's
+/// requests: CPU priority nice 10, and with `idle_io` the idle I/O class (for big
+/// passes: the mount's reads go first at the disk).
+pub fn lower_priority(idle_io: bool) {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        if idle_io {
+            // IOPRIO_CLASS_IDLE (3) << 13, for this thread (IOPRIO_WHO_PROCESS = 1).
+            libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_wakes_sleepers_and_waits_for_workers_with_a_deadline() {
+        let bg = Background::new();
+        let b = bg.clone();
+        bg.spawn("t-sleeper", move || {
+            b.sleep(Duration::from_secs(60));
+        })
+        .unwrap();
+        let b = bg.clone();
+        bg.spawn("t-stubborn", move || {
+            while !b.should_stop() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        })
+        .unwrap();
+        assert_eq!(bg.running(), 2);
+        let t = Instant::now();
+        assert!(
+            !bg.stop_and_wait(Duration::from_millis(100)),
+            "one is still saving"
+        );
+        assert!(t.elapsed() < Duration::from_millis(250));
+        assert!(bg.stop_and_wait(Duration::from_secs(5)));
+        assert_eq!(bg.running(), 0);
+        assert!(bg.boundary().is_break());
+        assert!(!bg.sleep(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_worker_yields_to_the_mount_but_only_half_of_each_second() {
+        let bg = Background::new();
+        assert!(!bg.mount_busy());
+        let t = Instant::now();
+        bg.pause();
+        assert!(
+            t.elapsed() < Duration::from_millis(5),
+            "nothing served: no wait"
+        );
+        let held = bg.foreground();
+        assert!(bg.mount_busy());
+        let t = Instant::now();
+        bg.pause();
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(400) && waited < Duration::from_millis(900),
+            "{waited:?}"
+        );
+        drop(held);
+        assert!(bg.mount_busy(), "just served: still quiet time");
+        std::thread::sleep(QUIET + STEP);
+        assert!(!bg.mount_busy());
+        // A stop ends a pause at once.
+        let _held = bg.foreground();
+        let b = bg.clone();
+        let t = Instant::now();
+        let h = std::thread::spawn(move || b.pause());
+        std::thread::sleep(Duration::from_millis(30));
+        bg.stop();
+        h.join().unwrap();
+        assert!(t.elapsed() < Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,14 @@
+//! `fen-fs mcp`: the MCP server on stdio (the work is `crate::mcp`'s).
+
+use crate::error::Result;
+use crate::mcp::history::History;
+use crate::sources::ForeignOptions;
+use crate::store::Store;
+use std::process::ExitCode;
+
+/// Serves until the client closes stdin. `store_args` are the `--store`, `--source`
+/// and `--no-detect` options it was given, for the commands it prints.
+pub fn run(store: Store, foreign: ForeignOptions, store_args: Vec<String>) -> Result<ExitCode> {
+    crate::mcp::serve(History::new(store, foreign, store_args))?;
+    Ok(ExitCode::SUCCESS)
+}

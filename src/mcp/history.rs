@@ -1,0 +1,276 @@
+//! What the tools read, for the life of the server: fen's store, the other agents'
+//! sources (made and indexed by the first call that needs them, then kept current by
+//! inotify) and the search index. The library, not the mount: it works the same with
+//! or without one.
+//!
+//! The search index is shared with the mount and the CLI (SPEC §8): one process
+//! writes it. A mount's daemon keeps it current and the server only reads it; with no
+//! mount, the server brings it up to date at each search (as `fen-fs search` does),
+//! in the background so that a call waits at most `UPDATE_WAIT` (a first build of a
+//! large history answers from what is indexed so far, and says how far it is). The
+//! index stays open while calls come, and is closed `KEEP` after the last one: an idle
+//! server holds neither the index's memory nor its writer lock (a mount started later
+//! takes the writer's role at once).
+
+use crate::error::Result;
+use crate::resume::find::Found;
+use crate::search::hits::Answer;
+use crate::search::{Request, Search};
+use crate::sources::fen::FenSource;
+use crate::sources::foreign_source::ForeignSource;
+use crate::sources::{ForeignOptions, SessionSource};
+use crate::store::Store;
+use crate::views::listing::Listing;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a search waits for the index to be brought up to date.
+const UPDATE_WAIT: Duration = Duration::from_secs(10);
+/// The index is closed this long after the last search.
+const KEEP: Duration = Duration::from_secs(10);
+/// At exit, how long an update still running has to stop and commit.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+pub struct History {
+    store: Arc<Store>,
+    foreign_options: ForeignOptions,
+    foreign: OnceLock<Vec<Arc<ForeignSource>>>,
+    /// Set once the other agents' sources are indexed.
+    foreign_indexed: Arc<OnceLock<()>>,
+    index: Arc<Mutex<Option<OpenIndex>>>,
+    /// Set while an update of the index runs.
+    updating: Arc<(Mutex<bool>, Condvar)>,
+    /// `--store`, `--source` and `--no-detect` as the server was started with, for
+    /// the commands it prints (`fen-fs resume ... --in AGENT`).
+    pub store_args: Vec<String>,
+}
+
+struct OpenIndex {
+    search: Arc<Search>,
+    last_use: Instant,
+    /// Its notes were said (once per opening).
+    said: bool,
+}
+
+/// A search's answer, with what the agent should know about it.
+pub struct SearchAnswer {
+    pub answer: Answer,
+    pub notes: Vec<String>,
+}
+
+impl History {
+    pub fn new(store: Store, foreign_options: ForeignOptions, store_args: Vec<String>) -> History {
+        History {
+            store: Arc::new(store),
+            foreign_options,
+            foreign: OnceLock::new(),
+            foreign_indexed: Arc::new(OnceLock::new()),
+            index: Arc::new(Mutex::new(None)),
+            updating: Arc::new((Mutex::new(false), Condvar::new())),
+            store_args,
+        }
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The other agents' sources, indexed (the first call waits for that: their
+    /// persisted index when it is current, else a reading of every session file).
+    pub fn foreign(&self) -> &[Arc<ForeignSource>] {
+        let sources = self.foreign_sources();
+        self.foreign_indexed.get_or_init(|| index_all(sources));
+        sources
+    }
+
+    /// The other agents' sources, made but perhaps not indexed yet (enough to name
+    /// them to the search index).
+    fn foreign_sources(&self) -> &[Arc<ForeignSource>] {
+        self.foreign.get_or_init(|| {
+            crate::sources::foreign_sources(&self.foreign_options, &self.store.root, true)
+        })
+    }
+
+    /// fen's store and every other agent's (not waiting for their index).
+    fn sources(&self) -> Vec<Arc<dyn SessionSource>> {
+        let mut out: Vec<Arc<dyn SessionSource>> =
+            vec![Arc::new(FenSource::new(self.store.clone()))];
+        out.extend(
+            self.foreign_sources()
+                .iter()
+                .map(|f| f.clone() as Arc<dyn SessionSource>),
+        );
+        out
+    }
+
+    /// Every session newest first, or those of `cwd`.
+    pub fn list(&self, cwd: Option<&str>) -> Result<Vec<Listing>> {
+        crate::sources::all::list_with(&self.store, self.foreign(), cwd)
+    }
+
+    /// The session `spec` names: an id, a unique prefix of one, a folder name or a
+    /// session file's path.
+    pub fn find(&self, spec: &str) -> Result<Found> {
+        crate::resume::find::find(&self.store, self.foreign(), spec)
+    }
+
+    /// Where the store is mounted by a live daemon, if it is.
+    pub fn mount(&self) -> Option<PathBuf> {
+        crate::mount_table::live_mount_of(&self.store.root)
+    }
+
+    /// Answers `request` from the search index, brought up to date first when no
+    /// other process keeps it (waiting at most `UPDATE_WAIT`).
+    pub fn search(&self, request: &Request) -> Result<SearchAnswer> {
+        let (search, said) = self.open_index();
+        let mut notes = Vec::new();
+        if !said {
+            notes.extend(search.notes());
+        }
+        if search.writable() {
+            self.update(&search);
+        } else {
+            for label in search.uncovered() {
+                notes.push(format!(
+                    "{label} is not indexed by the process that keeps this store's index (a mount without that source): its sessions are left out"
+                ));
+            }
+        }
+        let mut answer = search.answer(request)?;
+        if let Some(b) = &answer.building {
+            notes.push(format!("{}; ask again later for more", b.say()));
+        }
+        // Paths in the mount, when the store is mounted (as `fen-fs search` gives them).
+        let mount = (!search.writable())
+            .then(|| search.writer_mount())
+            .flatten()
+            .filter(|m| crate::mount_table::entry_at(m).is_some_and(|e| e.fen))
+            .or_else(|| self.mount());
+        if let Some(m) = &mount {
+            for h in &mut answer.hits {
+                h.path = m.join(&h.path).to_string_lossy().into_owned();
+            }
+        }
+        if let Some(open) = self.index.lock().unwrap().as_mut() {
+            open.last_use = Instant::now();
+        }
+        Ok(SearchAnswer { answer, notes })
+    }
+
+    /// The open index, opened now if it is not (and whether its notes were said).
+    fn open_index(&self) -> (Arc<Search>, bool) {
+        let mut slot = self.index.lock().unwrap();
+        if let Some(open) = slot.as_mut() {
+            open.last_use = Instant::now();
+            return (open.search.clone(), std::mem::replace(&mut open.said, true));
+        }
+        let root = &self.store.root;
+        let on_disk = root.is_dir();
+        let search = Arc::new(Search::open(
+            on_disk.then_some(root.as_path()),
+            self.sources(),
+            true,
+        ));
+        *slot = Some(OpenIndex {
+            search: search.clone(),
+            last_use: Instant::now(),
+            said: true,
+        });
+        // An index in memory (no store folder) is this process's only copy: kept.
+        if on_disk {
+            self.close_when_idle();
+        }
+        (search, false)
+    }
+
+    /// Closes the index `KEEP` after its last use (not while an update runs).
+    fn close_when_idle(&self) {
+        let (index, updating) = (self.index.clone(), self.updating.clone());
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(KEEP / 2);
+                let mut slot = index.lock().unwrap();
+                let Some(open) = slot.as_ref() else { return };
+                if open.last_use.elapsed() >= KEEP && !*updating.0.lock().unwrap() {
+                    let closed = slot.take();
+                    drop(slot);
+                    drop(closed);
+                    // What the index's maps and the writer freed goes back at once.
+                    // SAFETY: glibc call with no preconditions.
+                    unsafe { libc::malloc_trim(0) };
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Brings the index up to date in the background; waits for it at most
+    /// `UPDATE_WAIT`.
+    fn update(&self, search: &Arc<Search>) {
+        let (lock, done) = &*self.updating;
+        let mut busy = lock.lock().unwrap();
+        if !*busy {
+            *busy = true;
+            let (search, updating) = (search.clone(), self.updating.clone());
+            let (foreign, indexed) = (
+                self.foreign_sources().to_vec(),
+                self.foreign_indexed.clone(),
+            );
+            std::thread::spawn(move || {
+                // The other agents' sources are indexed first, here: the call's wait
+                // covers it.
+                indexed.get_or_init(|| index_all(&foreign));
+                if let Err(e) = search.update(&mut |_| {}) {
+                    log::warn!("search index: {}", e.reason);
+                }
+                *updating.0.lock().unwrap() = false;
+                updating.1.notify_all();
+            });
+        }
+        let deadline = Instant::now() + UPDATE_WAIT;
+        while *busy {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            busy = done.wait_timeout(busy, deadline - now).unwrap().0;
+        }
+    }
+}
+
+impl History {
+    /// Before the server exits: an update still running stops at its next session
+    /// and commits what it indexed (waiting for it at most `STOP_WAIT`).
+    pub fn stop(&self) {
+        let open = self
+            .index
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|o| o.search.clone());
+        let Some(search) = open else { return };
+        let (lock, done) = &*self.updating;
+        let mut busy = lock.lock().unwrap();
+        if !*busy {
+            return;
+        }
+        search.stop();
+        let deadline = Instant::now() + STOP_WAIT;
+        while *busy && Instant::now() < deadline {
+            busy = done
+                .wait_timeout(busy, deadline.saturating_duration_since(Instant::now()))
+                .unwrap()
+                .0;
+        }
+    }
+}
+
+/// Builds the first index of each source, side by side.
+fn index_all(sources: &[Arc<ForeignSource>]) {
+    std::thread::scope(|scope| {
+        for s in sources {
+            scope.spawn(|| s.build_index());
+        }
+    });
+}

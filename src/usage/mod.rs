@@ -1,0 +1,303 @@
+//! Usage and cost (SPEC §13): what every source's model calls used, counted once per
+//! response whichever files and sources repeat it, priced, and reported by day,
+//! week, month, session, project, model, agent or host, for `fen-fs usage` and the
+//! mount's `usage/` folder.
+//!
+//! - `ledger`: per source, what each unit recorded as of its stamp, kept in fen's
+//!   cache folder so that a report reads only what changed since the last one;
+//! - `prices`: LiteLLM's price table (a snapshot ships) and what a response costs;
+//! - `report`: the grouping, filters and JSON rows; `table`: the terminal's table;
+//!   `chart`: `daily.svg`; `zone`: which day a time is in.
+//!
+//! Nothing here reads an agent's format: sources yield neutral records
+//! (`usage_record.rs`).
+
+pub mod chart;
+pub mod ledger;
+pub mod prices;
+pub mod report;
+pub mod table;
+pub mod zone;
+
+use crate::agent::Agent;
+use crate::error::Result;
+use crate::sources::SessionSource;
+use ledger::{Interner, NONE, Pass, SourceLedger};
+use prices::Prices;
+use report::{Entry, Query, Report};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Units read at once by a count someone waits for (at most; fewer cores, fewer).
+const WORKERS: usize = 4;
+
+/// The usage of a set of sources.
+pub struct Usage {
+    sources: Vec<Arc<dyn SessionSource>>,
+    /// Where ledgers are kept between runs (`None`: not kept).
+    cache_root: Option<PathBuf>,
+    prices: Prices,
+    /// This machine's name, for the records of its own sources.
+    host: Arc<str>,
+    state: Mutex<State>,
+    /// Counts someone waits for, waiting or running.
+    waiting: AtomicUsize,
+}
+
+#[derive(Default)]
+struct State {
+    /// One per source, in the sources' order (loaded on first use).
+    ledgers: Vec<SourceLedger>,
+    /// The counted responses as of a sum of the ledgers' generations.
+    entries: Option<(u64, Arc<Vec<Entry>>)>,
+}
+
+/// What a refresh did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Refreshed {
+    /// Units read (the others were unchanged).
+    pub units_read: u64,
+    /// Every source was gone through (false: stopped).
+    pub complete: bool,
+}
+
+/// This machine's host name.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; the name is NUL-terminated within it.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Usage {
+    /// The usage of `sources`, its ledgers kept under `cache_root` (a store root; its
+    /// `.fen-cache`) when given.
+    pub fn new(
+        sources: Vec<Arc<dyn SessionSource>>,
+        cache_root: Option<&Path>,
+        prices: Prices,
+    ) -> Usage {
+        Usage {
+            sources,
+            cache_root: cache_root.map(Path::to_path_buf),
+            prices,
+            host: Arc::from(host_name()),
+            state: Mutex::new(State::default()),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn prices(&self) -> &Prices {
+        &self.prices
+    }
+
+    fn cache_file(&self, s: &dyn SessionSource) -> Option<crate::store::layout::CacheFile> {
+        let root = self.cache_root.as_ref()?;
+        Some(crate::store::layout::usage_cache(
+            root,
+            s.agent().name(),
+            s.root(),
+        ))
+    }
+
+    fn load(&self, state: &mut State) {
+        if state.ledgers.len() == self.sources.len() {
+            return;
+        }
+        state.ledgers = self
+            .sources
+            .iter()
+            .map(|s| match self.cache_file(s.as_ref()) {
+                Some(c) => SourceLedger::load(s.agent(), s.root(), &c),
+                None => SourceLedger::new(s.agent(), s.root()),
+            })
+            .collect();
+    }
+
+    /// Brings every ledger up to date with its source: unchanged units cost a `stat`,
+    /// grown ones their new bytes. `stop` ends it at the next unit or chunk (what was
+    /// read is kept); `pause` is called between them (background work waits there).
+    /// A count someone waits for (`refresh_all`) takes over from it: this one stops at
+    /// the next unit or chunk, keeping what it read.
+    pub fn refresh(&self, stop: &dyn Fn() -> bool, pause: &dyn Fn()) -> Result<Refreshed> {
+        let yield_to_foreground = || stop() || self.waiting.load(Ordering::Relaxed) > 0;
+        self.refresh_with(&yield_to_foreground, pause, 1)
+    }
+
+    /// `refresh` to the end, as fast as it goes: someone waits for it (`fen-fs usage`,
+    /// an open of `usage/`), so units are read on several threads.
+    pub fn refresh_all(&self) -> Result<Refreshed> {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let done = self.refresh_with(&|| false, &|| {}, cores.clamp(1, WORKERS));
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        done
+    }
+
+    fn refresh_with(
+        &self,
+        stop: &dyn Fn() -> bool,
+        pause: &dyn Fn(),
+        workers: usize,
+    ) -> Result<Refreshed> {
+        let mut state = self.state.lock().unwrap();
+        self.load(&mut state);
+        let mut done = Refreshed {
+            units_read: 0,
+            complete: true,
+        };
+        for (source, ledger) in self.sources.iter().zip(state.ledgers.iter_mut()) {
+            ledger.begin();
+            let mut pass = Pass {
+                ledger,
+                stop,
+                pause,
+                stopped: false,
+                read: 0,
+                workers,
+            };
+            let result = source.usage(&mut pass);
+            done.units_read += pass.read;
+            if pass.stopped() {
+                done.complete = false;
+                break;
+            }
+            if let Err(e) = result {
+                log::warn!("usage of {}: {}", source.agent().name(), e.reason);
+                continue;
+            }
+            ledger.end_complete();
+        }
+        Ok(done)
+    }
+
+    /// Saves the ledgers that changed (best effort).
+    pub fn persist(&self) {
+        let mut state = self.state.lock().unwrap();
+        for (source, ledger) in self.sources.iter().zip(state.ledgers.iter_mut()) {
+            if let Some(c) = self.cache_file(source.as_ref()) {
+                ledger.save(&c);
+            }
+        }
+    }
+
+    /// Every counted response, priced: one per key (the highest revision, then the
+    /// most tokens, then the first read), records without a key as they are.
+    pub fn entries(&self) -> Arc<Vec<Entry>> {
+        let mut state = self.state.lock().unwrap();
+        self.load(&mut state);
+        let generation: u64 =
+            state.ledgers.iter().map(|l| l.generation).sum::<u64>() + state.ledgers.len() as u64;
+        if let Some((g, e)) = &state.entries
+            && *g == generation
+        {
+            return e.clone();
+        }
+        let mut strings = Interner::default();
+        let mut out: Vec<Entry> = Vec::new();
+        let mut rank: Vec<(u64, u64)> = Vec::new();
+        let mut winner: HashMap<u64, usize> = HashMap::new();
+        for l in &state.ledgers {
+            for (unit, r) in l.records() {
+                let s = |i: u32| if i == NONE { None } else { unit.string(i) };
+                let this = (r.revision, r.tokens.total());
+                let slot = match r.key.map(|k| (k, winner.get(&k).copied())) {
+                    Some((_, Some(i))) if this > rank[i] => Some(i),
+                    Some((_, Some(_))) => continue,
+                    Some((k, None)) => {
+                        winner.insert(k, out.len());
+                        None
+                    }
+                    None => None,
+                };
+                let model = s(r.model).map(|m| {
+                    if r.fast {
+                        strings.get(Some(&format!("{m}-fast"))).expect("some")
+                    } else {
+                        strings.get(Some(m)).expect("some")
+                    }
+                });
+                let cost = r
+                    .recorded_cost
+                    .or_else(|| self.prices.cost(s(r.model), &r.tokens, r.fast));
+                let e = Entry {
+                    time_ms: r.time_ms,
+                    agent: l.agent,
+                    session: strings.get(s(r.session)).unwrap_or_else(|| Arc::from("")),
+                    cwd: strings.get(s(r.cwd)),
+                    host: strings.get(s(r.host)).unwrap_or_else(|| self.host.clone()),
+                    model,
+                    tokens: r.tokens,
+                    cost,
+                };
+                match slot {
+                    Some(i) => {
+                        out[i] = e;
+                        rank[i] = this;
+                    }
+                    None => {
+                        out.push(e);
+                        rank.push(this);
+                    }
+                }
+            }
+        }
+        let entries = Arc::new(out);
+        state.entries = Some((generation, entries.clone()));
+        entries
+    }
+
+    pub fn report(&self, q: &Query) -> Report {
+        report::build(&self.entries(), q)
+    }
+
+    /// `daily.svg` for the 30 days ending today in `zone`.
+    pub fn daily_svg(&self, zone: zone::Zone) -> String {
+        chart::daily_svg(&self.entries(), zone, zone.today())
+    }
+
+    /// Units with usage objects that could not be read: (agent, unit, how many, the
+    /// first one's place and reason).
+    pub fn malformed(&self) -> Vec<(Agent, String, u64, Option<String>)> {
+        let mut state = self.state.lock().unwrap();
+        self.load(&mut state);
+        state
+            .ledgers
+            .iter()
+            .flat_map(|l| {
+                l.malformed()
+                    .map(|(k, n, first)| (l.agent, k.to_string(), n, first.map(str::to_string)))
+            })
+            .collect()
+    }
+}
+
+/// A daemon's first count after its mount, at a lower CPU and I/O priority, saved when
+/// done: `stop` ends it at the next unit or chunk (what it read is saved), `pause` is
+/// where it waits while foreground requests are served.
+pub fn count_in_background(usage: &Usage, stop: &dyn Fn() -> bool, pause: &dyn Fn()) {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        // IOPRIO_CLASS_IDLE (3) << 13, for this thread (IOPRIO_WHO_PROCESS = 1).
+        libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
+    }
+    let started = std::time::Instant::now();
+    match usage.refresh(stop, pause) {
+        Ok(r) => log::info!(
+            "usage: {} units read in {:?}{}",
+            r.units_read,
+            started.elapsed(),
+            if r.complete { "" } else { " (stopped)" }
+        ),
+        Err(e) => log::warn!("usage: {}", e.reason),
+    }
+    usage.persist();
+}

@@ -1,0 +1,563 @@
+//! `fen-fs mcp` through a plain JSON-RPC client over its stdio: initialize, every
+//! tool's schema in tools/list, tools/call of every tool (filters, paging, the size
+//! cap), bad arguments and unknown sessions as tool errors (isError) after which the
+//! server goes on, an unknown tool as a JSON-RPC error; with and without a mount. The
+//! history is a fen session and Claude Code sessions in Claude Code's own format.
+
+mod mcp_support;
+mod support;
+
+use fen_fs::ctl::grammar::{check_against, parse_root_line};
+use fen_fs::store::Store;
+use fen_fs::store::durability::FsyncMode;
+use mcp_support::{Client, claude_session, json_lines, snapshot};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use support::{Mount, fen_fs};
+
+const A: &str = "0a0a0a0a-0000-4000-8000-00000000000a";
+const B: &str = "0b0b0b0b-0000-4000-8000-00000000000b";
+const BIG: &str = "0c0c0c0c-0000-4000-8000-00000000000c";
+
+struct World {
+    tmp: tempfile::TempDir,
+    store: PathBuf,
+    claude: PathBuf,
+    fen_id: String,
+}
+
+/// A fen session in /home/u/tool, and Claude Code sessions: A (30 messages, in
+/// /home/u/web, the word "zephyrine" in message 7), B (in /home/u/api, "zephyrine"
+/// in its first prompt, newer) and BIG (one 200 KB message).
+fn world() -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let s = Store::open(&store, FsyncMode::No).unwrap();
+    let req = parse_root_line(
+        br#"{"cwd":"/home/u/tool","role":"user","content":"Write the quarzite parser"}"#,
+    )
+    .unwrap();
+    let (session, _) = s
+        .create_session(&req.cwd, None, &req.first, &check_against)
+        .unwrap();
+    let fen_id = session.session_id().to_string();
+    let claude = tmp.path().join("claude");
+    let texts: Vec<String> = (0..30)
+        .map(|i| match i {
+            0 => "Fix the flaky login test".to_string(),
+            7 => "The retry hides a race: zephyrine timing in the login handler".into(),
+            i => format!("message number {i}"),
+        })
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    claude_session(&claude, "/home/u/web", A, "2026-01-02T10:00:00Z", &texts);
+    claude_session(
+        &claude,
+        "/home/u/api",
+        B,
+        "2026-03-01T09:00:00Z",
+        &["Deploy with the zephyrine flag", "Deployed."],
+    );
+    let big = "lorem ipsum ".repeat(200_000 / 12);
+    claude_session(
+        &claude,
+        "/home/u/big",
+        BIG,
+        "2026-02-01T09:00:00Z",
+        &["Paste the log", &big],
+    );
+    World {
+        tmp,
+        store,
+        claude,
+        fen_id,
+    }
+}
+
+impl World {
+    fn args(&self) -> Vec<String> {
+        vec![
+            "mcp".into(),
+            "--store".into(),
+            self.store.display().to_string(),
+            "--no-detect".into(),
+            "--source".into(),
+            format!("claude={}", self.claude.display()),
+        ]
+    }
+
+    fn client(&self) -> (Client, Value) {
+        let mut cmd = fen_fs();
+        cmd.args(self.args());
+        Client::start(cmd)
+    }
+}
+
+fn ids(text: &str) -> Vec<String> {
+    json_lines(text)
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn props(schema: &Value) -> Vec<String> {
+    let mut p: Vec<String> = schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    p.sort();
+    p
+}
+
+#[test]
+fn initialize_and_every_tool_schema() {
+    let w = world();
+    let (mut c, init) = w.client();
+    let r = &init["result"];
+    assert_eq!(r["serverInfo"]["name"], "fen-fs", "{init}");
+    assert_eq!(r["protocolVersion"], "2025-06-18", "{init}");
+    assert!(r["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        r["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("search_sessions")
+    );
+    let list = c.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap().clone();
+    let by_name = |n: &str| -> Value {
+        tools
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap_or_else(|| panic!("no tool {n}: {list}"))
+            .clone()
+    };
+    assert_eq!(tools.len(), 4, "{list}");
+    let want: [(&str, &[&str], &[&str]); 4] = [
+        (
+            "search_sessions",
+            &["agent", "cwd", "limit", "query", "since"],
+            &["query"],
+        ),
+        ("list_sessions", &["agent", "cwd", "host", "limit"], &[]),
+        ("read_session", &["id", "limit", "offset", "view"], &["id"]),
+        ("resume_command", &["id", "in"], &["id"]),
+    ];
+    for (name, properties, required) in want {
+        let t = by_name(name);
+        let schema = &t["inputSchema"];
+        assert_eq!(schema["type"], "object", "{t}");
+        assert_eq!(props(schema), properties, "{name}");
+        let req: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        assert_eq!(req, required, "{name}");
+        assert_eq!(schema["additionalProperties"], false, "{name}");
+        for (p, s) in schema["properties"].as_object().unwrap() {
+            let d = s["description"].as_str().unwrap_or("");
+            assert!(d.len() > 15 && !d.contains('\n'), "{name}.{p}: {s}");
+        }
+        assert!(t["description"].as_str().unwrap().len() > 200, "{t}");
+        assert_eq!(t["annotations"]["readOnlyHint"], true, "{t}");
+    }
+    let view = &by_name("read_session")["inputSchema"]["properties"]["view"];
+    assert!(view.to_string().contains("\"md\"") && view.to_string().contains("\"json\""));
+    assert!(c.finish().success());
+}
+
+#[test]
+fn search_list_and_resume_answer_from_the_history_and_write_nothing() {
+    let w = world();
+    let before = snapshot(&w.claude);
+    let (mut c, _) = w.client();
+
+    // search_sessions: §8's hits, best first; the filters.
+    let hits = json_lines(&c.ok("search_sessions", json!({"query": "zephyrine"})));
+    let mut got: Vec<&str> = hits.iter().map(|h| h["id"].as_str().unwrap()).collect();
+    got.sort();
+    assert_eq!(got, [A, B], "{hits:?}");
+    for h in &hits {
+        for k in [
+            "agent", "cwd", "dir", "path", "snippet", "role", "entry", "score",
+        ] {
+            assert!(!h[k].is_null(), "{k} missing: {h}");
+        }
+        assert!(
+            h["snippet"].as_str().unwrap().contains("**zephyrine**"),
+            "{h}"
+        );
+    }
+    let web = c.ok(
+        "search_sessions",
+        json!({"query": "zephyrine", "cwd": "/home/u/web/"}),
+    );
+    assert_eq!(ids(&web), [A]);
+    let since = c.ok(
+        "search_sessions",
+        json!({"query": "zephyrine", "since": "2026-02-15"}),
+    );
+    assert_eq!(ids(&since), [B]);
+    let codex = c.ok(
+        "search_sessions",
+        json!({"query": "zephyrine", "agent": "codex"}),
+    );
+    assert!(ids(&codex).is_empty() && codex.contains("no session matches"));
+    let one = c.ok("search_sessions", json!({"query": "zephyrine", "limit": 1}));
+    assert_eq!(ids(&one).len(), 1);
+    assert!(
+        one.contains("note: 1 sessions shown, there may be more"),
+        "{one}"
+    );
+    let phrase = c.ok(
+        "search_sessions",
+        json!({"query": "\"login handler\" -deploy"}),
+    );
+    assert_eq!(ids(&phrase), [A]);
+    let fen = c.ok("search_sessions", json!({"query": "quarzite"}));
+    assert_eq!(ids(&fen), [w.fen_id.as_str()]);
+
+    // list_sessions: newest first, filters, limit.
+    let all = json_lines(&c.ok("list_sessions", json!({})));
+    let all_ids: Vec<&str> = all.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(all_ids.len(), 4, "{all:?}");
+    assert_eq!(&all_ids[1..], [B, BIG, A], "newest first: {all:?}");
+    assert_eq!(all_ids[0], w.fen_id, "the fen session was made now");
+    let claude = json_lines(&c.ok("list_sessions", json!({"agent": "claude", "limit": 2})));
+    assert_eq!(claude.len(), 2);
+    let cut = c.ok("list_sessions", json!({"agent": "claude", "limit": 2}));
+    assert!(cut.contains("note: 2 of 3 sessions shown"), "{cut}");
+    assert_eq!(
+        ids(&c.ok("list_sessions", json!({"cwd": "/home/u/api"}))),
+        [B]
+    );
+    let tool = json_lines(&c.ok("list_sessions", json!({"cwd": "/home/u/tool"})));
+    assert_eq!(tool[0]["agent"], "fen");
+    assert_eq!(tool[0]["messages"], 1);
+    let elsewhere = c.ok("list_sessions", json!({"host": "elsewhere"}));
+    assert!(ids(&elsewhere).is_empty(), "{elsewhere}");
+    let here = nix_hostname();
+    assert_eq!(ids(&c.ok("list_sessions", json!({"host": here}))).len(), 4);
+
+    // resume_command: printed, never run.
+    let own = c.ok("resume_command", json!({"id": &A[..8]}));
+    assert_eq!(
+        own.lines().next().unwrap(),
+        format!("cd /home/u/web && claude --resume {A}")
+    );
+    let there = c.ok("resume_command", json!({"id": A, "in": "codex"}));
+    let first = there.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("fen-fs resume {A} --in codex --store ")),
+        "{there}"
+    );
+    assert!(first.ends_with(&format!(
+        "--source claude={} --no-detect",
+        w.claude.display()
+    )));
+    let fen = c.ok("resume_command", json!({"id": w.fen_id}));
+    assert!(fen.starts_with("fen-fs mount MNT --store "), "{fen}");
+    assert!(fen.contains("/ctl"), "{fen}");
+    assert!(c.finish().success());
+
+    // Read-only: nothing changed in Claude Code's folder.
+    assert_eq!(snapshot(&w.claude), before);
+    // ... and no session was made anywhere.
+    assert_eq!(fen_fs_list_count(&w), 4, "resume_command wrote a session");
+}
+
+fn fen_fs_list_count(w: &World) -> usize {
+    let out = fen_fs()
+        .args(["list", "--all", "--json", "--no-detect", "--store"])
+        .arg(&w.store)
+        .arg("--source")
+        .arg(format!("claude={}", w.claude.display()))
+        .output()
+        .unwrap();
+    serde_json::from_slice::<Vec<Value>>(&out.stdout)
+        .unwrap()
+        .len()
+}
+
+fn nix_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn read_session_pages_by_message_in_both_views_and_stays_under_the_cap() {
+    let w = world();
+    let (mut c, _) = w.client();
+    // md, ten messages a page, followed to the end.
+    let mut offset = 0;
+    let mut seen = Vec::new();
+    loop {
+        let page = c.ok(
+            "read_session",
+            json!({"id": A, "offset": offset, "limit": 10}),
+        );
+        assert!(page.starts_with("# Fix the flaky login test\n"), "{page}");
+        assert!(page.contains(&format!("- id: {A}")));
+        seen.extend(
+            page.lines()
+                .filter(|l| l.starts_with("message number ") || l.starts_with("Fix the"))
+                .map(String::from),
+        );
+        let last = page.lines().last().unwrap();
+        match last.split("offset ").nth(1) {
+            Some(next) => offset = next.trim_end_matches('.').parse().unwrap(),
+            None => {
+                assert!(last.contains("This is the end"), "{last}");
+                break;
+            }
+        }
+    }
+    assert_eq!(offset, 20);
+    assert_eq!(seen.len(), 29, "every message once, in order: {seen:?}");
+    assert_eq!(seen[1], "message number 1");
+    assert_eq!(seen[28], "message number 29");
+
+    // json: the last page says there is no next one.
+    let j: Value = serde_json::from_str(&c.ok(
+        "read_session",
+        json!({"id": A, "view": "json", "offset": 25, "limit": 10}),
+    ))
+    .unwrap();
+    assert_eq!(j["total"], 30);
+    assert_eq!(j["offset"], 25);
+    assert_eq!(j["next_offset"], Value::Null);
+    assert_eq!(j["session"]["id"], A);
+    let msgs = j["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 5);
+    assert_eq!(msgs[0]["role"], "assistant");
+    assert_eq!(msgs[0]["parts"][0]["text"], "message number 25");
+    let j: Value =
+        serde_json::from_str(&c.ok("read_session", json!({"id": A, "view": "json", "limit": 3})))
+            .unwrap();
+    assert_eq!(j["next_offset"], 3);
+
+    // One message over the cap: cut, and the page says where the next one starts.
+    // The first page stops before it...
+    let first = c.ok("read_session", json!({"id": BIG}));
+    assert!(first.contains("Paste the log"));
+    assert!(
+        first.ends_with(&format!(
+            "More: read_session with id \"{BIG}\" and offset 1.\n"
+        )),
+        "{first}"
+    );
+    // ...which comes alone, cut.
+    for view in ["md", "json"] {
+        let page = c.ok(
+            "read_session",
+            json!({"id": BIG, "view": view, "offset": 1}),
+        );
+        assert!(page.len() <= 40_000, "{view}: {} bytes", page.len());
+        assert!(page.contains("lorem ipsum lorem"), "{view}");
+        assert!(page.contains("[cut: "), "{view}");
+    }
+
+    // Past the end: a tool error saying how many there are.
+    let e = c.tool_error("read_session", json!({"id": A, "offset": 30}));
+    assert!(e.contains("has 30"), "{e}");
+    assert!(c.finish().success());
+}
+
+#[test]
+fn bad_arguments_unknown_sessions_and_tools_are_errors_and_the_server_goes_on() {
+    let w = world();
+    let (mut c, _) = w.client();
+    let cases: &[(&str, Value, &str)] = &[
+        ("search_sessions", json!({}), "missing field `query`"),
+        (
+            "search_sessions",
+            json!({"query": "x", "querry": "y"}),
+            "unknown field `querry`",
+        ),
+        (
+            "search_sessions",
+            json!({"query": "\"open"}),
+            "argument query",
+        ),
+        (
+            "search_sessions",
+            json!({"query": "x", "agent": "vim"}),
+            "one of fen, pi",
+        ),
+        (
+            "search_sessions",
+            json!({"query": "x", "since": "yesterday"}),
+            "argument since",
+        ),
+        (
+            "search_sessions",
+            json!({"query": "x", "limit": 0}),
+            "1 to 100",
+        ),
+        (
+            "search_sessions",
+            json!({"query": "x", "limit": "ten"}),
+            "bad arguments",
+        ),
+        ("list_sessions", json!({"limit": 500}), "1 to 200"),
+        ("list_sessions", json!({"cwd": ""}), "argument cwd"),
+        (
+            "read_session",
+            json!({"id": "nosuchsession"}),
+            "no session matches nosuchsession",
+        ),
+        (
+            "read_session",
+            json!({"id": A, "view": "html"}),
+            "unknown variant `html`",
+        ),
+        ("read_session", json!({"id": A, "offset": -1}), "negative"),
+        ("read_session", json!({"id": "0"}), "matches 4 sessions"),
+        (
+            "resume_command",
+            json!({"id": "nosuchsession"}),
+            "no session matches",
+        ),
+        (
+            "resume_command",
+            json!({"id": A, "in": "vim"}),
+            "one of fen, pi, claude, codex",
+        ),
+    ];
+    for (tool, args, want) in cases {
+        let e = c.tool_error(tool, args.clone());
+        assert!(
+            e.contains(want),
+            "{tool} {args}: {e:?} does not say {want:?}"
+        );
+    }
+    let unknown = c.request(
+        "tools/call",
+        json!({"name": "drop_tables", "arguments": {}}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the tools are search_sessions"),
+        "{unknown}"
+    );
+    let no_method = c.request("sessions/delete", json!({}));
+    assert_eq!(no_method["error"]["code"], -32601, "{no_method}");
+    // Still serving.
+    assert_eq!(
+        ids(&c.ok(
+            "search_sessions",
+            json!({"query": "zephyrine", "cwd": "/home/u/api"})
+        )),
+        [B]
+    );
+    assert!(c.finish().success());
+}
+
+#[test]
+fn a_session_that_grows_is_found_at_the_next_search() {
+    let w = world();
+    let (mut c, _) = w.client();
+    assert!(ids(&c.ok("search_sessions", json!({"query": "obsidianwing"}))).is_empty());
+    // Claude Code writes another session meanwhile.
+    claude_session(
+        &w.claude,
+        "/home/u/web",
+        "0d0d0d0d-0000-4000-8000-00000000000d",
+        "2026-04-01T09:00:00Z",
+        &["Rename obsidianwing to basalt", "Done."],
+    );
+    let found = c.ok("search_sessions", json!({"query": "obsidianwing"}));
+    assert_eq!(
+        ids(&found),
+        ["0d0d0d0d-0000-4000-8000-00000000000d"],
+        "{found}"
+    );
+    assert!(c.finish().success());
+}
+
+#[test]
+fn with_a_mount_hits_are_paths_in_it_and_a_fen_session_goes_on_through_its_ctl() {
+    let w = world();
+    let claude_arg = format!("claude={}", w.claude.display());
+    let Some(m) = Mount::on_store(
+        "mcp_protocol::with_a_mount",
+        &w.store,
+        &["--no-detect", "--source", &claude_arg],
+    ) else {
+        return;
+    };
+    m.wait_indexed("zephyrine");
+    let (mut c, _) = w.client();
+    let hits = json_lines(&c.ok(
+        "search_sessions",
+        json!({"query": "zephyrine", "cwd": "/home/u/web"}),
+    ));
+    let path = Path::new(hits[0]["path"].as_str().unwrap());
+    assert!(path.starts_with(&m.mp), "{path:?} is not in the mount");
+    assert!(path.join("conversation.md").is_file(), "{path:?}");
+    let fen = c.ok("resume_command", json!({"id": w.fen_id}));
+    let ctl = Path::new(fen.lines().next().unwrap());
+    assert!(ctl.starts_with(&m.mp) && ctl.ends_with("ctl"), "{fen}");
+    let page = c.ok("read_session", json!({"id": A, "limit": 2}));
+    assert!(page.contains("conversation.md"), "{page}");
+    assert!(c.finish().success());
+    drop(m);
+    let _ = &w.tmp;
+}
+
+#[test]
+fn without_a_store_folder_the_index_is_kept_in_memory_and_nothing_is_created() {
+    let w = world();
+    let state = w.tmp.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let mut cmd = fen_fs();
+    cmd.env("XDG_STATE_HOME", &state).args([
+        "mcp",
+        "--no-detect",
+        "--source",
+        &format!("claude={}", w.claude.display()),
+    ]);
+    let (mut c, _) = Client::start(cmd);
+    let hits = c.ok("search_sessions", json!({"query": "zephyrine"}));
+    assert_eq!(ids(&hits).len(), 2, "{hits}");
+    assert!(
+        hits.contains("note: no store: the index is kept in memory"),
+        "the note says where the index is: {hits}"
+    );
+    assert_eq!(
+        ids(&c.ok("search_sessions", json!({"query": "zephyrine"}))).len(),
+        2
+    );
+    assert_eq!(json_lines(&c.ok("list_sessions", json!({}))).len(), 3);
+    assert!(c.finish().success());
+    assert_eq!(
+        std::fs::read_dir(&state).unwrap().count(),
+        0,
+        "the default store was created"
+    );
+}
+
+#[test]
+fn a_named_store_that_does_not_exist_is_refused_before_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fen_fs()
+        .args(["mcp", "--no-detect", "--store"])
+        .arg(tmp.path().join("typo"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no fen-fs store at"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
