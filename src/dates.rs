@@ -61,3 +61,40 @@ pub fn parse_since(s: &str) -> std::result::Result<i64, String> {
         )),
     }
 }
+
+/// A day as `fen-fs usage --since/--until` and the MCP `usage` tool take it: a date,
+/// or so many days counting today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DayArg {
+    Date(chrono::NaiveDate),
+    DaysBack(i64),
+}
+
+impl DayArg {
+    /// The day meant, `today` being today in the report's time zone.
+    pub fn day(self, today: chrono::NaiveDate) -> chrono::NaiveDate {
+        match self {
+            DayArg::Date(d) => d,
+            DayArg::DaysBack(n) => today - chrono::Duration::days(n - 1),
+        }
+    }
+}
+
+/// `2026-11-01` or `20261101` (a day in the report's time zone), or for a first day a
+/// number of days back counting today (`7d`, `2w`).
+pub fn parse_day(s: &str) -> std::result::Result<DayArg, String> {
+    let s = s.trim();
+    for fmt in ["%Y-%m-%d", "%Y%m%d"] {
+        if let Ok(d) = chrono::NaiveDate::parse_from_str(s, fmt) {
+            return Ok(DayArg::Date(d));
+        }
+    }
+    match parse_duration(s) {
+        Ok(d) if d.as_secs() % 86_400 == 0 && d.as_secs() > 0 => {
+            Ok(DayArg::DaysBack((d.as_secs() / 86_400) as i64))
+        }
+        _ => Err(format!(
+            "{s:?} is not a date (2026-11-01 or 20261101) or a number of days back (7d, 2w)"
+        )),
+    }
+}

@@ -2,10 +2,13 @@
 //! tool's schema in tools/list, tools/call of every tool (filters, paging, the size
 //! cap), bad arguments and unknown sessions as tool errors (isError) after which the
 //! server goes on, an unknown tool as a JSON-RPC error; with and without a mount. The
-//! history is a fen session and Claude Code sessions in Claude Code's own format.
+//! history is a fen session and Claude Code sessions in Claude Code's own format; the
+//! usage tool's, the usage tests' generated history (its rows those of `fen-fs usage
+//! --json`); other machines', a peer's store in a temp folder (§12).
 
 mod mcp_support;
 mod support;
+mod usage_support;
 
 use fen_fs::ctl::grammar::{check_against, parse_root_line};
 use fen_fs::store::Store;
@@ -134,15 +137,29 @@ fn initialize_and_every_tool_schema() {
             .unwrap_or_else(|| panic!("no tool {n}: {list}"))
             .clone()
     };
-    assert_eq!(tools.len(), 4, "{list}");
-    let want: [(&str, &[&str], &[&str]); 4] = [
+    assert_eq!(tools.len(), 5, "{list}");
+    let want: [(&str, &[&str], &[&str]); 5] = [
         (
             "search_sessions",
-            &["agent", "cwd", "limit", "query", "since"],
+            &["agent", "cwd", "host", "limit", "query", "since"],
             &["query"],
         ),
         ("list_sessions", &["agent", "cwd", "host", "limit"], &[]),
         ("read_session", &["id", "limit", "offset", "view"], &["id"]),
+        (
+            "usage",
+            &[
+                "agent",
+                "breakdown",
+                "cwd",
+                "host",
+                "report",
+                "since",
+                "timezone",
+                "until",
+            ],
+            &[],
+        ),
         ("resume_command", &["id", "in"], &["id"]),
     ];
     for (name, properties, required) in want {
@@ -165,6 +182,13 @@ fn initialize_and_every_tool_schema() {
     }
     let view = &by_name("read_session")["inputSchema"]["properties"]["view"];
     assert!(view.to_string().contains("\"md\"") && view.to_string().contains("\"json\""));
+    // The reports are listed in the schema, each said.
+    let report = by_name("usage")["inputSchema"]["properties"]["report"].to_string();
+    for r in [
+        "daily", "weekly", "monthly", "session", "project", "model", "agent", "host",
+    ] {
+        assert!(report.contains(&format!("\"{r}\"")), "{r}: {report}");
+    }
     assert!(c.finish().success());
 }
 
@@ -517,13 +541,17 @@ fn without_a_store_folder_the_index_is_kept_in_memory_and_nothing_is_created() {
     let w = world();
     let state = w.tmp.path().join("state");
     std::fs::create_dir(&state).unwrap();
+    // fen-fs's cache folder, where `fen-fs usage` keeps ledgers without a store.
+    let cache = w.tmp.path().join("cache");
     let mut cmd = fen_fs();
-    cmd.env("XDG_STATE_HOME", &state).args([
-        "mcp",
-        "--no-detect",
-        "--source",
-        &format!("claude={}", w.claude.display()),
-    ]);
+    cmd.env("XDG_STATE_HOME", &state)
+        .env("XDG_CACHE_HOME", &cache)
+        .args([
+            "mcp",
+            "--no-detect",
+            "--source",
+            &format!("claude={}", w.claude.display()),
+        ]);
     let (mut c, _) = Client::start(cmd);
     let hits = c.ok("search_sessions", json!({"query": "zephyrine"}));
     assert_eq!(ids(&hits).len(), 2, "{hits}");
@@ -536,12 +564,17 @@ fn without_a_store_folder_the_index_is_kept_in_memory_and_nothing_is_created() {
         2
     );
     assert_eq!(json_lines(&c.ok("list_sessions", json!({}))).len(), 3);
+    // Usage is counted in memory too (its ledgers are used where they exist, never
+    // made).
+    let usage = c.ok("usage", json!({"report": "agent"}));
+    assert!(usage.contains("note: total of the 1 row(s)"), "{usage}");
     assert!(c.finish().success());
     assert_eq!(
         std::fs::read_dir(&state).unwrap().count(),
         0,
         "the default store was created"
     );
+    assert!(!cache.exists(), "fen-fs's cache folder was created");
 }
 
 #[test]
@@ -560,4 +593,379 @@ fn a_named_store_that_does_not_exist_is_refused_before_serving() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.stdout.is_empty());
+}
+
+/// `fen-fs usage REPORT --json ARGS` over `h`, as the usage tests run it: its lines.
+fn cli_usage(h: &usage_support::History, store: &Path, args: &[&str]) -> Vec<Value> {
+    let out = fen_fs()
+        .arg("usage")
+        .args(args)
+        .arg("--json")
+        .arg("--store")
+        .arg(store)
+        .args(h.source_args())
+        .env("TZ", "UTC")
+        .env("FEN_FS_HOST", "laptop")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fen-fs usage {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_lines(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// The `note: total of the N row(s): T tokens` line's N and T.
+fn total_note(text: &str) -> (usize, u64) {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("note: total of the "))
+        .unwrap_or_else(|| panic!("no total note: {text}"));
+    let rows = line.split(' ').next().unwrap().parse().unwrap();
+    let tokens = line
+        .split(": ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    (rows, tokens)
+}
+
+#[test]
+fn usage_gives_the_rows_of_fen_fs_usage_and_refuses_bad_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let h = usage_support::write_history(&tmp.path().join("history"));
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let mut cmd = fen_fs();
+    cmd.env("TZ", "UTC")
+        .env("FEN_FS_HOST", "laptop")
+        .args(["mcp", "--store"])
+        .arg(&store)
+        .args(h.source_args());
+    let (mut c, _) = Client::start(cmd);
+
+    // Every report: the same rows as `fen-fs usage --json` (the same ledgers), then
+    // the total of them.
+    for report in [
+        "daily", "weekly", "monthly", "session", "project", "model", "agent", "host",
+    ] {
+        let text = c.ok("usage", json!({"report": report}));
+        let rows = json_lines(&text);
+        assert!(!rows.is_empty(), "{report}: {text}");
+        assert_eq!(rows, cli_usage(&h, &store, &[report]), "{report}");
+        let sum: u64 = rows
+            .iter()
+            .map(|r| r["total_tokens"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total_note(&text), (rows.len(), sum), "{report}: {text}");
+        assert!(
+            text.contains("note: days in UTC; prices: LiteLLM"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        json_lines(&c.ok("usage", json!({}))),
+        cli_usage(&h, &store, &["daily"]),
+        "daily by default"
+    );
+    // This machine's usage is under the name its sessions carry ($FEN_FS_HOST).
+    let hosts = json_lines(&c.ok("usage", json!({"report": "host"})));
+    assert_eq!(hosts.len(), 1);
+    assert_eq!(hosts[0]["host"], "laptop");
+
+    // The filters are the command's options.
+    let cases: &[(Value, &[&str])] = &[
+        (
+            json!({"since": "2026-03-04", "until": "20260306"}),
+            &["daily", "--since", "2026-03-04", "--until", "20260306"],
+        ),
+        (
+            json!({"report": "agent", "agent": "codex"}),
+            &["agent", "--agent", "codex"],
+        ),
+        (
+            json!({"report": "project", "cwd": "/home/u/beta"}),
+            &["project", "--cwd", "/home/u/beta"],
+        ),
+        (
+            json!({"report": "monthly", "breakdown": true, "timezone": "America/New_York"}),
+            &["monthly", "--breakdown", "--timezone", "America/New_York"],
+        ),
+        (
+            json!({"report": "model", "host": "laptop", "since": "7d"}),
+            &["model", "--host", "laptop", "--since", "7d"],
+        ),
+    ];
+    for (args, cli) in cases {
+        let text = c.ok("usage", args.clone());
+        assert_eq!(json_lines(&text), cli_usage(&h, &store, cli), "{args}");
+    }
+    let days = json_lines(&c.ok(
+        "usage",
+        json!({"since": "2026-03-04", "until": "2026-03-06"}),
+    ));
+    let periods: Vec<&str> = days.iter().map(|r| r["period"].as_str().unwrap()).collect();
+    assert_eq!(periods, ["2026-03-04", "2026-03-05", "2026-03-06"]);
+    let none = c.ok("usage", json!({"host": "elsewhere"}));
+    assert!(json_lines(&none).is_empty());
+    assert!(
+        none.contains("note: no usage recorded with these filters"),
+        "{none}"
+    );
+
+    // A bad argument is a tool error naming it; the server goes on.
+    let bad: &[(Value, &str)] = &[
+        (json!({"report": "yearly"}), "unknown variant `yearly`"),
+        (
+            json!({"since": "yesterday"}),
+            "argument since: \"yesterday\" is not a date",
+        ),
+        (json!({"until": "2026-13-01"}), "argument until"),
+        (
+            json!({"since": "2026-03-06", "until": "2026-03-04"}),
+            "argument until: 2026-03-04 is before since",
+        ),
+        (json!({"agent": "vim"}), "argument agent"),
+        (json!({"cwd": " "}), "argument cwd"),
+        (json!({"host": ""}), "argument host"),
+        (json!({"timezone": "Mars/Olympus"}), "argument timezone"),
+        (json!({"breakdown": "yes"}), "bad arguments for usage"),
+        (json!({"from": "2026-03-01"}), "unknown field `from`"),
+    ];
+    for (args, want) in bad {
+        let e = c.tool_error("usage", args.clone());
+        assert!(e.contains(want), "{args}: {e:?} does not say {want:?}");
+    }
+    assert_eq!(
+        json_lines(&c.ok("usage", json!({"report": "agent"}))),
+        cli_usage(&h, &store, &["agent"])
+    );
+    assert!(c.finish().success());
+}
+
+#[test]
+fn a_long_usage_answer_is_cut_under_the_cap_saying_how_to_narrow_it() {
+    // 150 Claude Code sessions, one response each, on 150 days.
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
+    for i in 0..150u32 {
+        let day = start + chrono::Duration::days(i as i64);
+        claude_session(
+            &claude,
+            &format!("/home/u/p{i}"),
+            &format!("{i:08x}-0000-4000-8000-000000000000"),
+            &format!("{day}T12:00:00Z"),
+            &["go", "done"],
+        );
+    }
+    let mut cmd = fen_fs();
+    cmd.env("TZ", "UTC").args([
+        "mcp",
+        "--no-detect",
+        "--source",
+        &format!("claude={}", claude.display()),
+    ]);
+    let (mut c, _) = Client::start(cmd);
+    let shown = |text: &str| -> (usize, usize) {
+        let note = text
+            .lines()
+            .find(|l| l.contains("lines shown"))
+            .unwrap_or_else(|| panic!("no cut note: {text}"));
+        let mut w = note.trim_start_matches("note: ").split(' ');
+        (
+            w.next().unwrap().parse().unwrap(),
+            w.nth(1).unwrap().parse().unwrap(),
+        )
+    };
+    // Sessions, most expensive first: the first ones kept.
+    let text = c.ok("usage", json!({"report": "session"}));
+    assert!(text.len() <= 40_000, "{} bytes", text.len());
+    let (n, of) = shown(&text);
+    assert_eq!((json_lines(&text).len(), of), (n, 150));
+    assert!(n > 20 && n < 150, "{n}");
+    assert!(
+        text.contains("the answer is cut at 40000 bytes; narrow with since, until"),
+        "{text}"
+    );
+    // The total still counts every row.
+    assert_eq!(total_note(&text).0, 150);
+    // Days: the latest kept.
+    let text = c.ok("usage", json!({}));
+    assert!(text.len() <= 40_000, "{} bytes", text.len());
+    let days = json_lines(&text);
+    let (n, of) = shown(&text);
+    assert_eq!((days.len(), of), (n, 150));
+    assert!(text.contains("lines shown (the last ones)"), "{text}");
+    assert_eq!(days.last().unwrap()["period"], "2026-05-30");
+    assert_ne!(days[0]["period"], "2026-01-01");
+    // Narrowed, it fits.
+    let text = c.ok("usage", json!({"since": "2026-05-01"}));
+    assert_eq!(json_lines(&text).len(), 30);
+    assert!(!text.contains("lines shown"), "{text}");
+    assert!(c.finish().success());
+}
+
+const PEER_ID: &str = "0e0e0e0e-0000-7000-8000-00000000000e";
+
+/// A fen session file as another machine's fen-fs wrote it, in that machine's store
+/// at `peer`; its folder name.
+fn peer_session(peer: &Path, cwd: &str, id: &str, words: &str) -> String {
+    let ns = fen_fs::store::naming::slug(cwd);
+    let dir = format!("2026-01-05T00-00-00-000Z_{id}");
+    std::fs::create_dir_all(peer.join(&ns)).unwrap();
+    let header = json!({"type":"session","version":2,"id":id,"timestamp":"2026-01-05T00:00:00.000Z","cwd":cwd});
+    let entry = json!({"type":"message","id":"0190a000-0000-7000-8000-000000000001","parent-id":null,
+        "timestamp":"2026-01-05T03:04:05.000Z","message":{"role":"user","content":words}});
+    std::fs::write(
+        peer.join(&ns).join(format!("{dir}.jsonl")),
+        format!("{header}\n{entry}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn another_machines_sessions_are_listed_searched_read_resumed_and_counted() {
+    let w = world();
+    let peers = w.tmp.path().join("peers");
+    let dir = peer_session(
+        &peers.join("desktop"),
+        "/Users/bob/proj",
+        PEER_ID,
+        "Plan the heliotrope migration",
+    );
+    let peer_dir = format!("{dir}@desktop");
+    let before = snapshot(&peers);
+    let peer_args = [
+        "--peers".to_string(),
+        peers.display().to_string(),
+        "--map".into(),
+        "/Users/bob=/home/u".into(),
+    ];
+    let mut cmd = fen_fs();
+    cmd.env("FEN_FS_HOST", "laptop")
+        .args(w.args())
+        .args(&peer_args);
+    let (mut c, _) = Client::start(cmd);
+
+    // list_sessions: the peer's session beside this machine's, under its host, in its
+    // cwd as mapped here.
+    let all = json_lines(&c.ok("list_sessions", json!({})));
+    assert_eq!(all.len(), 5, "{all:?}");
+    let theirs = json_lines(&c.ok("list_sessions", json!({"host": "desktop"})));
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    let s = &theirs[0];
+    assert_eq!(
+        (&s["id"], &s["dir"], &s["host"]),
+        (&json!(PEER_ID), &json!(peer_dir), &json!("desktop"))
+    );
+    assert_eq!(
+        (&s["cwd"], &s["cwd_on_host"]),
+        (&json!("/home/u/proj"), &json!("/Users/bob/proj"))
+    );
+    assert_eq!(
+        ids(&c.ok("list_sessions", json!({"cwd": "/home/u/proj"}))),
+        [PEER_ID]
+    );
+    let ours = json_lines(&c.ok("list_sessions", json!({"host": "laptop"})));
+    assert_eq!(ours.len(), 4);
+    assert!(ours.iter().all(|l| l["host"] == "laptop"));
+
+    // search_sessions: its hits say the host; the host filter.
+    let hits = json_lines(&c.ok("search_sessions", json!({"query": "heliotrope"})));
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(
+        (&hits[0]["id"], &hits[0]["host"], &hits[0]["cwd"]),
+        (&json!(PEER_ID), &json!("desktop"), &json!("/home/u/proj"))
+    );
+    let hits = json_lines(&c.ok(
+        "search_sessions",
+        json!({"query": "heliotrope", "host": "laptop"}),
+    ));
+    assert!(hits.is_empty(), "{hits:?}");
+    let hits = json_lines(&c.ok("search_sessions", json!({"query": "zephyrine"})));
+    assert!(hits.iter().all(|h| h["host"] == "laptop"), "{hits:?}");
+
+    // read_session: by its id or its folder name.
+    for id in [PEER_ID, &peer_dir] {
+        let page = c.ok("read_session", json!({"id": id}));
+        assert!(page.contains("Plan the heliotrope migration"), "{page}");
+    }
+
+    // usage: this machine's under its name; the peer's store records no tokens (a
+    // fen store; its kept copies of other agents' sessions will).
+    let hosts = json_lines(&c.ok("usage", json!({"report": "host"})));
+    let names: Vec<&str> = hosts.iter().map(|r| r["host"].as_str().unwrap()).collect();
+    assert_eq!(names, ["laptop"]);
+    assert!(
+        c.ok("usage", json!({"host": "desktop"}))
+            .contains("no usage recorded")
+    );
+
+    // resume_command: it goes on here as a new session, by the command that also
+    // knows the peers; nothing is run.
+    let resume = c.ok("resume_command", json!({"id": PEER_ID}));
+    let first = resume.lines().next().unwrap().to_string();
+    assert_eq!(
+        first,
+        format!(
+            "fen-fs resume {peer_dir} --store {} --source claude={} --no-detect {}",
+            w.store.display(),
+            w.claude.display(),
+            peer_args.join(" ")
+        )
+    );
+    assert!(resume.contains("recorded on desktop"), "{resume}");
+    assert!(resume.contains("in /home/u/proj"), "{resume}");
+    let codex = c.ok("resume_command", json!({"id": PEER_ID, "in": "codex"}));
+    assert!(
+        codex.starts_with(&format!("fen-fs resume {peer_dir} --in codex --store ")),
+        "{codex}"
+    );
+    assert!(c.finish().success());
+    assert_eq!(
+        snapshot(&peers),
+        before,
+        "something was written under peers/"
+    );
+    assert_eq!(fen_fs_list_count(&w), 4, "resume_command wrote a session");
+
+    // The printed command works as printed: a new fen session here, in the mapped cwd.
+    let words: Vec<&str> = first.split(' ').collect();
+    let out = fen_fs()
+        .env("FEN_FS_HOST", "laptop")
+        .args(&words[1..])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{first}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mine = fen_fs()
+        .env("FEN_FS_HOST", "laptop")
+        .args([
+            "list",
+            "--json",
+            "--cwd",
+            "/home/u/proj",
+            "--no-detect",
+            "--store",
+        ])
+        .arg(&w.store)
+        .output()
+        .unwrap();
+    let mine: Vec<Value> = serde_json::from_slice(&mine.stdout).unwrap();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(
+        (&mine[0]["agent"], &mine[0]["host"]),
+        (&json!("fen"), &json!("laptop"))
+    );
+    assert_eq!(snapshot(&peers), before);
 }

@@ -356,3 +356,71 @@ fn a_released_large_peer_session_is_read_on_from_its_persisted_index() {
             .any(|p| p.to_string_lossy().ends_with(".idx"))
     );
 }
+
+/// A peer's usage (§13) is counted as that machine's, in its cwd as mapped here: by
+/// `fen-fs usage`, the usage/ folder and the MCP usage tool alike (they read the same
+/// sources).
+#[test]
+fn a_peers_usage_is_counted_as_that_machines_in_its_mapped_cwd() {
+    // A Claude Code session of the peer (as its kept copies will bring them),
+    // wrapped as peer `desktop`'s, beside nothing of this machine.
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let folder = claude.join("projects").join("-Users-bob-proj");
+    std::fs::create_dir_all(&folder).unwrap();
+    let line = serde_json::json!({
+        "type": "assistant", "uuid": "u1", "parentUuid": null,
+        "sessionId": "0e0e0e0e-0000-4000-8000-00000000000e", "cwd": "/Users/bob/proj",
+        "timestamp": "2026-03-01T10:00:00.000Z", "requestId": "req_1",
+        "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "done"}],
+            "usage": {"input_tokens": 100, "output_tokens": 20}},
+    });
+    std::fs::write(
+        folder.join("0e0e0e0e-0000-4000-8000-00000000000e.jsonl"),
+        format!("{line}\n"),
+    )
+    .unwrap();
+    let options = fen_fs::sources::ForeignOptions {
+        detect: false,
+        explicit: vec![fen_fs::sources::agents::AgentRoot {
+            agent: fen_fs::agent::Agent::Claude,
+            root: claude.clone(),
+        }],
+    };
+    // (The agent's own source: the first, before the one over kept copies.)
+    let inner = fen_fs::sources::foreign_sources(&options, &tmp.path().join("store"), false)
+        .into_iter()
+        .next()
+        .unwrap();
+    let rules = [PathRule {
+        host: None,
+        from: "/Users/bob".into(),
+        to: "/home/u".into(),
+    }];
+    let peer = fen_fs::sources::peers::PeerSource::wrap(
+        "desktop",
+        &claude,
+        inner,
+        Box::new(|_, _| None),
+        fen_fs::config::PathMap::for_host(&rules, "desktop"),
+    );
+    let usage = fen_fs::usage::Usage::new(
+        vec![Arc::new(peer)],
+        None,
+        fen_fs::usage::prices::Prices::builtin(),
+    );
+    usage.refresh_all().unwrap();
+    let zone = fen_fs::usage::zone::Zone::parse("UTC").unwrap();
+    let report = |kind| {
+        usage
+            .report(&fen_fs::usage::report::Query::new(kind, zone))
+            .rows
+            .iter()
+            .map(|r| (r.key.clone(), r.sum.tokens.total()))
+            .collect::<Vec<_>>()
+    };
+    use fen_fs::usage::report::Kind;
+    assert_eq!(report(Kind::Host), [("desktop".to_string(), 120)]);
+    assert_eq!(report(Kind::Project), [("/home/u/proj".to_string(), 120)]);
+}

@@ -383,6 +383,7 @@ fn two_machines_share_their_history_through_syncthing() {
 
     // beta's Claude Code session, kept there, is on alpha: in the mount, list and
     // search, with host beta and the mapped cwd, read by Claude Code's reader.
+    let checking = Instant::now();
     let lab = a.mnt.join("home-alice-lab");
     let suffix = format!("{claude_id}@beta");
     let mut kept_on_alpha = PathBuf::new();
@@ -426,6 +427,10 @@ fn two_machines_share_their_history_through_syncthing() {
     assert_eq!(found[0]["host"], "beta", "{found:?}");
     assert_eq!(found[0]["cwd"], "/home/alice/lab");
     assert_eq!(found[0]["agent"], "claude");
+    eprintln!(
+        "beta's kept Claude Code session checked on alpha in {:?}",
+        checking.elapsed()
+    );
 
     // A peer's session refuses every change.
     let out = Command::new("rmdir").arg(&on_alpha).output().unwrap();

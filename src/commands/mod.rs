@@ -470,15 +470,19 @@ enum Command {
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Serve the history to agents over the Model Context Protocol on stdio: read-only
-    /// tools search_sessions, list_sessions, read_session and resume_command
+    /// tools search_sessions, list_sessions, read_session, usage and resume_command
     /// (`claude mcp add fen -- fen-fs mcp`).
     Mcp {
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Bring the kept copies of every other agent's session up to date once (as a
     /// mounted daemon does all the time), and say what was kept. For a timer.
@@ -932,6 +936,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             prices,
             store,
             sources,
+            peers,
         } => {
             let store = store.existing()?;
             usage::run(
@@ -947,14 +952,22 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     zone: timezone,
                     prices,
                     foreign: sources.options(),
+                    peers: peers.options(),
                 },
                 store,
             )
         }
-        Command::Mcp { store, sources } => {
+        Command::Mcp {
+            store,
+            sources,
+            peers,
+        } => {
+            // The options again, for the commands the server prints (run elsewhere:
+            // folders absolute).
+            let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
             let mut args = Vec::new();
             if let Some(dir) = &store.store {
-                args.extend(["--store".to_string(), dir.display().to_string()]);
+                args.extend(["--store".to_string(), absolute(dir).display().to_string()]);
             }
             for r in &sources.sources {
                 args.push("--source".into());
@@ -963,7 +976,13 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             if sources.no_detect {
                 args.push("--no-detect".into());
             }
-            mcp::run(store.existing()?, sources.options(), args)
+            if let Some(dir) = &peers.peers {
+                args.extend(["--peers".to_string(), absolute(dir).display().to_string()]);
+            }
+            for m in &peers.maps {
+                args.extend(["--map".to_string(), format!("{}={}", m.from, m.to)]);
+            }
+            mcp::run(store.existing()?, sources.options(), &peers.options(), args)
         }
         Command::Sync {
             action,

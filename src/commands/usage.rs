@@ -2,14 +2,11 @@
 
 use crate::agent::Agent;
 use crate::error::Result;
-use crate::sources::SessionSource;
-use crate::sources::fen::FenSource;
 use crate::store::Store;
 use crate::usage::prices::Prices;
 use crate::usage::report::{Kind, Query};
 use crate::usage::zone::Zone;
 use crate::usage::{Usage, table};
-use chrono::NaiveDate;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,41 +20,7 @@ pub fn parse_report(s: &str) -> std::result::Result<Kind, String> {
     })
 }
 
-/// `--since`/`--until DATE`: `2026-11-01` or `20261101` (a day in the report's time
-/// zone), or for `--since` a duration back from today (`7d`, `2w`: the days that
-/// include today).
-pub fn parse_day(s: &str) -> std::result::Result<DayArg, String> {
-    let s = s.trim();
-    for fmt in ["%Y-%m-%d", "%Y%m%d"] {
-        if let Ok(d) = NaiveDate::parse_from_str(s, fmt) {
-            return Ok(DayArg::Date(d));
-        }
-    }
-    match super::trash::parse_duration(s) {
-        Ok(d) if d.as_secs() % 86_400 == 0 && d.as_secs() > 0 => {
-            Ok(DayArg::DaysBack((d.as_secs() / 86_400) as i64))
-        }
-        _ => Err(format!(
-            "{s:?} is not a date (2026-11-01 or 20261101) or a number of days back (7d, 2w)"
-        )),
-    }
-}
-
-/// A day as given: a date, or so many days counting today.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DayArg {
-    Date(NaiveDate),
-    DaysBack(i64),
-}
-
-impl DayArg {
-    fn day(self, zone: Zone) -> NaiveDate {
-        match self {
-            DayArg::Date(d) => d,
-            DayArg::DaysBack(n) => zone.today() - chrono::Duration::days(n - 1),
-        }
-    }
-}
+pub use crate::dates::{DayArg, parse_day};
 
 /// What `fen-fs usage` was asked.
 pub struct Args {
@@ -72,22 +35,9 @@ pub struct Args {
     pub zone: Option<Zone>,
     pub prices: Option<PathBuf>,
     pub foreign: crate::sources::ForeignOptions,
+    /// Other machines' stores (§12).
+    pub peers: crate::sources::peers::PeerOptions,
 }
-
-/// Where ledgers are kept: the store, else fen-fs's cache folder (created, 0700).
-fn cache_root(store: &Store) -> Option<PathBuf> {
-    if store.root.is_dir() {
-        return Some(store.root.clone());
-    }
-    let dir = crate::store::layout::xdg_cache_dir();
-    let made = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir);
-    made.is_ok().then_some(dir)
-}
-
-use std::os::unix::fs::DirBuilderExt;
 
 pub fn run(args: Args, store: Store) -> Result<ExitCode> {
     let prices = match &args.prices {
@@ -96,16 +46,16 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
     };
     let zone = args.zone.unwrap_or_else(Zone::from_env);
     let foreign = crate::sources::foreign_sources(&args.foreign, &store.root, false);
-    let cache = cache_root(&store);
-    let mut sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(FenSource::new(Arc::new(store)))];
-    sources.extend(foreign.iter().map(|f| f.clone() as Arc<dyn SessionSource>));
+    let cache = crate::usage::ledger_root(&store.root);
+    let peers = crate::sources::all::peer_sources(&args.peers, &store)?;
+    let sources = crate::sources::all::every(&Arc::new(store), &foreign, &peers);
     let usage = Usage::new(sources, cache.as_deref(), prices);
     usage.refresh_all()?;
     usage.persist();
     warn_malformed(&usage);
     let mut q = Query::new(args.report, zone);
-    q.since = args.since.map(|d| d.day(zone));
-    q.until = args.until.map(|d| d.day(zone));
+    q.since = args.since.map(|d| d.day(zone.today()));
+    q.until = args.until.map(|d| d.day(zone.today()));
     q.agent = args.agent;
     q.cwd = args.cwd;
     q.host = args.host;
@@ -165,6 +115,7 @@ fn warn_malformed(usage: &Usage) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::NaiveDate;
 
     #[test]
     fn reports_and_days() {
@@ -178,6 +129,6 @@ mod tests {
             assert!(parse_day(bad).is_err(), "{bad}");
         }
         let z = Zone::parse("UTC").unwrap();
-        assert_eq!(DayArg::DaysBack(1).day(z), z.today());
+        assert_eq!(DayArg::DaysBack(1).day(z.today()), z.today());
     }
 }

@@ -1,7 +1,9 @@
 //! What the tools read, for the life of the server: fen's store, the other agents'
 //! sources (made and indexed by the first call that needs them, then kept current by
-//! inotify) and the search index. The library, not the mount: it works the same with
-//! or without one.
+//! inotify), other machines' stores (§12), the search index and the usage ledgers.
+//! The library, not the mount: it works the same with or without one. The sources
+//! are gathered by `sources::all` (`every`, `others`, `peer_sources`), as the
+//! commands gather them.
 //!
 //! The search index is shared with the mount and the CLI (SPEC §8): one process
 //! writes it. A mount's daemon keeps it current and the server only reads it; with no
@@ -10,16 +12,20 @@
 //! large history answers from what is indexed so far, and says how far it is). The
 //! index stays open while calls come, and is closed `KEEP` after the last one: an idle
 //! server holds neither the index's memory nor its writer lock (a mount started later
-//! takes the writer's role at once).
+//! takes the writer's role at once). The usage counts (§13) are kept the same way:
+//! loaded at the first `usage` call, brought up to date at each (a `stat` per file,
+//! the new bytes of grown ones), saved to the ledgers `fen-fs usage` keeps, dropped
+//! `KEEP` after the last call.
 
 use crate::error::Result;
 use crate::resume::find::Found;
 use crate::search::hits::Answer;
 use crate::search::{Request, Search};
-use crate::sources::fen::FenSource;
 use crate::sources::foreign_source::ForeignSource;
+use crate::sources::peers::PeerOptions;
 use crate::sources::{ForeignOptions, SessionSource};
 use crate::store::Store;
+use crate::usage::Usage;
 use crate::views::listing::Listing;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -38,12 +44,20 @@ pub struct History {
     foreign: OnceLock<Vec<Arc<ForeignSource>>>,
     /// Set once the other agents' sources are indexed.
     foreign_indexed: Arc<OnceLock<()>>,
+    /// Other machines' stores (§12), read-only: `sources::all::peer_sources`.
+    peers: Vec<Arc<dyn SessionSource>>,
     index: Arc<Mutex<Option<OpenIndex>>>,
+    usage: Arc<Mutex<Option<OpenUsage>>>,
     /// Set while an update of the index runs.
     updating: Arc<(Mutex<bool>, Condvar)>,
-    /// `--store`, `--source` and `--no-detect` as the server was started with, for
-    /// the commands it prints (`fen-fs resume ... --in AGENT`).
+    /// `--store`, `--source`, `--no-detect`, `--peers` and `--map` as the server was
+    /// started with, for the commands it prints (`fen-fs resume ... --in AGENT`).
     pub store_args: Vec<String>,
+}
+
+struct OpenUsage {
+    usage: Arc<Usage>,
+    last_use: Instant,
 }
 
 struct OpenIndex {
@@ -60,16 +74,28 @@ pub struct SearchAnswer {
 }
 
 impl History {
-    pub fn new(store: Store, foreign_options: ForeignOptions, store_args: Vec<String>) -> History {
-        History {
+    /// The history of `store`, the other agents' folders of `foreign_options` (made at
+    /// first use) and the other machines' stores of `peers` (made now: a bad path
+    /// map is an error before the server starts; a peer added later shows after a
+    /// restart, as in a mount).
+    pub fn new(
+        store: Store,
+        foreign_options: ForeignOptions,
+        peers: &PeerOptions,
+        store_args: Vec<String>,
+    ) -> Result<History> {
+        let peer_sources = crate::sources::all::peer_sources(peers, &store)?;
+        Ok(History {
             store: Arc::new(store),
             foreign_options,
             foreign: OnceLock::new(),
             foreign_indexed: Arc::new(OnceLock::new()),
+            peers: peer_sources,
             index: Arc::new(Mutex::new(None)),
+            usage: Arc::new(Mutex::new(None)),
             updating: Arc::new((Mutex::new(false), Condvar::new())),
             store_args,
-        }
+        })
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -92,27 +118,84 @@ impl History {
         })
     }
 
-    /// fen's store and every other agent's (not waiting for their index).
+    /// Every source: fen's store, every other agent's (not waiting for their
+    /// index), every other machine's (gathered by `sources::all`, as the commands
+    /// gather them).
     fn sources(&self) -> Vec<Arc<dyn SessionSource>> {
-        let mut out: Vec<Arc<dyn SessionSource>> =
-            vec![Arc::new(FenSource::new(self.store.clone()))];
-        out.extend(
-            self.foreign_sources()
-                .iter()
-                .map(|f| f.clone() as Arc<dyn SessionSource>),
-        );
-        out
+        crate::sources::all::every(&self.store, self.foreign_sources(), &self.peers)
     }
 
     /// Every session newest first, or those of `cwd`.
     pub fn list(&self, cwd: Option<&str>) -> Result<Vec<Listing>> {
-        crate::sources::all::list_with(&self.store, self.foreign(), cwd)
+        let others = crate::sources::all::others(self.foreign(), &self.peers);
+        crate::sources::all::list_among(&self.store, &others, cwd)
     }
 
     /// The session `spec` names: an id, a unique prefix of one, a folder name or a
     /// session file's path.
     pub fn find(&self, spec: &str) -> Result<Found> {
-        crate::resume::find::find(&self.store, self.foreign(), spec)
+        crate::resume::find::find_among(&self.store, self.foreign(), &self.peers, spec)
+    }
+
+    /// The usage of every source, brought up to date now (SPEC §13; the numbers of
+    /// `fen-fs usage`), and the ledgers saved.
+    pub fn usage(&self) -> Result<Arc<Usage>> {
+        let usage = {
+            let mut slot = self.usage.lock().unwrap();
+            match slot.as_mut() {
+                Some(open) => {
+                    open.last_use = Instant::now();
+                    open.usage.clone()
+                }
+                None => {
+                    // Where `fen-fs usage` keeps them, never made: the server creates
+                    // nothing (without a store they are kept in memory).
+                    let cache = crate::usage::existing_ledger_root(&self.store.root);
+                    let usage = Arc::new(Usage::new(
+                        self.sources(),
+                        cache.as_deref(),
+                        crate::usage::prices::Prices::builtin(),
+                    ));
+                    *slot = Some(OpenUsage {
+                        usage: usage.clone(),
+                        last_use: Instant::now(),
+                    });
+                    // Counts kept nowhere else are this process's only copy: kept.
+                    if cache.is_some() {
+                        self.drop_usage_when_idle();
+                    }
+                    usage
+                }
+            }
+        };
+        usage.refresh_all()?;
+        usage.persist();
+        if let Some(open) = self.usage.lock().unwrap().as_mut() {
+            open.last_use = Instant::now();
+        }
+        Ok(usage)
+    }
+
+    /// Drops the usage counts `KEEP` after their last use (saved already: the next
+    /// call loads them again).
+    fn drop_usage_when_idle(&self) {
+        let usage = self.usage.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(KEEP / 2);
+                let mut slot = usage.lock().unwrap();
+                let Some(open) = slot.as_ref() else { return };
+                // Not while a call counts with it (it holds another reference).
+                if open.last_use.elapsed() >= KEEP && Arc::strong_count(&open.usage) == 1 {
+                    let dropped = slot.take();
+                    drop(slot);
+                    drop(dropped);
+                    // SAFETY: glibc call with no preconditions.
+                    unsafe { libc::malloc_trim(0) };
+                    return;
+                }
+            }
+        });
     }
 
     /// Where the store is mounted by a live daemon, if it is.

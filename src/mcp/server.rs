@@ -13,7 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::sync::Arc;
 
-const INSTRUCTIONS: &str = "fen-fs holds the history of past coding-agent sessions on this machine (fen's own and Claude Code's, Codex's, pi's, OpenCode's, Gemini CLI's, Copilot CLI's, Cursor's, OpenClaw's). Use search_sessions to find what was said, decided or tried before; list_sessions for recent sessions (of a project: cwd); read_session to read one, a page at a time; resume_command for the command that continues one. Everything is read-only.";
+const INSTRUCTIONS: &str = "fen-fs holds the history of past coding-agent sessions on this machine (fen's own and Claude Code's, Codex's, pi's, OpenCode's, Gemini CLI's, Copilot CLI's, Cursor's, OpenClaw's) and on other machines whose store is synced here (each session says its host). Use search_sessions to find what was said, decided or tried before; list_sessions for recent sessions (of a project: cwd; of a machine: host); read_session to read one, a page at a time; usage for the tokens and cost of the agents' model calls (per day, week, month, session, project, model, agent or machine); resume_command for the command that continues one. Everything is read-only.";
 
 pub struct Server {
     history: Arc<History>,

@@ -123,20 +123,46 @@ fn one_line_descriptions(v: &mut serde_json::Value) {
 }
 
 /// Lines joined into one answer of at most `MAX_ANSWER_BYTES`, with `notes` after
-/// them; when lines had to be left out, a note says how many and `cut_hint` how to
-/// ask for them.
+/// them; when lines had to be left out (the last ones), a note says how many and
+/// `cut_hint` how to ask for them.
 pub fn lines_answer(lines: &[String], notes: &[String], cut_hint: &str) -> String {
+    fit_lines(lines, notes, cut_hint, false)
+}
+
+/// `lines_answer` that leaves out the first lines instead (lines in time order, of
+/// which the latest matter most).
+pub fn last_lines_answer(lines: &[String], notes: &[String], cut_hint: &str) -> String {
+    fit_lines(lines, notes, cut_hint, true)
+}
+
+fn fit_lines(lines: &[String], notes: &[String], cut_hint: &str, keep_last: bool) -> String {
     let notes_len: usize = notes.iter().map(|n| n.len() + 8).sum::<usize>() + 200;
     let budget = MAX_ANSWER_BYTES.saturating_sub(notes_len);
-    let mut out = String::new();
-    let mut shown = 0;
-    for l in lines {
-        if !out.is_empty() && out.len() + l.len() + 1 > budget {
+    // How many lines fit, counted from the end that is kept (a line longer than the
+    // budget is cut to it, and comes alone).
+    let (mut used, mut shown) = (0, 0);
+    let mut order: Box<dyn Iterator<Item = &String>> = if keep_last {
+        Box::new(lines.iter().rev())
+    } else {
+        Box::new(lines.iter())
+    };
+    for l in &mut order {
+        let len = l.len().min(budget) + 1;
+        if shown > 0 && used + len > budget {
             break;
         }
+        used += len;
+        shown += 1;
+    }
+    let kept = if keep_last {
+        &lines[lines.len() - shown..]
+    } else {
+        &lines[..shown]
+    };
+    let mut out = String::with_capacity(used + notes_len);
+    for l in kept {
         out.push_str(&cut_to(l, budget));
         out.push('\n');
-        shown += 1;
     }
     for n in notes {
         out.push_str("note: ");
@@ -145,9 +171,10 @@ pub fn lines_answer(lines: &[String], notes: &[String], cut_hint: &str) -> Strin
     }
     if shown < lines.len() {
         out.push_str(&format!(
-            "note: {} of {} lines shown: the answer is cut at {} bytes; {cut_hint}\n",
+            "note: {} of {} lines shown{}: the answer is cut at {} bytes; {cut_hint}\n",
             shown,
             lines.len(),
+            if keep_last { " (the last ones)" } else { "" },
             MAX_ANSWER_BYTES
         ));
     }
@@ -180,6 +207,23 @@ mod tests {
         assert!(out.ends_with("ask for fewer\n"));
         let short = lines_answer(&lines[..2], &[], "x");
         assert_eq!(short.lines().count(), 2);
+        // Keeping the last lines: the first ones are left out.
+        let last = last_lines_answer(&lines, &[], "ask for fewer");
+        assert!(last.len() <= MAX_ANSWER_BYTES, "{}", last.len());
+        assert!(last.contains(&lines[1999]) && !last.contains(&lines[0]));
+        assert!(last.contains("lines shown (the last ones): the answer is cut"));
+        let first_kept = last.lines().next().unwrap();
+        let at = lines.iter().position(|l| l == first_kept).unwrap();
+        assert_eq!(
+            last.lines().count() - 1,
+            2000 - at,
+            "every line from the first kept on"
+        );
+        // One line over the budget comes alone, cut.
+        let huge = vec!["x".repeat(100_000), "y".into()];
+        let one = lines_answer(&huge, &[], "h");
+        assert!(one.len() <= MAX_ANSWER_BYTES && one.contains("[cut: "));
+        assert!(one.contains("1 of 2 lines shown"));
     }
 
     #[test]

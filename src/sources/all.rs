@@ -1,5 +1,7 @@
-//! Every source together: fen's store and the other agents' stores, listed newest
-//! first as `fen-fs list` and `fen-fs mcp` show them.
+//! Every source together: fen's store, the other agents' stores and other machines'
+//! (§12), listed newest first as `fen-fs list` and `fen-fs mcp` show them. What a
+//! reader of the whole history reads is gathered here, in [`every`] and [`others`]:
+//! a new kind of source joins there.
 
 use super::SessionSource;
 use super::foreign_source::ForeignSource;
@@ -52,11 +54,7 @@ pub fn list_with(
     foreign: &[Arc<ForeignSource>],
     cwd: Option<&str>,
 ) -> Result<Vec<Listing>> {
-    let dynamic: Vec<Arc<dyn SessionSource>> = foreign
-        .iter()
-        .map(|f| f.clone() as Arc<dyn SessionSource>)
-        .collect();
-    list_among(store, &dynamic, cwd)
+    list_among(store, &others(foreign, &[]), cwd)
 }
 
 /// Other machines' sources (§12): one per peer of `options`, caches in `store`'s.
@@ -68,6 +66,29 @@ pub fn peer_sources(
         .into_iter()
         .map(|p| p as Arc<dyn SessionSource>)
         .collect())
+}
+
+/// Every source besides fen's store, in the order they are read: the other agents'
+/// (`foreign`), then other machines' (`peers`, from [`peer_sources`]).
+pub fn others(
+    foreign: &[Arc<ForeignSource>],
+    peers: &[Arc<dyn SessionSource>],
+) -> Vec<Arc<dyn SessionSource>> {
+    foreign
+        .iter()
+        .map(|f| f.clone() as Arc<dyn SessionSource>)
+        .chain(peers.iter().cloned())
+        .collect()
+}
+
+/// Every source of the history: fen's store at `store`, then [`others`].
+pub fn every(
+    store: &Arc<Store>,
+    foreign: &[Arc<ForeignSource>],
+    peers: &[Arc<dyn SessionSource>],
+) -> Vec<Arc<dyn SessionSource>> {
+    let fen: Arc<dyn SessionSource> = Arc::new(super::fen::FenSource::new(store.clone()));
+    std::iter::once(fen).chain(others(foreign, peers)).collect()
 }
 
 /// `list` over fen's store and `sources` (other agents', other machines'), newest

@@ -18,6 +18,7 @@ use crate::config::{PathMap, PathRule};
 use crate::error::{Error, Result};
 use crate::neutral::{Message, SessionFacts, SessionMessages};
 use crate::store::{Store, layout, naming, open};
+use crate::usage_record::{UnitUsage, UsageLedger, UsageMark, UsageUnit};
 use crate::views::listing::{Listing, render_json, sort_newest_first};
 use crate::views::{Snapshot, ViewKind};
 use std::collections::{BTreeSet, HashMap};
@@ -429,50 +430,6 @@ impl PeerSource {
     }
 }
 
-/// A ledger that hears a peer's usage as this machine shows it.
-struct PeerLedger<'a> {
-    peer: &'a PeerSource,
-    ledger: &'a mut dyn crate::usage_record::UsageLedger,
-}
-
-impl crate::usage_record::UsageLedger for PeerLedger<'_> {
-    fn since(
-        &mut self,
-        unit: &crate::usage_record::UsageUnit,
-    ) -> Option<crate::usage_record::UsageMark> {
-        self.ledger.since(unit)
-    }
-
-    fn took(
-        &mut self,
-        unit: &crate::usage_record::UsageUnit,
-        mut read: crate::usage_record::UnitUsage,
-    ) {
-        let host: Arc<str> = Arc::from(self.peer.host.as_str());
-        for r in &mut read.records {
-            r.host = Some(host.clone());
-            if let Some(c) = &r.cwd
-                && let Some(mapped) = self.peer.map.apply(c)
-            {
-                r.cwd = Some(Arc::from(mapped.as_str()));
-            }
-        }
-        self.ledger.took(unit, read)
-    }
-
-    fn stop(&self) -> bool {
-        self.ledger.stop()
-    }
-
-    fn pause(&self) {
-        self.ledger.pause()
-    }
-
-    fn workers(&self) -> usize {
-        self.ledger.workers()
-    }
-}
-
 /// The session a Syncthing conflict copy's folder name is a version of:
 /// `<dir>.sync-conflict-YYYYMMDD-HHMMSS-<device>` → `<dir>`.
 pub fn conflict_original(dir: &str) -> Option<&str> {
@@ -618,13 +575,6 @@ impl SessionSource for PeerSource {
         self.inner.persist();
     }
 
-    /// The wrapped source's usage, each record with this peer's name and its cwd as
-    /// it reads here.
-    fn usage(&self, ledger: &mut dyn crate::usage_record::UsageLedger) -> Result<()> {
-        let mut here = PeerLedger { peer: self, ledger };
-        self.inner.usage(&mut here)
-    }
-
     fn messages(&self, ns: &str, dir: &str, history: bool) -> Result<SessionMessages> {
         let (n, d) = self.resolve(ns, dir)?;
         let mut s = self.inner.messages(&n, &d, history)?;
@@ -665,6 +615,61 @@ impl SessionSource for PeerSource {
             })?;
         read.facts = self.facts_here(read.facts, ns, dir);
         Ok(read)
+    }
+
+    /// The wrapped source's usage (§13), each record this peer's: its `host`, its cwd
+    /// as it reads here (a peer's fen store records none; its kept copies of other
+    /// agents' sessions do).
+    fn usage(&self, ledger: &mut dyn UsageLedger) -> Result<()> {
+        let mut here = PeerUsage {
+            ledger,
+            peer: self,
+            host: Arc::from(self.host.as_str()),
+            cwds: HashMap::new(),
+        };
+        self.inner.usage(&mut here)
+    }
+}
+
+/// A peer's usage records on their way to the ledger, made this peer's.
+struct PeerUsage<'a> {
+    ledger: &'a mut dyn UsageLedger,
+    peer: &'a PeerSource,
+    host: Arc<str>,
+    /// Each recorded cwd as mapped here (a unit's records share a few).
+    cwds: HashMap<Arc<str>, Arc<str>>,
+}
+
+impl UsageLedger for PeerUsage<'_> {
+    fn since(&mut self, unit: &UsageUnit) -> Option<UsageMark> {
+        self.ledger.since(unit)
+    }
+
+    fn took(&mut self, unit: &UsageUnit, mut read: UnitUsage) {
+        for r in &mut read.records {
+            r.host = Some(self.host.clone());
+            if let Some(c) = r.cwd.take() {
+                let peer = self.peer;
+                let mapped = self
+                    .cwds
+                    .entry(c)
+                    .or_insert_with_key(|c| Arc::from(peer.mapped_cwd(c)));
+                r.cwd = Some(mapped.clone());
+            }
+        }
+        self.ledger.took(unit, read);
+    }
+
+    fn stop(&self) -> bool {
+        self.ledger.stop()
+    }
+
+    fn pause(&self) {
+        self.ledger.pause()
+    }
+
+    fn workers(&self) -> usize {
+        self.ledger.workers()
     }
 }
 

@@ -39,7 +39,8 @@ pub struct Usage {
     /// Where ledgers are kept between runs (`None`: not kept).
     cache_root: Option<PathBuf>,
     prices: Prices,
-    /// This machine's name, for the records of its own sources.
+    /// This machine's name, for the records of its own sources: the name its
+    /// sessions carry everywhere else (§12: `$FEN_FS_HOST`, else the host name).
     host: Arc<str>,
     state: Mutex<State>,
     /// Counts someone waits for, waiting or running.
@@ -63,16 +64,32 @@ pub struct Refreshed {
     pub complete: bool,
 }
 
-/// This machine's host name.
-pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; the name is NUL-terminated within it.
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if r != 0 {
-        return "localhost".into();
+/// Where ledgers are kept for the store at `store_root`: the store, else fen-fs's cache
+/// folder (created, 0700); `None` when neither can be had.
+pub fn ledger_root(store_root: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    if store_root.is_dir() {
+        return Some(store_root.to_path_buf());
     }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    let dir = crate::store::layout::xdg_cache_dir();
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir);
+    made.is_ok().then_some(dir)
+}
+
+/// `ledger_root` for a process that must create nothing (the MCP server without a
+/// store): the store, else fen-fs's cache folder if it exists; `None` keeps the counts
+/// in memory.
+pub fn existing_ledger_root(store_root: &Path) -> Option<PathBuf> {
+    if store_root.is_dir() {
+        return Some(store_root.to_path_buf());
+    }
+    let dir = crate::store::layout::xdg_cache_dir();
+    std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(dir)
 }
 
 impl Usage {
@@ -87,7 +104,7 @@ impl Usage {
             sources,
             cache_root: cache_root.map(Path::to_path_buf),
             prices,
-            host: Arc::from(host_name()),
+            host: Arc::from(crate::host::this_host()),
             state: Mutex::new(State::default()),
             waiting: AtomicUsize::new(0),
         }

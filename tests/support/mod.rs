@@ -33,6 +33,8 @@ pub fn fen_fs() -> Command {
     cmd.env("OPENCODE_DB", "/nonexistent/fen-fs-tests/opencode.db");
     // Nor its state folder: a daemon without --log-file logs there by default.
     let state = std::env::temp_dir().join(format!("fen-fs-tests-state-{}", std::process::id()));
+    // Nor its cache folder: usage and resume without a store keep their caches there.
+    cmd.env("XDG_CACHE_HOME", state.join("cache"));
     cmd.env("XDG_STATE_HOME", state);
     cmd
 }

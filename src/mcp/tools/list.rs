@@ -2,7 +2,7 @@
 
 use super::super::history::History;
 use super::super::tool::{Tool, ToolError, lines_answer};
-use super::{agent_arg, cwd_arg, json_line, limit_arg};
+use super::{agent_arg, cwd_arg, host_arg, json_line, limit_arg};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -20,8 +20,8 @@ pub struct Args {
     /// cursor or openclaw.
     #[serde(default)]
     pub agent: Option<String>,
-    /// Only sessions recorded on this machine: its host name, or the name a synced
-    /// machine has under fen's peers (every session carries its `host`).
+    /// Only sessions recorded on this machine: this one's name, or another machine's
+    /// whose store is synced here (every session carries its `host`).
     #[serde(default)]
     pub host: Option<String>,
     /// At most this many sessions, newest first (default 20, at most 200).
@@ -36,21 +36,13 @@ impl Tool for ListSessions {
     type Args = Args;
     const NAME: &'static str = "list_sessions";
     const TITLE: &'static str = "List past agent sessions";
-    const DESCRIPTION: &'static str = "List past coding-agent sessions (fen's own and those of Claude Code, Codex, pi, OpenCode, Gemini CLI, Copilot CLI, Cursor, OpenClaw on this machine), newest first. Use it to see what was worked on recently, or in one project (cwd). Answers one JSON object per line, one per session: dir, id, cwd, title, preview (its first request), created_at, updated_at, messages (how many), agent. Then `note:` lines, if any (how many more there are). Read one with read_session {id}; search them by content with search_sessions.";
+    const DESCRIPTION: &'static str = "List past coding-agent sessions (fen's own and those of Claude Code, Codex, pi, OpenCode, Gemini CLI, Copilot CLI, Cursor, OpenClaw on this machine, and those of other machines whose fen store is synced here), newest first. Use it to see what was worked on recently, or in one project (cwd), or on one machine (host). Answers one JSON object per line, one per session: dir, id, cwd, title, preview (its first request), created_at, updated_at, messages (how many), agent, host (the machine it was recorded on), cwd_on_host (the cwd as recorded there; cwd is after fen's path map). Then `note:` lines, if any (how many more there are). Read one with read_session {id}; search them by content with search_sessions.";
 
     fn call(history: &History, args: Args) -> Result<String, ToolError> {
         let cwd = cwd_arg(args.cwd.as_deref())?;
         let agent = agent_arg(args.agent.as_deref())?;
         let limit = limit_arg(args.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
-        let host = match args.host.as_deref().map(str::trim) {
-            Some("") => {
-                return Err(ToolError::argument(
-                    "host",
-                    "empty: give a machine's name, or leave host out",
-                ));
-            }
-            h => h,
-        };
+        let host = host_arg(args.host.as_deref())?;
         let mut notes = Vec::new();
         let mut all: Vec<serde_json::Value> = history
             .list(cwd.as_deref())?
@@ -58,7 +50,7 @@ impl Tool for ListSessions {
             .filter(|l| agent.is_none_or(|a| l.agent == a))
             .map(|l| serde_json::to_value(&l).expect("a listing serializes"))
             .collect();
-        if let Some(host) = host {
+        if let Some(host) = host.as_deref() {
             // Every listing carries its host (§12): this machine's name or a peer's.
             all.retain(|l| {
                 l.get("host")
@@ -72,14 +64,14 @@ impl Tool for ListSessions {
             notes.insert(0, "no session matches these filters".into());
         } else if total > lines.len() {
             notes.push(format!(
-                "{} of {total} sessions shown, newest first: ask with a higher limit (at most {MAX_LIMIT}) or narrow with cwd or agent",
+                "{} of {total} sessions shown, newest first: ask with a higher limit (at most {MAX_LIMIT}) or narrow with cwd, agent or host",
                 lines.len()
             ));
         }
         Ok(lines_answer(
             &lines,
             &notes,
-            "ask with a lower limit, or narrow with cwd or agent",
+            "ask with a lower limit, or narrow with cwd, agent or host",
         ))
     }
 }

@@ -5,6 +5,7 @@ pub mod list;
 pub mod read;
 pub mod resume;
 pub mod search;
+pub mod usage;
 
 use super::tool::{Entry, ToolError, entry};
 use crate::agent::Agent;
@@ -15,6 +16,7 @@ pub fn all() -> Vec<Entry> {
         entry::<search::SearchSessions>(),
         entry::<list::ListSessions>(),
         entry::<read::ReadSession>(),
+        entry::<usage::UsageReport>(),
         entry::<resume::ResumeCommand>(),
     ]
 }
@@ -38,6 +40,17 @@ pub fn cwd_arg(cwd: Option<&str>) -> Result<Option<String>, ToolError> {
         Some(c) => Ok(Some(crate::store::naming::absolute_cwd(
             std::path::Path::new(c),
         ))),
+    }
+}
+
+/// `host`: a machine's name as sessions carry it (this machine's, or a peer's).
+pub fn host_arg(host: Option<&str>) -> Result<Option<String>, ToolError> {
+    match host.map(str::trim) {
+        Some("") => Err(ToolError::argument(
+            "host",
+            "empty: give a machine's name, or leave host out",
+        )),
+        h => Ok(h.map(String::from)),
     }
 }
 
@@ -91,6 +104,13 @@ mod tests {
                 .contains("1 to 100")
         );
         assert!(limit_arg(Some(101), 20, 100).is_err());
+        assert_eq!(host_arg(Some(" mac ")).unwrap().as_deref(), Some("mac"));
+        assert!(
+            host_arg(Some(""))
+                .unwrap_err()
+                .0
+                .starts_with("argument host")
+        );
         assert!(since_arg(Some("7d")).unwrap().is_some());
         assert!(
             since_arg(Some("yesterday"))
@@ -110,6 +130,7 @@ mod tests {
                 "search_sessions",
                 "list_sessions",
                 "read_session",
+                "usage",
                 "resume_command"
             ]
         );

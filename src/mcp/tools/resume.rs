@@ -26,7 +26,7 @@ impl Tool for ResumeCommand {
     type Args = Args;
     const NAME: &'static str = "resume_command";
     const TITLE: &'static str = "How to continue a past agent session";
-    const DESCRIPTION: &'static str = "Give the shell command that continues a past coding-agent session, for the user to run; runs nothing and writes nothing. Without `in`: the session's own agent's resume command, from the session's directory (`cd DIR && claude --resume ID`, `codex resume ID`, `pi --session ID`; for a fen session, the ctl file to append to in the fen-fs mount). With `in` (fen, pi, claude or codex): the `fen-fs resume ID --in AGENT` command that writes the conversation as a new session of that agent and prints how to open it (or, when that was done before from the same unchanged session, the command that opens the session made then). The first line is the command; the lines after it explain.";
+    const DESCRIPTION: &'static str = "Give the shell command that continues a past coding-agent session, for the user to run; runs nothing and writes nothing. Without `in`: the session's own agent's resume command, from the session's directory (`cd DIR && claude --resume ID`, `codex resume ID`, `pi --session ID`; for a fen session, the ctl file to append to in the fen-fs mount); for a session of another machine (its host is not this one), the `fen-fs resume` command that continues it here as a new session. With `in` (fen, pi, claude or codex): the `fen-fs resume ID --in AGENT` command that writes the conversation as a new session of that agent and prints how to open it (or, when that was done before from the same unchanged session, the command that opens the session made then). The first line is the command; the lines after it explain.";
 
     fn call(history: &History, args: Args) -> Result<String, ToolError> {
         let spec = args.id.trim();
@@ -44,13 +44,29 @@ impl Tool for ResumeCommand {
             return Err(ToolError::new(why));
         }
         let facts = &session.facts;
-        let id = if facts.id.is_empty() {
+        // Another machine's session is named by its folder (`…@host`: unique across
+        // machines, whatever ids they chose).
+        let peer = found.source.host().map(String::from);
+        let id = if facts.id.is_empty() || peer.is_some() {
             found.dir.clone()
         } else {
             facts.id.clone()
         };
-        let Some(target) = target else {
-            return own_agent(history, facts.agent, &id, facts.cwd.as_deref(), &found);
+        let target = match (target, &peer) {
+            (Some(t), _) => t,
+            (None, None) => {
+                return own_agent(history, facts.agent, &id, facts.cwd.as_deref(), &found);
+            }
+            // Its agent here has no copy of it: it goes on as a new session of its own
+            // agent, as `fen-fs resume` does (§12).
+            (None, Some(host)) => parse_target(facts.agent.name()).map_err(|_| {
+                ToolError::new(format!(
+                    "{id} is a {} session of {host}: fen-fs cannot write {} sessions here; continue it in another agent with in: {}",
+                    display_name(facts.agent),
+                    display_name(facts.agent),
+                    TARGETS.join(", ")
+                ))
+            })?,
         };
         // Continued there before from the same unchanged file: that session's command.
         let cwd = facts
@@ -75,28 +91,42 @@ impl Tool for ResumeCommand {
                 r.path.display()
             ));
         }
-        let mut words = vec![
-            "fen-fs".to_string(),
-            "resume".into(),
-            quote(&id),
-            "--in".into(),
-            target.name().into(),
-        ];
+        let mut words = vec!["fen-fs".to_string(), "resume".into(), quote(&id)];
+        if args.in_agent.is_some() {
+            words.extend(["--in".to_string(), target.name().into()]);
+        }
         words.extend(history.store_args.iter().map(|a| quote(a)));
-        Ok(format!(
-            "{}\nRunning it writes a new {} session holding this conversation ({} {}), where {} finds it, changes nothing that exists, and prints the command that opens it (add --exec to run that too). {}\n",
-            words.join(" "),
-            display_name(target),
+        let mut why = String::new();
+        if let Some(host) = &peer {
+            why.push_str(&format!(
+                "This session was recorded on {host} (synced here, read-only): it goes on here as a new session. "
+            ));
+        }
+        if target == Agent::Fen {
+            why.push_str("Running it writes a new fen session in fen's store");
+        } else {
+            why.push_str(&format!(
+                "Running it writes a new {} session where {} finds it",
+                display_name(target),
+                display_name(target)
+            ));
+        }
+        why.push_str(&format!(
+            ", holding this conversation ({} {id}){}; it changes nothing that exists, and prints the command that opens the new session{}.",
             facts.agent.name(),
-            id,
-            display_name(target),
-            if cwd.is_none() {
-                "The session records no working directory: add --cwd DIR."
-            } else {
+            cwd.as_deref()
+                .map(|c| format!(", in {c}"))
+                .unwrap_or_default(),
+            if target == Agent::Fen {
                 ""
+            } else {
+                " (add --exec to run that too)"
             }
-        )
-        .replace(" \n", "\n"))
+        ));
+        if cwd.is_none() {
+            why.push_str(" The session records no working directory: add --cwd DIR.");
+        }
+        Ok(format!("{}\n{why}\n", words.join(" ")))
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::super::history::History;
 use super::super::tool::{Tool, ToolError, lines_answer};
-use super::{agent_arg, cwd_arg, json_line, limit_arg, since_arg};
+use super::{agent_arg, cwd_arg, host_arg, json_line, limit_arg, since_arg};
 use crate::search::Request;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -27,6 +27,10 @@ pub struct Args {
     /// within this long back from now (7d, 12h, 2w).
     #[serde(default)]
     pub since: Option<String>,
+    /// Only sessions recorded on this machine: this one's name, or another machine's
+    /// whose store is synced here (each hit says its `host`).
+    #[serde(default)]
+    pub host: Option<String>,
     /// At most this many sessions (default 20, at most 100).
     #[serde(default)]
     #[schemars(range(min = 1, max = 100))]
@@ -39,7 +43,7 @@ impl Tool for SearchSessions {
     type Args = Args;
     const NAME: &'static str = "search_sessions";
     const TITLE: &'static str = "Search past agent sessions";
-    const DESCRIPTION: &'static str = "Search the history of past coding-agent sessions (fen's own and those of Claude Code, Codex, pi, OpenCode, Gemini CLI, Copilot CLI, Cursor, OpenClaw on this machine) by what was said in them: user and assistant text, tool names, tool inputs and outputs. Use it to find what was decided, tried or fixed before. Answers one JSON object per line, one per session, best first: id, agent, cwd, title, dir, path (the session's folder in the fen-fs mount when mounted), role and timestamp of the best matching message, entry (that message's line or entry id), in_conversation (false when a compaction took it out of the conversation), snippet (the match in context, matched words in **bold**), score. Then `note:` lines, if any. Read a hit with read_session {id}; continue it with resume_command {id}.";
+    const DESCRIPTION: &'static str = "Search the history of past coding-agent sessions (fen's own and those of Claude Code, Codex, pi, OpenCode, Gemini CLI, Copilot CLI, Cursor, OpenClaw on this machine, and those of other machines whose fen store is synced here) by what was said in them: user and assistant text, tool names, tool inputs and outputs. Use it to find what was decided, tried or fixed before. Answers one JSON object per line, one per session, best first: id, agent, host (the machine it was recorded on), cwd, title, dir, path (the session's folder in the fen-fs mount when mounted), role and timestamp of the best matching message, entry (that message's line or entry id), in_conversation (false when a compaction took it out of the conversation), snippet (the match in context, matched words in **bold**), score. Then `note:` lines, if any. Read a hit with read_session {id}; continue it with resume_command {id}.";
 
     fn call(history: &History, args: Args) -> Result<String, ToolError> {
         let query = crate::search::query::parse(&args.query)
@@ -50,7 +54,7 @@ impl Tool for SearchSessions {
             cwd: cwd_arg(args.cwd.as_deref())?,
             since_ms: since_arg(args.since.as_deref())?,
             limit: limit_arg(args.limit, crate::search::DEFAULT_LIMIT, MAX_LIMIT)?,
-            host: None,
+            host: host_arg(args.host.as_deref())?,
         };
         let found = history.search(&request)?;
         let hits = &found.answer.hits;
@@ -63,14 +67,14 @@ impl Tool for SearchSessions {
             );
         } else if hits.len() == request.limit && request.limit < MAX_LIMIT {
             notes.push(format!(
-                "{} sessions shown, there may be more: ask with a higher limit (at most {MAX_LIMIT}) or narrow with agent, cwd or since",
+                "{} sessions shown, there may be more: ask with a higher limit (at most {MAX_LIMIT}) or narrow with agent, cwd, host or since",
                 hits.len()
             ));
         }
         Ok(lines_answer(
             &lines,
             &notes,
-            "ask with a lower limit, or narrow with agent, cwd or since",
+            "ask with a lower limit, or narrow with agent, cwd, host or since",
         ))
     }
 }
