@@ -786,6 +786,64 @@ fn umount_is_quick_and_a_kill_9_loses_nothing_while_keeping() {
     let fsck = run(fen_fs().arg("fsck").arg("--store").arg(&m.store));
     assert!(fsck.status.success(), "{}", out_text(&fsck));
     let _ = m.umount();
+    // fen-fs keep without a mount, stopped by SIGTERM mid-way: it stops within a
+    // second, commits what it kept, exits 130; nothing half made.
+    let making = |store: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(store.join(".kept/claude"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".new-"))
+            .collect();
+        v.sort();
+        v
+    };
+    // (What the kill -9 left is not this keep's work.)
+    let left = making(&m.store);
+    let mut child = fen_fs()
+        .args([
+            "keep",
+            "--quiet",
+            "--no-detect",
+            "--source",
+            &source,
+            "--store",
+        ])
+        .arg(&m.store)
+        .env("FEN_FS_TEST_KEEP_PAUSE_MS", "150")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait(30, "fen-fs keep under way", || {
+        let now = making(&m.store);
+        (!now.is_empty() && now != left).then_some(())
+    });
+    let signalled = Instant::now();
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "fen-fs keep did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = signalled.elapsed();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", out_text(&out));
+    assert!(took < Duration::from_secs(1), "SIGTERM to exit: {took:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stopped"),
+        "{}",
+        out_text(&out)
+    );
+    let fsck = run(fen_fs().arg("fsck").arg("--store").arg(&m.store));
+    assert!(fsck.status.success(), "{}", out_text(&fsck));
     // The next keep finishes; then, with every source gone, every session is shown
     // from its copy exactly as it was.
     let keep = run(fen_fs()

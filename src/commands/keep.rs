@@ -52,6 +52,7 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
     let started = std::time::Instant::now();
     // SIGINT/SIGTERM stop it at the next session, saving what it kept.
     let bg = stopped_by_signals();
+    let test_pause = crate::keep::test_pause();
     // The agents' first indexes are built while the keeper copies the sessions of
     // those already built.
     let report = std::thread::scope(|scope| {
@@ -61,7 +62,11 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
         }
         keeper.pass(&Control {
             stop: &|| bg.should_stop(),
-            pause: &|| {},
+            pause: &|| {
+                if let Some(d) = test_pause {
+                    std::thread::sleep(d);
+                }
+            },
         })
     });
     // The indexes, so that the next run (or mount) need not read unchanged files.

@@ -980,6 +980,14 @@ fn shown(r: &KeptRecord) -> String {
 /// it mid-way).
 pub const KEEP_PAUSE_TEST_ENV: &str = "FEN_FS_TEST_KEEP_PAUSE_MS";
 
+/// `KEEP_PAUSE_TEST_ENV`'s pause, if set.
+pub fn test_pause() -> Option<Duration> {
+    std::env::var(KEEP_PAUSE_TEST_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis)
+}
+
 /// How often the keeper looks at the sources: an agent's write is kept within a
 /// second.
 const SWEEP: Duration = Duration::from_millis(400);
@@ -1040,10 +1048,7 @@ pub fn run(
         }
     }
     status("on: first pass (copying what is not kept yet)");
-    let test_pause = std::env::var(KEEP_PAUSE_TEST_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Duration::from_millis);
+    let test_pause = test_pause();
     let ctl = Control {
         stop: &|| bg.should_stop(),
         pause: &|| match test_pause {
