@@ -41,6 +41,9 @@ pub struct MountOptions {
     pub foreign: crate::sources::ForeignOptions,
     /// Other machines' stores (§12) and their path maps.
     pub peers: crate::sources::peers::PeerOptions,
+    /// Keep copies of the other agents' sessions (§11); of these agents only, if set.
+    pub keep: bool,
+    pub keep_agents: Option<Vec<crate::agent::Agent>>,
 }
 
 fn os_error(what: impl std::fmt::Display) -> Error {
@@ -179,6 +182,12 @@ fn detach(args: &MountOptions, root: &Path) -> Result<ExitCode> {
     if !args.foreign.detect {
         cmd.arg("--no-detect");
     }
+    if !args.keep {
+        cmd.arg("--no-keep");
+    }
+    for a in args.keep_agents.iter().flatten() {
+        cmd.arg("--keep-agent").arg(a.name());
+    }
     for r in &args.foreign.explicit {
         let mut spec = std::ffi::OsString::from(format!("{}=", r.agent.name()));
         spec.push(&r.root);
@@ -293,7 +302,11 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let background = Background::new();
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
+    let mut live_foreign = Vec::new();
     for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
+        if foreign.kept_copies().is_none() {
+            live_foreign.push(foreign.clone());
+        }
         let indexer = foreign.clone();
         let bg = background.clone();
         background
@@ -306,7 +319,21 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     }
     // Other machines' stores (§12), read-only, their caches in this store's.
     match crate::sources::peers::peer_sources(&args.peers, &root, true) {
-        Ok(peers) => sources.extend(peers.into_iter().map(|p| p as Arc<dyn SessionSource>)),
+        Ok(peers) => {
+            for p in peers {
+                // A peer's kept copies (§11) are indexed as the agents' stores are.
+                if let Some(kept) = p.kept_index().cloned() {
+                    let bg = background.clone();
+                    background
+                        .spawn(
+                            &format!("fen-index-{}@{}", kept.agent().name(), p.host_name()),
+                            move || kept.build_index_with(&bg),
+                        )
+                        .map_err(|e| Error::io("index thread", &e))?;
+                }
+                sources.push(p as Arc<dyn SessionSource>);
+            }
+        }
         Err(e) => return fail(&mut ready, e),
     }
     // The search index is opened, checked and brought up to date in the background.
@@ -333,16 +360,17 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         pid: std::process::id(),
         mountpoint: std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone()),
         passthrough: String::new(),
-        sources: sources
+        sources: live_foreign
             .iter()
-            .filter(|s| !s.writable())
             .map(|s| (s.agent(), s.root().to_path_buf()))
             .collect(),
+        keeping: keeping_at_start(&args),
     };
     let status_file = crate::store::layout::mount_status_file(&root, status.pid);
+    let status = Arc::new(Mutex::new(status));
     let passthrough = {
         let status_file = status_file.clone();
-        let status = Mutex::new(status);
+        let status = status.clone();
         crate::fuse::Passthrough::new(move |state| {
             let mut s = status.lock().unwrap();
             s.passthrough = state.to_string();
@@ -405,6 +433,14 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = search.start() {
         log::error!("search indexer thread: {e}");
     }
+    start_keeper(
+        &args,
+        &root,
+        live_foreign,
+        &status,
+        &status_file,
+        &background,
+    );
     if std::env::var_os(USAGE_ENV).is_some_and(|v| v == "off") {
         log::info!("usage is counted only when usage/ is read ({USAGE_ENV}=off)");
     } else {
@@ -459,6 +495,62 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     }
 }
 
+/// What `fen-fs status` says of keeping before the keeper says more.
+fn keeping_at_start(args: &MountOptions) -> String {
+    if !args.keep {
+        "off (-o nokeep)".into()
+    } else if crate::keep::off_by_env() {
+        format!("off ({}=off)", crate::keep::KEEP_ENV)
+    } else {
+        "starting".into()
+    }
+}
+
+/// Starts keeping the other agents' sessions (§11) as background work (stopped at
+/// unmount with the rest), unless turned off.
+fn start_keeper(
+    args: &MountOptions,
+    root: &Path,
+    live: Vec<Arc<crate::sources::foreign_source::ForeignSource>>,
+    status: &Arc<Mutex<MountStatus>>,
+    status_file: &crate::store::layout::CacheFile,
+    background: &Background,
+) {
+    if !args.keep || crate::keep::off_by_env() {
+        log::info!("keeping is off");
+        return;
+    }
+    if live.is_empty() {
+        // fen's own sessions are in the store already: nothing to keep.
+        let mut s = status.lock().unwrap();
+        s.keeping = "on (no other agent's store shown)".into();
+        s.write(status_file);
+        return;
+    }
+    let said = {
+        let status = status.clone();
+        let file = status_file.clone();
+        move |state: &str| {
+            let mut s = status.lock().unwrap();
+            if s.keeping != state {
+                s.keeping = state.to_string();
+                s.write(&file);
+            }
+        }
+    };
+    let (root, bg) = (root.to_path_buf(), background.clone());
+    let options = crate::keep::KeepOptions {
+        agents: args.keep_agents.clone(),
+    };
+    let started = background.spawn("fen-keep", move || {
+        crate::background::lower_priority(true);
+        crate::keep::run(root, live, options, &bg, &said);
+    });
+    if let Err(e) = started {
+        log::error!("keeper thread: {e}");
+    }
+}
+
 /// How long background work gets to stop and save at unmount: `fen-fs umount` (and
 /// SIGTERM) returns within a second whatever the daemon is doing.
 const STOP_BUDGET: Duration = Duration::from_millis(400);
@@ -481,6 +573,10 @@ pub struct MountStatus {
     pub passthrough: String,
     /// The other agents' stores it shows.
     pub sources: Vec<(crate::agent::Agent, PathBuf)>,
+    /// Keeping copies of their sessions (§11): `on`, `off (...)`, `paused: disk full
+    /// since ...`.
+    #[serde(default)]
+    pub keeping: String,
 }
 
 impl MountStatus {

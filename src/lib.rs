@@ -34,6 +34,8 @@ pub mod dates;
 pub mod fuse;
 pub mod host;
 #[cfg(feature = "full")]
+pub mod keep;
+#[cfg(feature = "full")]
 pub mod mcp;
 #[cfg(feature = "full")]
 pub mod mount_table;

@@ -211,6 +211,11 @@ pub struct SessionFacts {
     pub source_path: PathBuf,
     pub resumable: bool,
     pub not_resumable_reason: Option<String>,
+    /// Shown from fen's kept copy (§11), and whether its source is gone.
+    #[serde(default)]
+    pub kept: bool,
+    #[serde(default)]
+    pub source_deleted: bool,
     /// Another machine's name, for a session recorded there (§12); `None`: this one.
     #[serde(default)]
     pub host: Option<String>,

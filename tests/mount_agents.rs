@@ -286,9 +286,11 @@ fn live_appends_new_files_and_deletions_show_up() {
     let tmp = tempfile::tempdir().unwrap();
     let (root, file) = claude_home(tmp.path());
     let source = format!("claude={}", root.display());
+    // No keeping: a deleted file's session is then gone from the mount (with keeping,
+    // it stays, shown from its copy: tests/keep_sessions.rs).
     let Some(m) = Mount::with_args(
         "live_appends_new_files_and_deletions_show_up",
-        &["--no-detect", "--source", &source],
+        &["--no-detect", "--no-keep", "--source", &source],
     ) else {
         return;
     };

@@ -71,11 +71,11 @@ fn transcripts_are_read_as_the_files_are_and_by_the_kernel_where_it_can() {
     let tmp = tempfile::tempdir().unwrap();
     let (root, file) = claude_store(tmp.path(), 8 << 20);
     let source = format!("claude={}", root.display());
-    // Usage is not counted in the background: its reading of the file would count
-    // among the daemon's reads this test measures.
+    // Usage is not counted in the background and nothing is kept: their reading of the
+    // file (a count, a copy) would count among the daemon's reads this test measures.
     let Some(m) = Mount::with_env(
         "transcripts_are_read_as_the_files_are_and_by_the_kernel_where_it_can",
-        &["--no-detect", "--source", &source],
+        &["--no-detect", "--no-keep", "--source", &source],
         &[("FEN_FS_USAGE", "off")],
     ) else {
         return;

@@ -59,6 +59,7 @@ impl Fake {
             not_resumable_reason: None,
             host: None,
             cwd_on_host: None,
+            ..Default::default()
         };
         let stat = SessionStat {
             size,

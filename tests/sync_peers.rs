@@ -388,8 +388,10 @@ fn a_peers_usage_is_counted_as_that_machines_in_its_mapped_cwd() {
             root: claude.clone(),
         }],
     };
+    // (The agent's own source: the first, before the one over kept copies.)
     let inner = fen_fs::sources::foreign_sources(&options, &tmp.path().join("store"), false)
-        .pop()
+        .into_iter()
+        .next()
         .unwrap();
     let rules = [PathRule {
         host: None,

@@ -1,7 +1,8 @@
 //! Two machines on one box (§12), each with its own HOME, store, mount and a real
 //! Syncthing on 127.0.0.1 only: `fen-fs sync init/add` on both; a session made through
 //! one machine's ctl found by list, search and the mount on the other with `host` and
-//! the mapped cwd; an append seen there within the watcher delay + 3 s; resume of the
+//! the mapped cwd; a Claude Code session on one machine, kept by its keeper (§11),
+//! found the same way on the other; an append seen there within the watcher delay + 3 s; resume of the
 //! peer's session; sync litter and a conflict copy; nothing written under `peers/` by
 //! fen-fs; `sync status`; Syncthing not running, or its key wrong.
 
@@ -81,14 +82,21 @@ impl Machine {
     }
 
     fn mount(&self) {
+        self.mount_with(&[]);
+    }
+
+    /// `mount` with more arguments (e.g. `--source claude=DIR`).
+    fn mount_with(&self, more: &[&str]) {
         let log = self.dir.join("daemon.log");
-        let out = self.fen(&[
+        let mut args = vec![
             "mount",
             self.mnt.to_str().unwrap(),
             "--no-detect",
             "--log-file",
             log.to_str().unwrap(),
-        ]);
+        ];
+        args.extend(more);
+        let out = self.fen(&args);
         assert!(out.status.success(), "mount: {}", out_text(&out));
     }
 
@@ -237,8 +245,39 @@ fn two_machines_share_their_history_through_syncthing() {
         a.st().folders_idle() && b.st().folders_idle()
     });
 
+    // beta's Claude Code (its own CLAUDE_CONFIG_DIR) has a session in /home/bob/lab:
+    // beta's keeper keeps it in beta's store, which Syncthing carries to alpha.
+    let claude = b.dir.join("claude");
+    let claude_id = "5b0c7a1e-0d2f-4c6b-9e1a-3f4d5e6a7b8c";
+    let claude_file = claude.join(format!("projects/-home-bob-lab/{claude_id}.jsonl"));
+    std::fs::create_dir_all(claude_file.parent().unwrap()).unwrap();
+    let mut lines = String::new();
+    let mut parent = Value::Null;
+    for (i, (kind, text)) in [
+        ("user", "where is the narwhalcarousel"),
+        ("assistant", "the narwhalcarousel is in the lab"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let uuid = format!("00000000-0000-4000-8000-{i:012}");
+        let content = if kind == "user" {
+            Value::from(text)
+        } else {
+            serde_json::json!([{"type": "text", "text": text}])
+        };
+        let line = serde_json::json!({
+            "type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": claude_id,
+            "cwd": "/home/bob/lab", "timestamp": format!("2026-01-01T00:00:0{i}.000Z"),
+            "message": {"role": kind, "content": content}
+        });
+        lines.push_str(&format!("{line}\n"));
+        parent = Value::from(uuid);
+    }
+    std::fs::write(&claude_file, lines).unwrap();
+
     a.mount();
-    b.mount();
+    b.mount_with(&["--source", &format!("claude={}", claude.display())]);
     // On beta: a session in /home/bob/proj.
     let made = b.create_session("/home/bob/proj", "the zebrafinch handshake");
     let dir = made.file_name().unwrap().to_string_lossy().into_owned();
@@ -317,7 +356,10 @@ fn two_machines_share_their_history_through_syncthing() {
     assert!(table.starts_with("HOST"), "{table}");
     let only: Vec<Value> =
         serde_json::from_str(&a.fen_ok(&["list", "--all", "--json", "--host", "beta"])).unwrap();
-    assert_eq!(only.len(), 1, "{only:?}");
+    // (beta's kept Claude Code session may be there already.)
+    let fen_only: Vec<&Value> = only.iter().filter(|l| l["agent"] == "fen").collect();
+    assert_eq!(fen_only.len(), 1, "{only:?}");
+    assert!(only.iter().all(|l| l["host"] == "beta"), "{only:?}");
     let index: Vec<Value> =
         serde_json::from_slice(&std::fs::read(a.mnt.join("home-alice-proj/index.json")).unwrap())
             .unwrap();
@@ -337,6 +379,57 @@ fn two_machines_share_their_history_through_syncthing() {
     assert_eq!(found[0]["cwd"], "/home/alice/proj");
     assert!(
         json_lines(&a.fen_ok(&["search", "--json", "--host", "alpha", "zebrafinch"])).is_empty()
+    );
+
+    // beta's Claude Code session, kept there, is on alpha: in the mount, list and
+    // search, with host beta and the mapped cwd, read by Claude Code's reader.
+    let checking = Instant::now();
+    let lab = a.mnt.join("home-alice-lab");
+    let suffix = format!("{claude_id}@beta");
+    let mut kept_on_alpha = PathBuf::new();
+    wait_for(
+        30,
+        "beta's kept Claude Code session in alpha's mount",
+        || {
+            let found = std::fs::read_dir(&lab).ok().and_then(|r| {
+                r.flatten()
+                    .map(|e| e.path())
+                    .find(|p| p.to_string_lossy().ends_with(&suffix))
+            });
+            found.is_some_and(|p| {
+                kept_on_alpha = p;
+                kept_on_alpha.join("meta.json").exists()
+            })
+        },
+    );
+    let kmeta: Value =
+        serde_json::from_slice(&std::fs::read(kept_on_alpha.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(kmeta["agent"], "claude", "{kmeta}");
+    assert_eq!(kmeta["host"], "beta");
+    assert_eq!(kmeta["cwd"], "/home/alice/lab");
+    assert_eq!(kmeta["cwd_on_host"], "/home/bob/lab");
+    assert_eq!(kmeta["kept"], true);
+    assert_eq!(kmeta["messages"], 2);
+    assert_eq!(
+        std::fs::read(kept_on_alpha.join("transcript.jsonl")).unwrap(),
+        std::fs::read(&claude_file).unwrap()
+    );
+    let listed: Vec<Value> =
+        serde_json::from_str(&a.fen_ok(&["list", "--cwd", "/home/alice/lab", "--json"])).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["host"], "beta");
+    assert_eq!(listed[0]["id"], claude_id);
+    assert_eq!(listed[0]["cwd_on_host"], "/home/bob/lab");
+    wait_for(15, "beta's kept session in alpha's search", || {
+        found = hits(&a, "narwhalcarousel");
+        !found.is_empty()
+    });
+    assert_eq!(found[0]["host"], "beta", "{found:?}");
+    assert_eq!(found[0]["cwd"], "/home/alice/lab");
+    assert_eq!(found[0]["agent"], "claude");
+    eprintln!(
+        "beta's kept Claude Code session checked on alpha in {:?}",
+        checking.elapsed()
     );
 
     // A peer's session refuses every change.

@@ -14,6 +14,9 @@
 //! The file is streamed line by line; memory is one line plus, per entry with an id,
 //! a 128-bit key and a line number (for duplicate ids, forks and compactions).
 
+#[cfg(feature = "full")]
+pub mod kept;
+
 use crate::error::{Error, Result};
 use crate::json::{RawObject, as_string, is_null};
 use crate::store::Store;
@@ -662,12 +665,19 @@ pub struct StoreReport {
     /// Namespace folders and session files readers skip because their names are not
     /// UTF-8 (escaped, relative to the store): sessions no one sees, so problems.
     pub skipped: Vec<String>,
+    /// Kept copies of other agents' sessions (§11): each copy's label and what is
+    /// wrong with it (`Err`) or notes (`Ok`).
+    pub kept: Vec<(String, std::result::Result<Vec<String>, String>)>,
 }
 
 impl StoreReport {
     /// Sessions with problems (or that could not be checked), and skipped names.
     pub fn bad(&self) -> usize {
-        self.bad_sessions() + self.skipped.len()
+        self.bad_sessions() + self.skipped.len() + self.damaged_copies()
+    }
+
+    fn damaged_copies(&self) -> usize {
+        self.kept.iter().filter(|(_, r)| r.is_err()).count()
     }
 
     fn bad_sessions(&self) -> usize {
@@ -689,6 +699,16 @@ impl StoreReport {
         for name in &self.skipped {
             out.push_str(&format!("skipped: name is not UTF-8: {name}\n"));
         }
+        for (label, r) in &self.kept {
+            match r {
+                Ok(notes) => {
+                    for n in notes {
+                        out.push_str(&format!("{label}: note: {n}\n"));
+                    }
+                }
+                Err(why) => out.push_str(&format!("{label}: damaged kept copy: {why}\n")),
+            }
+        }
         let n = self.sessions.len();
         let s = if n == 1 { "" } else { "s" };
         out.push_str(&format!(
@@ -699,6 +719,14 @@ impl StoreReport {
             0 => {}
             1 => out.push_str("; 1 name skipped (not UTF-8)"),
             k => out.push_str(&format!("; {k} names skipped (not UTF-8)")),
+        }
+        if !self.kept.is_empty() {
+            out.push_str(&format!(
+                "; checked {} kept cop{}, {} damaged",
+                self.kept.len(),
+                if self.kept.len() == 1 { "y" } else { "ies" },
+                self.damaged_copies()
+            ));
         }
         out.push('\n');
         out
@@ -711,7 +739,16 @@ pub fn check_store(store: &Store, session: Option<&str>) -> Result<StoreReport> 
         Some(spec) => (vec![store.resolve(spec)?], Vec::new()),
         None => (store.all_sessions()?, store.names_not_utf8()?),
     };
+    #[cfg(feature = "full")]
+    let kept = if session.is_none() {
+        kept::check_kept(&store.root)
+    } else {
+        Vec::new()
+    };
+    #[cfg(not(feature = "full"))]
+    let kept = Vec::new();
     Ok(StoreReport {
+        kept,
         skipped,
         sessions: sessions
             .iter()

@@ -26,6 +26,11 @@ pub fn resolve_foreign<'a, S: SessionSource + ?Sized>(
     for source in foreign {
         for ns in source.namespaces()? {
             for l in source.listings(&ns)? {
+                // An earlier version of a kept session (`<dir>.v<N>`) is named by its
+                // folder, not by the session's id.
+                if l.version.is_some() && l.dir != spec && !spec.contains(".v") {
+                    continue;
+                }
                 let exact = l.id == spec || l.dir == spec;
                 if exact || l.id.starts_with(spec) || l.dir.starts_with(spec) {
                     if exact {

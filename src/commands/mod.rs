@@ -1,6 +1,7 @@
 //! The `fen-fs` command line: with `main.rs`, the only users of `clap`. Each command
 //! parses its options here and calls the library; the work is done there.
 
+pub mod keep;
 pub mod list;
 pub mod mcp;
 pub mod resume;
@@ -162,9 +163,15 @@ struct MountArgs {
     sources: SourceArgs,
     #[command(flatten)]
     peers: PeerArgs,
+    /// Do not keep copies of other agents' sessions (also FEN_FS_KEEP=off).
+    #[arg(long)]
+    no_keep: bool,
+    /// Keep copies of this agent's sessions only (repeatable; default: every agent).
+    #[arg(long = "keep-agent", value_name = "KIND", value_parser = keep::parse_agent)]
+    keep_agents: Vec<crate::agent::Agent>,
     /// Mount options, comma-separated, as mount(8) and /etc/fstab pass them:
     /// fsync=MODE, allow_other, threads=N, log_file=FILE, max_entry_bytes=N,
-    /// store=DIR, no_detect, nonempty; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
+    /// store=DIR, no_detect, nonempty, nokeep, keep_agent=KIND; generic ones (rw, nosuid, nodev, noatime, ...) are accepted.
     #[arg(short = 'o', value_name = "OPTS", value_delimiter = ',')]
     mount_options: Vec<String>,
     /// Set by `normalize_args` for mount(8)'s form: the store and the mount point
@@ -226,6 +233,10 @@ impl MountArgs {
                 "peers" => self.peers.peers = Some(PathBuf::from(need(value)?)),
                 "foreground" => self.foreground = true,
                 "nonempty" => self.nonempty = true,
+                "nokeep" | "no_keep" => self.no_keep = true,
+                "keep_agent" => self
+                    .keep_agents
+                    .push(keep::parse_agent(&need(value)?).map_err(bad)?),
                 k if GENERIC_OPTIONS.contains(&k) => {}
                 _ => return Err(crate::Error::invalid(format!("unknown mount option {opt}"))),
             }
@@ -272,6 +283,8 @@ impl MountArgs {
             nonempty: self.nonempty,
             foreign: self.sources.options(),
             peers: self.peers.options(),
+            keep: !self.no_keep,
+            keep_agents: (!self.keep_agents.is_empty()).then_some(self.keep_agents),
         }
     }
 }
@@ -471,25 +484,46 @@ enum Command {
         #[command(flatten)]
         peers: PeerArgs,
     },
+    /// Bring the kept copies of every other agent's session up to date once (as a
+    /// mounted daemon does all the time), and say what was kept. For a timer.
+    Keep {
+        /// Keep this agent's sessions only (repeatable; default: every agent).
+        #[arg(long = "keep-agent", value_name = "KIND", value_parser = keep::parse_agent)]
+        keep_agents: Vec<crate::agent::Agent>,
+        /// Only the summary line.
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
     /// Check transcripts and report problems; changes nothing.
     Fsck {
         session: Option<String>,
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Move sessions to the trash (by id, unique id prefix, or file path).
+    /// Move sessions to the trash (by id, unique id prefix, or file path); for another
+    /// agent's session whose source is gone, its kept copy.
     Rm {
         #[arg(required = true)]
         sessions: Vec<String>,
         #[command(flatten)]
         store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
     },
-    /// Put trashed sessions back where they were (by id, unique id prefix, or path).
+    /// Put trashed sessions back where they were (by id, unique id prefix, or path);
+    /// write another agent's session whose source is gone back where its agent finds
+    /// it, from its kept copy (a new file; nothing existing is changed).
     Restore {
         #[arg(required = true)]
         sessions: Vec<String>,
         #[command(flatten)]
         store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
     },
     /// What is in the trash, and emptying it.
     Trash {
@@ -741,19 +775,68 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             foreign: sources.options(),
             peers: peers.options(),
         }),
-        Command::Rm { sessions, store } => {
+        Command::Rm {
+            sessions,
+            store,
+            sources,
+        } => {
             let store = store.existing()?;
+            let foreign = std::cell::OnceCell::new();
             Ok(each(&sessions, |spec| {
-                let (ns, dir) = trash::resolve_live(&store, spec)?;
-                Ok(trash::describe(&store.trash_session(&ns, &dir)?))
+                let fen_err = match trash::resolve_live(&store, spec) {
+                    Ok((ns, dir)) => return Ok(trash::describe(&store.trash_session(&ns, &dir)?)),
+                    Err(e) if e.errno == libc::ENOENT && !spec.contains('/') => e,
+                    Err(e) => return Err(e),
+                };
+                let foreign =
+                    foreign.get_or_init(|| list::foreign_sources(&sources.options(), &store));
+                match crate::keep::restore::find(foreign, spec)? {
+                    Some(k) => Ok(trash::describe_copy(
+                        &store,
+                        &crate::keep::restore::trash(&store.root, &k)?,
+                    )),
+                    None => Err(fen_err),
+                }
             }))
         }
-        Command::Restore { sessions, store } => {
+        Command::Restore {
+            sessions,
+            store,
+            sources,
+        } => {
             let store = store.existing()?;
+            let foreign = std::cell::OnceCell::new();
             Ok(each(&sessions, |spec| {
-                let t = store.resolve_trashed(spec)?;
-                let to = store.restore(&t)?;
-                Ok(format!("restored {}", trash::relative(&store, &to)))
+                let fen_err = match store.resolve_trashed(spec) {
+                    Ok(t) => {
+                        let to = store.restore(&t)?;
+                        return Ok(format!("restored {}", trash::relative(&store, &to)));
+                    }
+                    Err(e) if e.errno == libc::ENOENT && !spec.contains('/') => e,
+                    Err(e) => return Err(e),
+                };
+                if let Some(t) = crate::keep::restore::find_trashed(&store.root, spec)? {
+                    crate::keep::restore::restore_trashed(&store.root, &t)?;
+                    return Ok(format!(
+                        "restored the kept copy of {} ({})",
+                        t.dir(),
+                        t.agent
+                    ));
+                }
+                let foreign =
+                    foreign.get_or_init(|| list::foreign_sources(&sources.options(), &store));
+                match crate::keep::restore::find(foreign, spec)? {
+                    Some(k) => {
+                        let (path, command) = crate::keep::restore::restore(&k)?;
+                        Ok(match command {
+                            Some(c) => format!("restored {}\nresume it with: {c}", path.display()),
+                            None => format!("restored {}", path.display()),
+                        })
+                    }
+                    None => {
+                        Err(crate::keep::restore::why_not(&store.root, spec).unwrap_or(fen_err))
+                    }
+                }
             }))
         }
         Command::Trash {
@@ -761,11 +844,17 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             store,
         } => {
             let store = store.existing()?;
-            let list: Vec<_> = store
+            let mut list: Vec<_> = store
                 .trashed()?
                 .iter()
                 .map(trash::TrashListing::of)
                 .collect();
+            list.extend(
+                crate::keep::restore::trashed(&store.root)
+                    .iter()
+                    .map(trash::TrashListing::of_copy),
+            );
+            list.sort_by(|a, b| b.deleted_at.cmp(&a.deleted_at));
             let out = if json {
                 trash::render_json(&list)
             } else {
@@ -787,10 +876,13 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
             });
             let removed = store.empty_trash(cutoff)?;
+            let copies = crate::keep::restore::empty_trashed(&store.root, cutoff);
+            let bytes: u64 = removed.iter().map(|t| t.size).sum::<u64>()
+                + copies.iter().map(|c| c.size).sum::<u64>();
             println!(
                 "removed {} trashed session(s), {}",
-                removed.len(),
-                trash::total_size(&removed)
+                removed.len() + copies.len(),
+                trash::human_size(bytes)
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -820,6 +912,17 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             };
             search::run(args, store)
         }
+        Command::Keep {
+            keep_agents,
+            quiet,
+            store,
+            sources,
+        } => keep::run(keep::Args {
+            store_root: store.root(),
+            foreign: sources.options(),
+            agents: (!keep_agents.is_empty()).then_some(keep_agents),
+            quiet,
+        }),
         Command::Usage {
             report,
             since,

@@ -235,6 +235,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 ))
             },
         )?;
+        if facts.source_deleted {
+            // Shown from fen-fs's kept copy: the agent's own resume needs its file.
+            eprintln!(
+                "fen-fs: {}'s file is gone (fen-fs kept a copy): `fen-fs restore {}` writes it back first",
+                crate::resume::session_name(facts),
+                facts.id
+            );
+        }
         print_line(&cmd.shell());
         if let Some(cwd) = &cmd.cwd {
             note_missing_cwd(cwd);

@@ -65,11 +65,7 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
     }
     if search.writable() {
         // This process keeps the index: bring it up to date first.
-        std::thread::scope(|scope| {
-            for f in &foreign {
-                scope.spawn(|| f.build_index());
-            }
-        });
+        crate::sources::build_indexes(&foreign);
         search.update(&mut |b| {
             eprintln!("fen-fs: indexing: {} of {} sessions", b.indexed, b.sessions)
         })?;

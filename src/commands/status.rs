@@ -52,6 +52,7 @@ pub fn run(json: bool) -> crate::Result<ExitCode> {
             "sessions_by_agent": by_agent,
             "fsync": m.fsync,
             "passthrough": status.as_ref().map(|s| s.passthrough.clone()),
+            "keeping": status.as_ref().map(|s| s.keeping.clone()).filter(|k| !k.is_empty()),
             "stale": m.pid.is_none(),
         }));
     }
@@ -66,8 +67,8 @@ pub fn run(json: bool) -> crate::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<30}  {:>7}  {:>8}  {:<8}  {:<11}  STORE",
-        "MOUNTPOINT", "PID", "SESSIONS", "FSYNC", "PASSTHROUGH"
+        "{:<30}  {:>7}  {:>8}  {:<8}  {:<11}  {:<8}  STORE",
+        "MOUNTPOINT", "PID", "SESSIONS", "FSYNC", "PASSTHROUGH", "KEEPING"
     );
     for r in &rows {
         let text = |k: &str| match &r[k] {
@@ -83,13 +84,21 @@ pub fn run(json: bool) -> crate::Result<ExitCode> {
         // `off (why)`: the reason is in the log; the table says on or off.
         let passthrough = text("passthrough");
         let passthrough = passthrough.split(" (").next().unwrap_or("-");
+        // `paused: disk full since ...`: the table says paused; --json says why.
+        let keeping = text("keeping");
+        let keeping = keeping
+            .split([' ', ':'])
+            .next()
+            .filter(|k| !k.is_empty())
+            .unwrap_or("-");
         println!(
-            "{:<30}  {:>7}  {:>8}  {:<8}  {:<11}  {}",
+            "{:<30}  {:>7}  {:>8}  {:<8}  {:<11}  {:<8}  {}",
             text("mountpoint"),
             pid,
             text("sessions"),
             text("fsync"),
             passthrough,
+            keeping,
             text("store")
         );
     }

@@ -45,6 +45,9 @@ pub struct TrashListing {
     pub deleted_at: String,
     pub size_bytes: u64,
     pub path: String,
+    /// Another agent's session whose kept copy is in the trash (§11).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl TrashListing {
@@ -66,6 +69,24 @@ impl TrashListing {
             deleted_at: crate::store::naming::timestamp(t.deleted_at),
             size_bytes: t.size,
             path: t.path.display().to_string(),
+            agent: None,
+        }
+    }
+
+    /// A kept copy in the trash.
+    pub fn of_copy(t: &crate::keep::restore::TrashedCopy) -> Self {
+        let f = &t.record.facts;
+        TrashListing {
+            id: t.record.id.clone(),
+            dir: t.dir(),
+            namespace: f.namespace.clone().unwrap_or_default(),
+            cwd: f.cwd.clone(),
+            title: f.title.clone(),
+            preview: None,
+            deleted_at: crate::store::naming::timestamp(t.deleted_at),
+            size_bytes: t.size,
+            path: t.path.display().to_string(),
+            agent: Some(t.agent.clone()),
         }
     }
 }
@@ -75,7 +96,7 @@ pub fn render_json(list: &[TrashListing]) -> Vec<u8> {
     crate::views::listing::render_json(list)
 }
 
-fn human_size(n: u64) -> String {
+pub fn human_size(n: u64) -> String {
     match n {
         n if n < 1 << 10 => format!("{n} B"),
         n if n < 1 << 20 => format!("{:.1} KiB", n as f64 / 1024.0),
@@ -135,6 +156,17 @@ pub fn describe(t: &Trashed) -> String {
         t.namespace,
         t.dir,
         t.session_id()
+    )
+}
+
+/// What `fen-fs rm` of a kept session (its source gone) says.
+pub fn describe_copy(store: &Store, t: &crate::keep::restore::TrashedCopy) -> String {
+    format!(
+        "trashed the kept copy of {} ({}), in {} (fen-fs restore {})",
+        t.dir(),
+        t.agent,
+        relative(store, &t.path),
+        t.record.id
     )
 }
 

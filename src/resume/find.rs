@@ -57,6 +57,11 @@ pub fn find_among(
         let source = dynamic.clone();
         for ns in source.namespaces()? {
             for l in source.listings(&ns)? {
+                // An earlier version of a kept session (`<dir>.v<N>`) is named by its
+                // folder, not by the session's id.
+                if l.version.is_some() && l.dir != spec && !spec.contains(".v") {
+                    continue;
+                }
                 all.push(Candidate {
                     source: dynamic.clone(),
                     ns: ns.clone(),

@@ -29,6 +29,18 @@ pub fn publish(
     if bytes.is_empty() || !bytes.ends_with(b"\n") {
         return Err(Error::invalid("a session file must end with a newline"));
     }
+    publish_exact(root, folders, name, bytes, check)
+}
+
+/// `publish`, for bytes that are to be written exactly as they are (`fen-fs restore`
+/// of a kept copy, whose last line may have been cut where its agent stopped).
+pub fn publish_exact(
+    root: &Path,
+    folders: &[String],
+    name: &str,
+    bytes: &[u8],
+    check: impl FnOnce(&[u8]) -> Result<()>,
+) -> Result<PathBuf> {
     let top = Dir::open_root(root).map_err(|e| Error::io(root.display(), &e))?;
     // Walk down, creating what is missing; remember what we made.
     let mut made: Vec<(usize, String)> = Vec::new();

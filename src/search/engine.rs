@@ -68,6 +68,11 @@ pub struct SessionInfo {
     pub created_at: Option<String>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// Shown from fen's kept copy (§11), and whether its source is gone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub source_deleted: bool,
     /// Another machine's name (§12); `None`: this machine's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,

@@ -31,6 +31,12 @@ pub struct Hit {
     /// One line around the match, matched words marked `**like this**`.
     pub snippet: String,
     pub score: f32,
+    /// Shown from fen's kept copy (§11): `"kept": true`, and whether its source is
+    /// gone (both left out for a session read from its agent's own files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_deleted: Option<bool>,
     /// The namespace as the store names it (for the tree's links).
     #[serde(skip)]
     pub store_namespace: String,

@@ -395,6 +395,8 @@ impl Search {
                     in_conversation: f.message.in_conversation,
                     snippet: snippet::snippet(&f.text, &request.query),
                     score: f.score,
+                    kept: f.session.kept.then_some(true),
+                    source_deleted: f.session.kept.then_some(f.session.source_deleted),
                 }
             })
             .collect();

@@ -439,6 +439,8 @@ fn pass(
         preview: facts.preview.clone(),
         created_at: facts.created_at.clone(),
         updated_at: facts.updated_at.clone(),
+        kept: facts.kept,
+        source_deleted: facts.source_deleted,
         host: facts.host.clone(),
     };
     let k = Known {

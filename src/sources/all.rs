@@ -44,11 +44,7 @@ pub fn foreign_indexed(
     watching: bool,
 ) -> Vec<Arc<ForeignSource>> {
     let sources = super::foreign_sources(options, &store.root, watching);
-    std::thread::scope(|scope| {
-        for s in &sources {
-            scope.spawn(|| s.build_index());
-        }
-    });
+    super::build_indexes(&sources);
     sources
 }
 

@@ -26,11 +26,15 @@
 //! - `views.rs`: `meta.json`, `summary.txt`; `messages.rs`: neutral messages and
 //!   `conversation.md`;
 //! - `units.rs`: where a session's bytes come from (a file, or a database's unit);
+//!   `kept.rs`: a source over kept copies (`sources/kept.rs`) instead of an agent's
+//!   folders; `keeping.rs`: what the keeper (`keep/`) reads of a source;
 //! - `usage.rs`: the token usage its units record (`SessionSource::usage`).
 
 mod build;
 mod conversations;
 mod index;
+mod keeping;
+mod kept;
 mod messages;
 mod persist;
 mod readers;
@@ -49,6 +53,7 @@ use crate::views::pieces::PieceSnapshot;
 use crate::views::{Snapshot, ViewKind};
 use conversations::Layouts;
 use index::Index;
+pub use keeping::ToKeep;
 use readers::Readers;
 use std::collections::HashMap;
 use std::io::Read;
@@ -83,6 +88,8 @@ pub struct ForeignSource {
     units: Option<super::units::Units>,
     /// The units of the last walk, with the cwd their listing names.
     unit_hints: Mutex<HashMap<PathBuf, Option<String>>>,
+    /// Kept copies (§11) instead of the agent's folders: a source over `.kept/<agent>`.
+    kept: Option<Arc<super::kept::KeptCopies>>,
 
     // The index of sessions (`index.rs`, `build.rs`, `walk.rs`).
     index: Mutex<Index>,
@@ -119,6 +126,7 @@ impl ForeignSource {
             watch: None,
             units: agents::units_for(root.agent, &root.root),
             unit_hints: Mutex::new(HashMap::new()),
+            kept: None,
             index: Mutex::new(Index::default()),
             ready: Condvar::new(),
             readers: Mutex::new(Readers::default()),
@@ -184,7 +192,8 @@ impl SessionSource for ForeignSource {
         }
         // Units are re-listed cheaply (a stat of the databases): a session that
         // appeared in a new namespace is found by its path, not only after an `ls`.
-        self.units.is_some() && {
+        // So are kept copies: a session whose source just went shows at once.
+        (self.units.is_some() || self.kept.is_some()) && {
             self.sync(Some(ns));
             self.index.lock().unwrap().by_ns.contains_key(ns)
         }

@@ -18,6 +18,7 @@ pub mod foreign_source;
 pub mod gemini;
 pub mod growth;
 pub mod json_text;
+pub mod kept;
 pub mod openclaw;
 pub mod opencode;
 pub mod peers;
@@ -233,22 +234,127 @@ pub struct ForeignOptions {
 }
 
 /// The sources of other agents' stores, indexed in fen's store at `fen_root`;
-/// `watching` for a long-lived daemon (inotify on their folders).
+/// `watching` for a long-lived daemon (inotify on their folders). After them, one
+/// source per agent over the copies kept in that store (§11), showing the sessions
+/// whose source is gone.
 pub fn foreign_sources(
     options: &ForeignOptions,
     fen_root: &Path,
     watching: bool,
 ) -> Vec<Arc<foreign_source::ForeignSource>> {
-    agents::roots(options.detect, &options.explicit)
-        .iter()
-        .map(|r| {
-            // A store that does not exist yet is not created just to hold a cache.
-            let fen = fen_root.is_dir().then_some(fen_root);
-            Arc::new(if watching {
-                foreign_source::ForeignSource::watching(r, fen)
-            } else {
-                foreign_source::ForeignSource::new(r, fen)
+    // A store that does not exist yet is not created just to hold a cache.
+    let fen = fen_root.is_dir().then_some(fen_root);
+    let live: Vec<Arc<foreign_source::ForeignSource>> =
+        agents::roots(options.detect, &options.explicit)
+            .iter()
+            .map(|r| {
+                Arc::new(if watching {
+                    foreign_source::ForeignSource::watching(r, fen)
+                } else {
+                    foreign_source::ForeignSource::new(r, fen)
+                })
             })
+            .collect();
+    let kept = kept_sources(fen_root, &live);
+    live.into_iter().chain(kept).collect()
+}
+
+/// Sources over another machine's kept copies (`<peer store>/.kept/<agent>/`, received
+/// read-only, e.g. by Syncthing into `peers/<host>/`), one per agent: every copy is
+/// shown (its source is on that machine), with each agent's own reader. Their caches
+/// (indexes, reader states, decompressed copies) go in this machine's store at
+/// `fen_root`; nothing is ever written, locked or created under the peer's folder.
+/// `peers::peer_kept_sources` wraps them as a peer's sessions (host, path map).
+/// `every_agent`: one source per agent fen-fs reads, for a long-lived process (the
+/// peer's first copies of an agent may arrive later); else one per agent with copies.
+pub fn peer_kept_copies(
+    peer_store: &Path,
+    host: &str,
+    fen_root: &Path,
+    every_agent: bool,
+) -> Vec<Arc<foreign_source::ForeignSource>> {
+    let dir = crate::store::layout::kept_dir(peer_store);
+    let mut agents: Vec<Agent> = if every_agent {
+        Agent::ALL
+            .into_iter()
+            .filter(|a| *a != Agent::Fen)
+            .collect()
+    } else {
+        std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| Agent::from_kind(e.file_name().to_str()?))
+            .collect()
+    };
+    agents.sort();
+    let fen = fen_root.is_dir().then_some(fen_root);
+    agents
+        .into_iter()
+        .map(|agent| {
+            let copies = kept::KeptCopies::new(
+                agent,
+                dir.join(agent.name()),
+                kept::Shown::All,
+                Some(host.to_string()),
+                fen.map(Path::to_path_buf),
+                Vec::new(),
+            );
+            Arc::new(foreign_source::ForeignSource::over_kept(copies, fen))
+        })
+        .collect()
+}
+
+/// Builds the first index of each of `sources` (a one-shot command), the agents' own
+/// first, then those over kept copies (which show what the others no longer do).
+pub fn build_indexes(sources: &[Arc<foreign_source::ForeignSource>]) {
+    for kept in [false, true] {
+        std::thread::scope(|scope| {
+            for s in sources.iter().filter(|s| s.kept_copies().is_some() == kept) {
+                scope.spawn(|| s.build_index());
+            }
+        });
+    }
+}
+
+/// A source per agent over the copies kept in the store at `root` (§11), each
+/// showing what `live` (the agents' own sources) no longer shows.
+pub fn kept_sources(
+    root: &Path,
+    live: &[Arc<foreign_source::ForeignSource>],
+) -> Vec<Arc<foreign_source::ForeignSource>> {
+    let dir = crate::store::layout::kept_dir(root);
+    // Every agent with copies, and every agent shown (its copies may come later).
+    let real = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+    let mut agents: Vec<Agent> = std::fs::read_dir(&dir)
+        .into_iter()
+        .filter(|_| real)
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| Agent::from_kind(e.file_name().to_str()?))
+        .chain(live.iter().map(|s| s.agent()))
+        .collect();
+    agents.sort();
+    agents.dedup();
+    agents
+        .into_iter()
+        .map(|agent| {
+            let same: Vec<_> = live
+                .iter()
+                .filter(|s| s.agent() == agent)
+                .cloned()
+                .collect();
+            let copies = kept::KeptCopies::new(
+                agent,
+                dir.join(agent.name()),
+                kept::Shown::Gone,
+                None,
+                Some(root.to_path_buf()),
+                same,
+            );
+            Arc::new(foreign_source::ForeignSource::over_kept(copies, Some(root)))
         })
         .collect()
 }

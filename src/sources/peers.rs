@@ -1,6 +1,6 @@
 //! Other machines' sessions (§12): each peer is a folder `peers/<host>/` that Syncthing
 //! fills, receive-only, with another machine's fen store. A peer is a set of sources
-//! over that folder (its fen store today; its kept copies of §11 beside it later),
+//! over that folder (its fen store, and its kept copies of §11: one source per agent),
 //! each wrapped in a [`PeerSource`] that shows them as this machine's tree expects:
 //! - read-only (every change fails with `EROFS`), nothing ever written, locked or
 //!   created under `peers/` (caches go to this machine's `.fen-cache/peers/<host>/`);
@@ -67,8 +67,10 @@ pub fn peer_names(dir: &Path) -> Vec<String> {
     out
 }
 
-/// One source per peer of `options` (its fen store), with caches in the store at
-/// `local_root`; `watching` for a long-lived daemon.
+/// The sources of each peer of `options` (its fen store, then its kept copies), with
+/// caches in the store at `local_root`; `watching` for a long-lived daemon, which
+/// builds the kept copies' first index itself (`PeerSource::kept_index`); otherwise
+/// it is built here.
 pub fn peer_sources(
     options: &PeerOptions,
     local_root: &Path,
@@ -80,19 +82,55 @@ pub fn peer_sources(
         return Ok(Vec::new());
     }
     let rules = options.rules()?;
-    Ok(names
+    let mut out = Vec::new();
+    for name in names {
+        let root = dir.join(&name);
+        out.push(Arc::new(PeerSource::over_fen_store(
+            &name,
+            &root,
+            local_root,
+            PathMap::for_host(&rules, &name),
+            watching,
+        )));
+        out.extend(peer_kept_sources(
+            &name, &root, local_root, &rules, watching,
+        ));
+    }
+    if !watching {
+        let kept: Vec<_> = out.iter().filter_map(|p| p.kept_index().cloned()).collect();
+        super::build_indexes(&kept);
+    }
+    Ok(out)
+}
+
+/// Peer `host`'s kept copies (§11, `<root>/.kept/<agent>/`), one source per agent, each
+/// the agents' own source type over them (`ForeignSource::over_kept`: the agent's
+/// reader, every view as it was there), showing every copy (its source is on that
+/// machine), wrapped as a peer's sessions are (host, path map, `@<host>`). Their
+/// caches go in `local_root`'s; nothing is written under `root`. `watching`: a source
+/// for every agent, for copies that arrive later.
+pub fn peer_kept_sources(
+    host: &str,
+    root: &Path,
+    local_root: &Path,
+    rules: &[PathRule],
+    watching: bool,
+) -> Vec<Arc<PeerSource>> {
+    super::peer_kept_copies(root, host, local_root, watching)
         .into_iter()
-        .map(|name| {
-            let root = dir.join(&name);
-            Arc::new(PeerSource::over_fen_store(
-                &name,
-                &root,
-                local_root,
-                PathMap::for_host(&rules, &name),
-                watching,
-            ))
+        .map(|kept| {
+            let of = kept.clone();
+            let mut p = PeerSource::wrap(
+                host,
+                root,
+                kept.clone(),
+                Box::new(move |ns, dir| of.kept_cwd(ns, dir)),
+                PathMap::for_host(rules, host),
+            );
+            p.kept = Some(kept);
+            Arc::new(p)
         })
-        .collect())
+        .collect()
 }
 
 /// The folder of this machine's `.fen-cache` for peer `host`'s caches, made if the
@@ -141,6 +179,9 @@ pub struct PeerSource {
     /// The wrapped namespaces a rule may apply to, with where each session goes, as
     /// of the namespace's mtime.
     moved: Mutex<Moved>,
+    /// The source over the peer's kept copies it wraps, if it is one (its first index
+    /// is built by whoever made it).
+    kept: Option<Arc<super::foreign_source::ForeignSource>>,
 }
 
 #[derive(Default)]
@@ -223,7 +264,14 @@ impl PeerSource {
             map,
             cwds: Mutex::new(HashMap::new()),
             moved: Mutex::new(Moved::default()),
+            kept: None,
         }
+    }
+
+    /// The source over the peer's kept copies it wraps, whose first index is to be
+    /// built (by the daemon's background work).
+    pub fn kept_index(&self) -> Option<&Arc<super::foreign_source::ForeignSource>> {
+        self.kept.as_ref()
     }
 
     pub fn host_name(&self) -> &str {

@@ -57,6 +57,44 @@ pub const TRASH_DIR: &str = ".trash";
 
 const DELETED: &str = ".deleted-";
 
+/// Kept copies of other agents' sessions (§11): `<store>/.kept/<agent>/<copy>/`, one
+/// folder per session (`store::kept` says what is in it). Only this machine writes
+/// it; it starts with `.` and holds no `*.jsonl` at its top, so it is never a
+/// namespace.
+pub const KEPT_DIR: &str = ".kept";
+
+pub fn kept_dir(root: &Path) -> PathBuf {
+    root.join(KEPT_DIR)
+}
+
+/// Kept copies in the trash: `<store>/.trash/.kept/<agent>/<copy>.deleted-<stamp>/`.
+pub fn trash_kept_dir(root: &Path) -> PathBuf {
+    trash_dir(root).join(KEPT_DIR)
+}
+
+/// A trashed kept copy's folder name.
+pub fn trashed_copy_name(copy: &str, stamp: &str) -> String {
+    format!("{copy}{DELETED}{stamp}")
+}
+
+/// The copy's folder name and deletion stamp of a trashed kept copy's folder name.
+pub fn parse_trashed_copy_name(name: &str) -> Option<(&str, &str)> {
+    name.rsplit_once(DELETED).filter(|(c, _)| !c.is_empty())
+}
+
+/// Where decompressed kept copies are held while they are read (unnamed files, in
+/// this machine's `.fen-cache`: a peer's folder is never written).
+pub fn kept_read_dir(root: &Path) -> CacheFile {
+    cache_file(root, &["kept"], String::new())
+}
+
+/// The lock a keeper holds while it writes kept copies (one writer per store).
+pub const KEEP_LOCK: &str = "keep.lock";
+
+/// Left by a keeper that ended cleanly (taken by the next one): without it, the next
+/// keeper first undoes what a crash may have left in `.kept`.
+pub const KEEP_CLEAN: &str = "keep.clean";
+
 /// A session file's name for its folder name `dir` (`<stamp>_<session-id>`).
 pub fn session_file_name(dir: &str) -> String {
     format!("{dir}.jsonl")

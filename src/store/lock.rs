@@ -62,6 +62,23 @@ impl HeldFile {
     }
 }
 
+impl HeldFile {
+    /// An exclusive lock if no one else holds one now (`None`: someone does).
+    pub fn try_exclusive(file: File) -> Result<Option<Self>> {
+        loop {
+            if flock(&file, libc::LOCK_EX | libc::LOCK_NB) == 0 {
+                return Ok(Some(HeldFile { _file: file }));
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => return Ok(None),
+                Some(libc::EINTR) => continue,
+                _ => return Err(Error::io("flock", &e)),
+            }
+        }
+    }
+}
+
 fn flock(file: &File, op: i32) -> i32 {
     // SAFETY: a valid descriptor; flock has no memory effects.
     unsafe { libc::flock(file.as_raw_fd(), op) }

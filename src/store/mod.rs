@@ -10,6 +10,8 @@ pub mod entry;
 pub mod ids;
 pub mod index;
 pub mod index_cache;
+#[cfg(feature = "full")]
+pub mod kept;
 pub mod layout;
 pub mod line;
 pub mod lock;

@@ -227,6 +227,14 @@ impl Dir {
         check(unsafe { libc::linkat(fd, a.as_ptr(), fd, b.as_ptr(), 0) }).map(|_| ())
     }
 
+    /// This folder's descriptor, duplicated, as a file (for `syncfs`, `renameat2`).
+    pub fn open_self(&self) -> std::io::Result<File> {
+        // SAFETY: a valid descriptor; the duplicate is owned below.
+        let fd = check(unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) })?;
+        // SAFETY: a descriptor we just made.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
     pub fn sync(&self) -> std::io::Result<()> {
         // SAFETY: valid fd.
         check(unsafe { libc::fsync(self.fd.as_raw_fd()) }).map(|_| ())

@@ -4,7 +4,7 @@ use crate::store::index::SessionIndex;
 use crate::store::session::Session;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Listing {
     pub dir: String,
     pub id: String,
@@ -17,6 +17,14 @@ pub struct Listing {
     /// Who wrote it (`fen` for fen's own sessions).
     #[serde(default)]
     pub agent: crate::agent::Agent,
+    /// Shown from fen's kept copy of another agent's session (§11); then whether its
+    /// source is gone, and for an earlier version of it, which (1: the oldest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_deleted: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
     /// The machine it was recorded on (§12): this one's name, or a peer's.
     #[serde(default)]
     pub host: Option<String>,
@@ -47,6 +55,7 @@ impl Listing {
             host: Some(crate::host::this_host().to_string()),
             cwd_on_host: idx.cwd().map(String::from),
             version_of: None,
+            ..Listing::default()
         }
     }
 }
@@ -74,6 +83,16 @@ pub fn render_json<T: Serialize>(list: &[T]) -> Vec<u8> {
     out
 }
 
+/// What the table says first of a session shown from its kept copy (§11).
+fn kept_mark(l: &Listing) -> String {
+    match (l.kept, l.version, l.source_deleted) {
+        (false, ..) => String::new(),
+        (true, Some(n), _) => format!("[version {n}] "),
+        (true, None, Some(true)) => "[deleted] ".into(),
+        (true, None, _) => "[kept] ".into(),
+    }
+}
+
 /// The aligned table of `fen-fs list`: updated (local time), messages, title or
 /// preview, dir; with `agents`, an AGENT column first.
 pub fn render_table(list: &[Listing], agents: bool) -> String {
@@ -95,10 +114,14 @@ pub fn render_table_with(list: &[Listing], agents: bool, hosts: bool) -> String 
                     .unwrap_or_default(),
                 l.messages.to_string(),
                 crate::store::index::one_line(
-                    l.title
-                        .as_deref()
-                        .or(l.preview.as_deref())
-                        .unwrap_or("(empty)"),
+                    &format!(
+                        "{}{}",
+                        kept_mark(l),
+                        l.title
+                            .as_deref()
+                            .or(l.preview.as_deref())
+                            .unwrap_or("(empty)")
+                    ),
                     50,
                 ),
                 l.dir.clone(),

@@ -429,6 +429,7 @@ mod tests {
             host: None,
             cwd_on_host: None,
             version_of: None,
+            ..Default::default()
         };
         let json = render_json(&[l("b", "x \"q\" {[ \\"), l("a\"\\\n", "y")]);
         let got = dirs(std::str::from_utf8(&json).unwrap());

@@ -236,6 +236,7 @@ fn facts_of(session: &Session, idx: &SessionIndex) -> SessionFacts {
         not_resumable_reason: None,
         host: None,
         cwd_on_host: None,
+        ..SessionFacts::default()
     }
 }
 

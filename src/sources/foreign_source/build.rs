@@ -337,7 +337,9 @@ impl ForeignSource {
         };
         let mut summary = summary;
         // A unit's dump already says all its store knows (its key is no file's place).
-        if !self.is_unit(path) {
+        if self.kept.is_some() {
+            self.complete_from_record(path, &mut summary);
+        } else if !self.is_unit(path) {
             agents::complete_summary(self.agent, &self.root, path, &mut summary);
         }
         if !summary.resumable

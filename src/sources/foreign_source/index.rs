@@ -55,7 +55,7 @@ pub(super) fn rfc3339(t: SystemTime) -> String {
 }
 
 /// `<created stamp>_<agent>-<id>`: sorts by time beside fen's `<stamp>_<id>` folders.
-fn session_dir_name(agent: Agent, path: &Path, e: &FileEntry) -> String {
+pub(super) fn session_dir_name(agent: Agent, path: &Path, e: &FileEntry) -> String {
     let created = chrono::DateTime::parse_from_rfc3339(&e.created_at())
         .map(|t| t.with_timezone(&chrono::Utc))
         .unwrap_or_else(|_| e.mtime().into());
@@ -146,8 +146,10 @@ impl ForeignSource {
 
     pub(super) fn insert(&self, idx: &mut Index, path: PathBuf, e: FileEntry) {
         self.remove(idx, &path);
-        let id = (agents::one_session_per_id(self.agent) && !e.summary.id.is_empty())
-            .then(|| e.summary.id.clone());
+        let id = (agents::one_session_per_id(self.agent)
+            && !e.summary.id.is_empty()
+            && !self.is_version(&path))
+        .then(|| e.summary.id.clone());
         idx.files.insert(path.clone(), e);
         idx.generation += 1;
         match id {
@@ -165,7 +167,7 @@ impl ForeignSource {
             return;
         };
         let ns = e.namespace();
-        let mut dir = session_dir_name(self.agent, &path, e);
+        let mut dir = self.dir_name(&path, e);
         if idx
             .by_ns
             .get(&ns)
@@ -231,13 +233,19 @@ impl ForeignSource {
     /// The file and index entry of session `ns/dir`, re-read if it changed on disk.
     pub(super) fn session(&self, ns: &str, dir: &str) -> Result<(PathBuf, FileEntry)> {
         let missing = || Error::not_found(format!("no session {ns}/{dir}"));
-        let path = {
+        let placed = || {
             let idx = self.wait_for(Some(ns));
-            idx.by_ns
-                .get(ns)
-                .and_then(|m| m.get(dir))
-                .cloned()
-                .ok_or_else(missing)?
+            idx.by_ns.get(ns).and_then(|m| m.get(dir)).cloned()
+        };
+        let path = match placed() {
+            Some(p) => p,
+            // A kept session shows once its source is gone: a lookup right after,
+            // before any listing, finds it too.
+            None if self.kept.is_some() => {
+                self.sync(Some(ns));
+                placed().ok_or_else(missing)?
+            }
+            None => return Err(missing()),
         };
         let known = self.index.lock().unwrap().files.get(&path).map(|e| e.stamp);
         if self.stamp_of(&path) != known {
@@ -254,6 +262,7 @@ impl ForeignSource {
         let (_, dir) = idx.dir_of.get(path)?;
         let s = &e.summary;
         let title = idx.renames.get(&s.id).cloned().or_else(|| s.title.clone());
+        let kept = self.kept_facts(path);
         Some(Listing {
             dir: dir.clone(),
             id: s.id.clone(),
@@ -264,7 +273,10 @@ impl ForeignSource {
             updated_at: Some(s.updated_at.clone().unwrap_or_else(|| rfc3339(e.mtime()))),
             messages: s.messages as usize,
             agent: self.agent,
-            host: Some(crate::host::this_host().to_string()),
+            kept: kept.is_some(),
+            source_deleted: kept.as_ref().map(|f| f.source_deleted),
+            version: kept.and_then(|f| f.version),
+            host: Some(self.host_shown().to_string()),
             cwd_on_host: s.cwd.clone(),
             version_of: None,
         })

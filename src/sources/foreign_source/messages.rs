@@ -157,6 +157,8 @@ impl ForeignSource {
             source_path: self.source_path_of(path),
             resumable: s.resumable,
             not_resumable_reason: s.not_resumable_reason.clone(),
+            kept: listing.as_ref().is_some_and(|l| l.kept),
+            source_deleted: listing.as_ref().and_then(|l| l.source_deleted) == Some(true),
             host: None,
             cwd_on_host: None,
         }

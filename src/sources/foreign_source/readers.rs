@@ -36,8 +36,8 @@ pub(super) struct Following {
     /// The file's stamp when it was last fed (default: never fed).
     stamp: FileStamp,
     consumed: u64,
-    tail: Vec<u8>,
-    reader: Box<dyn ForeignReader>,
+    pub(super) tail: Vec<u8>,
+    pub(super) reader: Box<dyn ForeignReader>,
     used: u64,
     /// `content_check` of the consumed bytes, taken when they were fed: what a saved
     /// state must match to be used.
@@ -91,7 +91,8 @@ pub(super) enum Keep {
 
 impl ForeignSource {
     pub(super) fn new_reader(&self, path: &Path) -> Box<dyn ForeignReader> {
-        agents::reader_for_path(self.agent, path)
+        // A kept copy is read as the file it was kept from (its name says its format).
+        agents::reader_for_path(self.agent, &self.source_path_of(path))
     }
 
     /// Feeds `path` through its reader, from where it last stopped if the file only
@@ -266,7 +267,7 @@ struct StateHead {
 }
 
 /// Feeds `following.reader` the file's bytes from where it stopped up to `size`.
-fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
+pub(super) fn feed(file: &mut File, following: &mut Following, size: u64) -> Result<()> {
     let mut pos = following.consumed + following.tail.len() as u64;
     let mut buf = std::mem::take(&mut following.tail);
     while pos < size {

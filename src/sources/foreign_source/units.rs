@@ -20,6 +20,11 @@ impl ForeignSource {
 
     /// The walk's files, less those a unit stands for, plus every unit.
     pub(super) fn with_units(&self, mut files: Vec<PathBuf>) -> Vec<PathBuf> {
+        if let Some(kept) = &self.kept {
+            let listed = kept.list();
+            *self.unit_hints.lock().unwrap() = listed.iter().cloned().collect();
+            return listed.into_iter().map(|(k, _)| k).collect();
+        }
         let Some(units) = &self.units else {
             return files;
         };
@@ -38,6 +43,9 @@ impl ForeignSource {
 
     /// The session's stamp now (`None`: gone).
     pub(super) fn stamp_of(&self, path: &Path) -> Option<FileStamp> {
+        if let Some(kept) = &self.kept {
+            return kept.stamp(path);
+        }
         match &self.units {
             Some(units) if self.is_unit(path) => units.stamp(path),
             _ => super::file_stamp(path),
@@ -46,6 +54,9 @@ impl ForeignSource {
 
     /// The session's bytes, as the reader and `conversation.json` read them.
     pub(super) fn open_bytes(&self, path: &Path) -> Result<(File, FileStamp)> {
+        if let Some(kept) = &self.kept {
+            return kept.open(path);
+        }
         match &self.units {
             Some(units) if self.is_unit(path) => units.open(path),
             _ => {
@@ -81,6 +92,9 @@ impl ForeignSource {
 
     /// `meta.json`'s `source_path`: the file, or the database or folder of a unit.
     pub(super) fn source_path_of(&self, path: &Path) -> PathBuf {
+        if let Some(kept) = &self.kept {
+            return kept.source_key(path).unwrap_or_else(|| path.to_path_buf());
+        }
         match &self.units {
             Some(units) if self.is_unit(path) => units.source().source_path(path),
             _ => path.to_path_buf(),
@@ -89,7 +103,7 @@ impl ForeignSource {
 
     /// The working directory a session's start names, before it is read whole.
     pub(super) fn hint_of(&self, path: &Path) -> Option<String> {
-        if self.is_unit(path) {
+        if self.is_unit(path) || self.kept.is_some() {
             return self.unit_hints.lock().unwrap().get(path).cloned().flatten();
         }
         crate::sources::agents::cwd_hint(self.agent, &self.root, path)

@@ -101,16 +101,43 @@ impl ForeignSource {
     }
 
     /// The units whose usage counts: the agent's usage files where they are more than
-    /// its sessions, else the session files and units of the walk.
+    /// its sessions, else the session files and units of the walk. Over kept copies:
+    /// the current bytes of each copy shown (on this machine those whose source is
+    /// gone, so that a session counts once, from its source while there is one), not
+    /// its earlier versions, whose responses the current bytes hold or held.
     fn usage_units(&self) -> Vec<PathBuf> {
+        if let Some(kept) = &self.kept {
+            return kept
+                .list_unwaited()
+                .into_iter()
+                .map(|(key, _)| key)
+                .filter(|key| kept.facts(key).is_some_and(|f| f.version.is_none()))
+                .collect();
+        }
         match agents::usage_files(self.agent, &self.root) {
             Some(files) => files,
             None => self.walk(),
         }
     }
 
-    /// What `path` says of itself before it is read.
+    /// What `path` says of itself before it is read. A kept copy says what its source
+    /// said (its name, and Gemini's project folder as its record kept it).
     fn usage_facts(&self, path: &Path) -> UnitFacts {
+        if let Some(f) = self.kept_facts(path) {
+            return UnitFacts {
+                agent: self.agent,
+                session: f
+                    .record
+                    .source
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned()),
+                cwd: match self.agent {
+                    crate::agent::Agent::Gemini => f.record.facts.cwd.clone(),
+                    _ => None,
+                },
+                host: f.host.clone(),
+            };
+        }
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         let cwd = match self.agent {
             // A chat's project folder is its cwd (a subagent's chat sits one deeper).
@@ -140,8 +167,10 @@ impl ForeignSource {
         pause: &dyn Fn(),
     ) -> Result<UnitUsage> {
         let (file, stamp) = self.open_bytes(path)?;
+        // A kept copy is read as the file it was kept from.
+        let named = self.source_path_of(path);
         let fresh = || {
-            agents::usage_reader_for(self.agent, path, self.usage_facts(path))
+            agents::usage_reader_for(self.agent, &named, self.usage_facts(path))
                 .ok_or_else(|| Error::not_found("no usage reader"))
         };
         let identity = |len: u64| MessageMark::file_identity(&file, stamp.dev, stamp.ino, len);

@@ -27,7 +27,7 @@ impl ForeignSource {
             dir,
             namespace: naming::mount_name(ns),
             cwd: s.cwd.as_deref(),
-            host: crate::host::this_host(),
+            host: self.host_shown(),
             cwd_on_host: s.cwd.as_deref(),
             title: listing.as_ref().and_then(|l| l.title.as_deref()),
             preview: s.preview.as_deref(),
@@ -50,6 +50,7 @@ impl ForeignSource {
             listed_by_agent: s.listed,
             archived: s.archived,
             parent_id: s.parent_id.as_deref(),
+            kept: self.kept_facts(path).map(|f| KeptMeta::of(&f, path)),
         };
         let mut out = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         out.push(b'\n');
@@ -115,6 +116,41 @@ impl ForeignSource {
         if s.archived {
             field("archived", "yes");
         }
+        if let Some(f) = self.kept_facts(path) {
+            let r = &f.record;
+            let state = if f.source_deleted {
+                "its source is gone"
+            } else {
+                "its source is still there"
+            };
+            field("kept", &format!("yes, fen-fs's copy ({state})"));
+            if let Some(host) = &f.host {
+                field("host", host);
+            }
+            field(
+                "last seen",
+                &format!("{} at its source", local_time(&r.last_seen)),
+            );
+            if let Some(n) = f.version {
+                let g = &f.generation;
+                field(
+                    "version",
+                    &format!(
+                        "{n} of {}, kept {} until {}{}",
+                        r.generations.len(),
+                        local_time(&g.started),
+                        g.ended.as_deref().map(local_time).unwrap_or_default(),
+                        g.why
+                            .as_deref()
+                            .map(|w| format!(" ({w})"))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            if let Some(why) = &f.damaged {
+                field("damaged", why);
+            }
+        }
         if let Some(p) = &s.preview {
             out.push_str(&format!(
                 "\nfirst request:\n  {}\n",
@@ -162,4 +198,55 @@ struct ForeignMeta<'a> {
     /// The session it was spawned from (a subagent's), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     parent_id: Option<&'a str>,
+    /// Shown from fen's kept copy (§11).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    kept: Option<KeptMeta>,
+}
+
+/// `meta.json`'s keys for a session shown from its kept copy.
+#[derive(Serialize)]
+struct KeptMeta {
+    kept: bool,
+    source_deleted: bool,
+    /// When the keeper first and last saw the session at its source.
+    first_seen_at: String,
+    last_seen_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deleted_noticed_at: Option<String>,
+    /// An earlier version (1: the oldest), and when and why it was replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version_kept_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version_replaced_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version_why: Option<String>,
+    /// Versions of the session kept, the current one included.
+    versions: usize,
+    /// The generation file the bytes come from.
+    kept_path: std::path::PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_damaged: Option<String>,
+}
+
+impl KeptMeta {
+    fn of(f: &crate::sources::kept::CopyFacts, path: &Path) -> KeptMeta {
+        let r = &f.record;
+        let g = &f.generation;
+        KeptMeta {
+            kept: true,
+            source_deleted: f.source_deleted,
+            first_seen_at: r.first_seen.clone(),
+            last_seen_at: r.last_seen.clone(),
+            deleted_noticed_at: r.deleted_noticed.clone(),
+            version: f.version,
+            version_kept_at: f.version.map(|_| g.started.clone()),
+            version_replaced_at: f.version.and(g.ended.clone()),
+            version_why: f.version.and(g.why.clone()),
+            versions: r.generations.len(),
+            kept_path: path.to_path_buf(),
+            kept_damaged: f.damaged.clone(),
+        }
+    }
 }

@@ -1,0 +1,492 @@
+//! Kept copies (`store::kept`) as sessions, for a [`ForeignSource`] over them: which
+//! of an agent's copies are shown, their bytes and what their records say.
+//!
+//! On this machine a copy is shown once its source is gone (its file no longer a
+//! file, its database no longer listing it), unless the agent still shows a session
+//! of the same folder name in the same namespace (a file moved or migrated); every
+//! earlier version is shown always, as `<dir>.v<N>`. Over a peer's `.kept` folder
+//! every copy is shown: its sources are on another machine.
+//!
+//! A copy is read as its record says, never further: a plain generation's bytes are
+//! checked (length and CRC-32) once per state before they are served; a compressed
+//! one is decompressed, checked on the way, into an unnamed file in this machine's
+//! cache folder. A copy that fails the check is served empty, and says why (its
+//! `meta.json`, `summary.txt`, `fen-fs fsck`).
+
+use super::foreign_source::ForeignSource;
+use crate::agent::Agent;
+use crate::error::{Error, Result};
+use crate::store::index::FileStamp;
+use crate::store::kept::{self, Generation, KeptRecord};
+use crate::store::open::Dir;
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Which copies a source over kept copies shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// This machine's: those whose source is gone, and every earlier version.
+    Gone,
+    /// A peer's: every copy (its sources are on another machine).
+    All,
+}
+
+/// A listing of the copies is reused for this long (one `fen-fs list` lists every
+/// namespace, each asking; a mount's listings come in bursts).
+const LIST_FOR: Duration = Duration::from_millis(250);
+/// Decompressed copies held open at once.
+const OPEN_COPIES: usize = 8;
+
+/// What the record of a shown copy says of one of its generations.
+#[derive(Debug, Clone)]
+pub struct CopyFacts {
+    pub record: KeptRecord,
+    pub generation: Generation,
+    /// `Some(N)`: the Nth earlier version (1: the oldest), not the current bytes.
+    pub version: Option<u32>,
+    /// The source is gone (on this machine: as checked now; a peer's: as its record
+    /// says).
+    pub source_deleted: bool,
+    /// Why the copy's bytes cannot be served, if they cannot.
+    pub damaged: Option<String>,
+    /// The machine it was kept on (a peer's copies).
+    pub host: Option<String>,
+}
+
+/// Shown generations (keys) with the cwd their records name.
+type Listed = Vec<(PathBuf, Option<String>)>;
+
+struct Known {
+    /// `kept.json`'s stamp when read.
+    stamp: (u64, i128, i128),
+    record: KeptRecord,
+}
+
+#[derive(Default)]
+struct State {
+    copies: HashMap<String, Known>,
+    listed: Option<(Instant, Listed)>,
+    /// Whether each shown copy's source is gone, as of the last listing.
+    gone: HashMap<String, bool>,
+    /// Decompressed (or cut) copies: key → (stamp, file), most recent last.
+    open: Vec<(PathBuf, FileStamp, File)>,
+    /// Plain generations checked whole at this stamp, and the damaged ones.
+    checked: HashMap<PathBuf, (FileStamp, Option<String>)>,
+}
+
+/// One agent's folder of kept copies.
+pub struct KeptCopies {
+    agent: Agent,
+    dir: PathBuf,
+    shown: Shown,
+    host: Option<String>,
+    /// This machine's store, whose cache folder holds decompressed copies.
+    cache_root: Option<PathBuf>,
+    /// The sources showing the agent's live sessions (`Shown::Gone`).
+    live: Vec<Arc<ForeignSource>>,
+    state: Mutex<State>,
+}
+
+impl KeptCopies {
+    /// The copies in `dir` (`<store>/.kept/<agent>`).
+    pub fn new(
+        agent: Agent,
+        dir: PathBuf,
+        shown: Shown,
+        host: Option<String>,
+        cache_root: Option<PathBuf>,
+        live: Vec<Arc<ForeignSource>>,
+    ) -> Self {
+        KeptCopies {
+            agent,
+            dir,
+            shown,
+            host,
+            cache_root,
+            live,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub fn agent(&self) -> Agent {
+        self.agent
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// Whether it lists another machine's copies.
+    pub fn is_peer(&self) -> bool {
+        self.shown == Shown::All
+    }
+
+    /// The agent's folder of copies, reached from the store's root without following
+    /// a link (`.kept` and the agent's folder must be real folders).
+    fn agent_dir(&self) -> std::io::Result<Dir> {
+        let (Some(agent), Some(kept)) = (self.dir.file_name(), self.dir.parent()) else {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        let (Some(kept_name), Some(root)) = (kept.file_name(), kept.parent()) else {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        Dir::open_root(root)?.open_dir(kept_name)?.open_dir(agent)
+    }
+
+    /// The key of generation `file` of copy `folder`: the generation file's path.
+    fn key(&self, folder: &str, file: &str) -> PathBuf {
+        self.dir.join(folder).join(file)
+    }
+
+    fn split(&self, key: &Path) -> Option<(String, String)> {
+        let file = key.file_name()?.to_str()?.to_string();
+        let parent = key.parent()?;
+        if parent.parent()? != self.dir {
+            return None;
+        }
+        Some((parent.file_name()?.to_str()?.to_string(), file))
+    }
+
+    /// Re-reads the records whose `kept.json` changed; drops copies that went.
+    fn refresh_records(&self, st: &mut State) {
+        let Ok(dir) = self.agent_dir() else {
+            st.copies.clear();
+            return;
+        };
+        let mut seen = HashMap::new();
+        for (name, kind) in dir.read_dir().unwrap_or_default() {
+            let Some(name) = name.to_str() else { continue };
+            if !kind.is_dir() || name.starts_with('.') {
+                continue;
+            }
+            let Ok(folder) = dir.open_dir(name) else {
+                continue;
+            };
+            let Ok(st_) = folder.stat(kept::RECORD) else {
+                continue;
+            };
+            let stamp = (
+                st_.st_ino,
+                st_.st_mtime as i128 * 1_000_000_000 + st_.st_mtime_nsec as i128,
+                st_.st_ctime as i128 * 1_000_000_000 + st_.st_ctime_nsec as i128,
+            );
+            match st.copies.remove(name) {
+                Some(k) if k.stamp == stamp => {
+                    seen.insert(name.to_string(), k);
+                }
+                _ => {
+                    if let Some(record) =
+                        kept::read_record(&folder).filter(|r| r.agent == self.agent.name())
+                    {
+                        seen.insert(name.to_string(), Known { stamp, record });
+                    }
+                }
+            }
+        }
+        st.copies = seen;
+    }
+
+    /// Whether copy `r`'s source is gone, on this machine.
+    fn source_gone(&self, r: &KeptRecord) -> bool {
+        if self.shown == Shown::All {
+            return r.source_deleted;
+        }
+        if r.unit {
+            let covering: Vec<&Arc<ForeignSource>> = self
+                .live
+                .iter()
+                .filter(|s| s.agent_root() == r.source_root)
+                .collect();
+            if covering.is_empty() {
+                return r.source_deleted || std::fs::symlink_metadata(&r.source_root).is_err();
+            }
+            return !covering.iter().any(|s| s.lists_unit(&r.source));
+        }
+        !std::fs::symlink_metadata(&r.source).is_ok_and(|m| m.is_file())
+    }
+
+    /// Whether a live source shows a session of the copy's folder name in its
+    /// namespace (the file moved, or the agent migrated it): then the copy is not
+    /// shown a second time.
+    fn shown_live(&self, r: &KeptRecord, wait_live: bool) -> bool {
+        let (Some(ns), Some(dir)) = (&r.facts.namespace, &r.facts.dir) else {
+            return false;
+        };
+        self.live
+            .iter()
+            .any(|s| (wait_live || s.is_indexed()) && s.shows_session(ns, dir))
+    }
+
+    /// The shown generations as keys, with the cwd their records name (a namespace
+    /// hint before they are read).
+    pub fn list(&self) -> Vec<(PathBuf, Option<String>)> {
+        self.list_with(true)
+    }
+
+    /// `list` for a caller that does not build the agents' indexes (`fen-fs usage`
+    /// reads their files, not their sessions): an agent's source not indexed yet is
+    /// not waited for, so a copy whose file moved there (same name, another place)
+    /// is listed too; such a listing is not reused by `list`.
+    pub fn list_unwaited(&self) -> Vec<(PathBuf, Option<String>)> {
+        if self.live.iter().all(|s| s.is_indexed()) {
+            return self.list_with(true);
+        }
+        self.list_with(false)
+    }
+
+    fn list_with(&self, wait_live: bool) -> Vec<(PathBuf, Option<String>)> {
+        if wait_live {
+            let st = self.state.lock().unwrap();
+            if let Some((at, list)) = &st.listed
+                && at.elapsed() < LIST_FOR
+            {
+                return list.clone();
+            }
+        }
+        let records: Vec<(String, KeptRecord)> = {
+            let mut st = self.state.lock().unwrap();
+            self.refresh_records(&mut st);
+            st.copies
+                .iter()
+                .map(|(n, k)| (n.clone(), k.record.clone()))
+                .collect()
+        };
+        // Outside the lock: a live source may be asked (and may wait for its index).
+        let mut out = Vec::new();
+        let mut gone = HashMap::new();
+        for (name, r) in &records {
+            let n = r.generations.len();
+            for g in &r.generations[..n - 1] {
+                out.push((self.key(name, &g.file), r.facts.cwd.clone()));
+            }
+            let is_gone = self.source_gone(r);
+            gone.insert(name.clone(), is_gone);
+            let show = match self.shown {
+                Shown::All => true,
+                Shown::Gone => is_gone && !self.shown_live(r, wait_live),
+            };
+            if show && let Some(g) = r.current() {
+                out.push((self.key(name, &g.file), r.facts.cwd.clone()));
+            }
+        }
+        out.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+        let mut st = self.state.lock().unwrap();
+        st.gone = gone;
+        if wait_live {
+            st.listed = Some((Instant::now(), out.clone()));
+        }
+        out
+    }
+
+    /// Forgets the last listing (a caller that knows something changed).
+    pub fn invalidate(&self) {
+        self.state.lock().unwrap().listed = None;
+    }
+
+    fn lookup(&self, key: &Path) -> Option<(String, KeptRecord, usize)> {
+        let (folder, file) = self.split(key)?;
+        let st = self.state.lock().unwrap();
+        let k = st.copies.get(&folder)?;
+        let at = k.record.generations.iter().position(|g| g.file == file)?;
+        Some((folder, k.record.clone(), at))
+    }
+
+    /// What the records say of `key`'s generation.
+    pub fn facts(&self, key: &Path) -> Option<CopyFacts> {
+        let (folder, record, at) = self.lookup(key)?;
+        let generation = record.generations[at].clone();
+        let current = at + 1 == record.generations.len();
+        let st = self.state.lock().unwrap();
+        let source_deleted = match self.shown {
+            Shown::All => record.source_deleted,
+            Shown::Gone => st
+                .gone
+                .get(&folder)
+                .copied()
+                .unwrap_or(record.source_deleted),
+        };
+        let damaged = st.checked.get(key).and_then(|(_, d)| d.clone());
+        Some(CopyFacts {
+            version: (!current).then_some(at as u32 + 1),
+            generation,
+            source_deleted,
+            damaged,
+            host: self.host.clone(),
+            record,
+        })
+    }
+
+    /// The session key `key`'s copy was made from (its file at the source), which
+    /// names its reader and its folder.
+    pub fn source_key(&self, key: &Path) -> Option<PathBuf> {
+        self.lookup(key).map(|(_, r, _)| r.source)
+    }
+
+    /// `key`'s stamp: its generation file's device and inode, the session's bytes it
+    /// holds, the source's mtime as of them, and a hash of what its record says of
+    /// it in place of the ctime (so a changed record is read again).
+    pub fn stamp(&self, key: &Path) -> Option<FileStamp> {
+        let base = self.base_stamp(key)?;
+        Some(self.shown_stamp(key, base))
+    }
+
+    /// A damaged copy is served empty: its size says so.
+    fn shown_stamp(&self, key: &Path, base: FileStamp) -> FileStamp {
+        let st = self.state.lock().unwrap();
+        match st.checked.get(key) {
+            Some((s, Some(_))) if *s == base => FileStamp { size: 0, ..base },
+            _ => base,
+        }
+    }
+
+    fn base_stamp(&self, key: &Path) -> Option<FileStamp> {
+        let (folder, record, at) = self.lookup(key)?;
+        let g = &record.generations[at];
+        let st = self
+            .agent_dir()
+            .ok()?
+            .open_dir(&folder)
+            .ok()?
+            .stat(&g.file)
+            .ok()?;
+        let current = at + 1 == record.generations.len();
+        let said = serde_json::to_vec(&(
+            &record.facts,
+            g,
+            &record.id,
+            current && record.source_deleted,
+            current.then_some(&record.deleted_noticed),
+            (current && record.source_deleted).then_some(&record.last_seen),
+        ))
+        .unwrap_or_default();
+        Some(FileStamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: g.len,
+            mtime_ns: g.source_mtime_ns,
+            // With the file's own ctime: a copy changed behind the keeper's back
+            // (damaged, replaced) is read and checked again.
+            ctime_ns: crate::store::atomic::checksum(&[
+                &said,
+                &st.st_ctime.to_le_bytes(),
+                &st.st_ctime_nsec.to_le_bytes(),
+            ]) as i128,
+        })
+    }
+
+    /// `key`'s bytes, exactly as kept, and its stamp. A damaged copy reads as empty
+    /// (and its facts say why).
+    pub fn open(&self, key: &Path) -> Result<(File, FileStamp)> {
+        let stamp = self
+            .base_stamp(key)
+            .ok_or_else(|| Error::not_found(format!("no kept copy {}", key.display())))?;
+        {
+            let st = self.state.lock().unwrap();
+            if let Some((_, _, f)) = st.open.iter().find(|(k, s, _)| k == key && *s == stamp) {
+                return f
+                    .try_clone()
+                    .map(|f| (f, stamp))
+                    .map_err(|e| Error::io(key.display(), &e));
+            }
+        }
+        let (folder, record, at) = self
+            .lookup(key)
+            .ok_or_else(|| Error::not_found(format!("no kept copy {}", key.display())))?;
+        let g = record.generations[at].clone();
+        let dir = self
+            .agent_dir()
+            .and_then(|d| d.open_dir(&folder))
+            .map_err(|e| Error::io(key.display(), &e))?;
+        if !g.compressed() {
+            let (file, meta) = dir
+                .open_file(&g.file)
+                .map_err(|e| Error::io(key.display(), &e))?;
+            let checked = self.state.lock().unwrap().checked.get(key).cloned();
+            let damaged = match checked {
+                Some((s, d)) if s == stamp => d,
+                _ => {
+                    let d = kept::verify_generation(&dir, &g).err().map(|e| e.reason);
+                    if let Some(why) = &d {
+                        log::warn!("kept copy {}: {why}", key.display());
+                    }
+                    self.state
+                        .lock()
+                        .unwrap()
+                        .checked
+                        .insert(key.to_path_buf(), (stamp, d.clone()));
+                    d
+                }
+            };
+            if damaged.is_some() {
+                let shown = self.shown_stamp(key, stamp);
+                return Ok((crate::store::open::anonymous_file(b"")?, shown));
+            }
+            if meta.len() == g.len {
+                return Ok((file, stamp));
+            }
+        }
+        // Compressed, or longer than its record (a torn append): its bytes, whole
+        // and checked, into an unnamed file.
+        let out = self.unnamed_file()?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, &out);
+        let read = kept::read_generation(&dir, &g, &mut w);
+        let flushed = std::io::Write::flush(&mut w).map_err(|e| Error::io("a kept copy", &e));
+        drop(w);
+        let damaged = read.and(flushed).err().map(|e| e.reason);
+        if let Some(why) = &damaged {
+            log::warn!("kept copy {}: {why}", key.display());
+        }
+        let mut st = self.state.lock().unwrap();
+        st.checked
+            .insert(key.to_path_buf(), (stamp, damaged.clone()));
+        if damaged.is_some() {
+            return Ok((
+                crate::store::open::anonymous_file(b"")?,
+                FileStamp { size: 0, ..stamp },
+            ));
+        }
+        st.open.retain(|(k, _, _)| k != key);
+        st.open.push((
+            key.to_path_buf(),
+            stamp,
+            out.try_clone().map_err(|e| Error::io("a kept copy", &e))?,
+        ));
+        if st.open.len() > OPEN_COPIES {
+            st.open.remove(0);
+        }
+        Ok((out, stamp))
+    }
+
+    /// An unnamed file in this machine's cache folder (a memory file without one).
+    fn unnamed_file(&self) -> Result<File> {
+        if let Some(root) = &self.cache_root {
+            let c = crate::store::layout::kept_read_dir(root);
+            let dirs: Vec<&str> = c.dirs.iter().map(String::as_str).collect();
+            if let Ok(f) = Dir::open_root(&c.root)
+                .and_then(|r| r.walk_create(&dirs))
+                .and_then(|d| d.tmpfile_rw())
+            {
+                return Ok(f);
+            }
+        }
+        crate::store::open::anonymous_file(b"")
+    }
+
+    /// The folder of the copy `f` is of.
+    pub fn folder_of(&self, f: &CopyFacts) -> Option<String> {
+        let st = self.state.lock().unwrap();
+        st.copies
+            .iter()
+            .find(|(_, k)| {
+                k.record.source == f.record.source && k.record.first_seen == f.record.first_seen
+            })
+            .map(|(n, _)| n.clone())
+    }
+}
