@@ -106,7 +106,7 @@ impl History {
     /// persisted index when it is current, else a reading of every session file).
     pub fn foreign(&self) -> &[Arc<ForeignSource>] {
         let sources = self.foreign_sources();
-        self.foreign_indexed.get_or_init(|| index_all(sources));
+        self.foreign_indexed.get_or_init(|| crate::sources::build_indexes(sources));
         sources
     }
 
@@ -303,7 +303,7 @@ impl History {
             std::thread::spawn(move || {
                 // The other agents' sources are indexed first, here: the call's wait
                 // covers it.
-                indexed.get_or_init(|| index_all(&foreign));
+                indexed.get_or_init(|| crate::sources::build_indexes(&foreign));
                 if let Err(e) = search.update(&mut |_| {}) {
                     log::warn!("search index: {}", e.reason);
                 }
@@ -347,13 +347,4 @@ impl History {
                 .0;
         }
     }
-}
-
-/// Builds the first index of each source, side by side.
-fn index_all(sources: &[Arc<ForeignSource>]) {
-    std::thread::scope(|scope| {
-        for s in sources {
-            scope.spawn(|| s.build_index());
-        }
-    });
 }
