@@ -3,20 +3,28 @@
 //! SDK = claude-agent-sdk 0.2.187 `_internal/sessions.py`, BB-C = the CLI observed.
 //!
 //! Feeding keeps one small record per conversation line (ids, flags, byte ranges of
-//! `message.role`/`message.content`) plus the listing facts; the chain is rebuilt from
-//! the records on demand, so an append only parses the new lines.
+//! `message.role`/`message.content`) plus the listing facts; the chain is computed
+//! from the records once and then extended by the records appended after it
+//! (`chain.rs`), so an append only parses and walks the new lines.
 
+mod chain;
 mod neutral;
 pub mod usage;
 pub use neutral::{content_parts, is_injected_text, to_neutral};
 
 use crate::json::strict::{valid_array_items, valid_object_fields};
 use crate::json::{RawObject, offset_in};
-use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use crate::sources::foreign::{
+    ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
+    Piece,
+};
+use crate::sources::growth::{KeptCell, Resumed};
+use chain::{Growth, chain, walk};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::MutexGuard;
 
 /// The SDK's listing reads only this much of the file's head and tail (SDK `:33`).
 const LITE: u64 = 65536;
@@ -138,6 +146,39 @@ pub struct ClaudeReader {
     /// Rebuilt from `records` when a saved state is restored.
     #[borsh(skip)]
     ids: Ids,
+    /// The resumed chain of `records` as last computed, extended by the records
+    /// read since while they only extend it (not saved: computed again after a
+    /// restore).
+    #[borsh(skip)]
+    resumed: KeptCell<u32, Option<Growth>>,
+    /// Restored from a saved state: the daemon follows this file as it grows.
+    #[borsh(skip)]
+    followed: bool,
+}
+
+/// The conversation kept between reads: record numbers of its messages, and what
+/// taking the next record in needs (none when the chain is empty).
+type Kept = Resumed<u32, Option<Growth>>;
+
+/// The resumed conversation of the records and the tail, as record numbers (the
+/// tail's entry is the number after the records').
+enum Resolved<'a> {
+    /// Claude Code cannot resume the file.
+    Refused,
+    /// The chain kept over the records (the tail holds no entry).
+    Kept(MutexGuard<'a, Option<Kept>>),
+    /// Walked again with the tail's entry.
+    Walked(Vec<u32>),
+}
+
+impl Resolved<'_> {
+    fn order(&self) -> &[u32] {
+        match self {
+            Resolved::Refused => &[],
+            Resolved::Kept(k) => k.as_ref().map_or(&[], |k| &k.order),
+            Resolved::Walked(order) => order,
+        }
+    }
 }
 
 /// Each distinct uuid string a record names gets the next number, in feeding order.
@@ -198,6 +239,8 @@ impl ClaudeReader {
             list: Listing::default(),
             records: Vec::new(),
             ids: Ids::default(),
+            resumed: KeptCell::default(),
+            followed: false,
         }
     }
 
@@ -223,15 +266,93 @@ impl ClaudeReader {
         self.records.iter().chain(extra.iter()).collect()
     }
 
-    fn messages(&self, list: &Listing, extra: &Option<Entry>) -> Vec<MessagePieces> {
-        if self.not_resumable(list, extra).is_some() {
-            return Vec::new();
+    /// Record `i`, the tail's entry after the records.
+    fn entry<'a>(&'a self, extra: &'a Option<Entry>, i: u32) -> &'a Entry {
+        match self.records.get(i as usize) {
+            Some(e) => e,
+            None => extra
+                .as_ref()
+                .expect("a number within the records and the tail"),
         }
-        let all = self.all(extra);
-        chain(&all)
-            .into_iter()
-            .filter_map(|i| render(all[i]))
-            .collect()
+    }
+
+    /// The resumed conversation: the kept chain brought up to date when the tail
+    /// holds no entry (the usual case), else a walk of every entry.
+    fn resolve(&self, list: &Listing, extra: &Option<Entry>) -> Resolved<'_> {
+        if self.not_resumable(list, extra).is_some() {
+            return Resolved::Refused;
+        }
+        if extra.is_some() {
+            let all = self.all(extra);
+            let order = chain(&all)
+                .into_iter()
+                .filter(|&i| role_of(all[i]).is_some())
+                .map(|i| i as u32)
+                .collect();
+            return Resolved::Walked(order);
+        }
+        Resolved::Kept(self.kept())
+    }
+
+    /// The kept chain of the records, brought up to date: the records read since are
+    /// taken in while they only extend it (`Growth::take`), else it is walked again.
+    fn kept(&self) -> MutexGuard<'_, Option<Kept>> {
+        let mut kept = self.resumed.lock();
+        let again = kept.is_some();
+        if let Some(k) = kept.as_mut() {
+            let Resumed {
+                covered,
+                order,
+                state,
+                ..
+            } = k;
+            while *covered < self.records.len() {
+                let taken = state
+                    .as_mut()
+                    .is_some_and(|g| g.take(&self.records, *covered, order));
+                if !taken {
+                    *kept = None;
+                    break;
+                }
+                *covered += 1;
+            }
+        }
+        if kept.is_none() {
+            let all: Vec<&Entry> = self.records.iter().collect();
+            // What taking appends in needs (every id, call and response) is made
+            // when the file is seen to grow: from a reader's second walk, or its first
+            // after a restore. A first index walks most files once, and making it
+            // there cost the walk about half again.
+            let (chain, growth) = walk(&all, again || self.followed);
+            let order = chain
+                .into_iter()
+                .filter(|&i| role_of(all[i]).is_some())
+                .map(|i| i as u32)
+                .collect();
+            *kept = Some(Resumed::new(self.records.len(), order, growth));
+        }
+        kept
+    }
+
+    /// The conversation `resolved` holds, as what it added to the one `since` marks
+    /// when it is the kept chain and `since` an earlier state of it.
+    fn update_of(
+        &self,
+        resolved: &Resolved,
+        extra: &Option<Entry>,
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let render = |&i: &u32| render(self.entry(extra, i)).unwrap_or_default();
+        match resolved {
+            Resolved::Kept(k) => {
+                let k = k.as_ref().expect("brought up to date");
+                (k.update(since, render), Some(k.mark()))
+            }
+            _ => (
+                ConversationUpdate::Whole(resolved.order().iter().map(render).collect()),
+                None,
+            ),
+        }
     }
 
     fn not_resumable(&self, list: &Listing, extra: &Option<Entry>) -> Option<String> {
@@ -271,30 +392,40 @@ impl ForeignReader for ClaudeReader {
 
     fn summary(&self, tail: &[u8]) -> ForeignSummary {
         let (list, extra) = self.with_tail(tail);
-        let all = self.all(&extra);
-        let on_chain = match self.not_resumable(&list, &extra) {
-            None => chain(&all),
-            Some(_) => Vec::new(),
-        };
-        self.summary_of(&list, &extra, &all, &on_chain, tail)
+        let resolved = self.resolve(&list, &extra);
+        self.summary_of(&list, &extra, &resolved, tail)
     }
 
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
-        let (list, extra) = self.with_tail(tail);
-        self.messages(&list, &extra)
+        self.conversation_since(tail, None).0.apply(&[])
     }
 
-    /// Both from one walk of the chain (the walk is most of either).
+    /// Both from one chain (computing it is most of either).
     fn summary_and_conversation(&self, tail: &[u8]) -> (ForeignSummary, Vec<MessagePieces>) {
+        let (summary, update, _) = self.summary_and_conversation_since(tail, None);
+        (summary, update.apply(&[]))
+    }
+
+    fn summary_and_conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ForeignSummary, ConversationUpdate, Option<ConversationMark>) {
         let (list, extra) = self.with_tail(tail);
-        let all = self.all(&extra);
-        let on_chain = match self.not_resumable(&list, &extra) {
-            None => chain(&all),
-            Some(_) => Vec::new(),
-        };
-        let summary = self.summary_of(&list, &extra, &all, &on_chain, tail);
-        let messages = on_chain.iter().filter_map(|&i| render(all[i])).collect();
-        (summary, messages)
+        let resolved = self.resolve(&list, &extra);
+        let summary = self.summary_of(&list, &extra, &resolved, tail);
+        let (update, mark) = self.update_of(&resolved, &extra, since);
+        (summary, update, mark)
+    }
+
+    fn conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let (list, extra) = self.with_tail(tail);
+        let resolved = self.resolve(&list, &extra);
+        self.update_of(&resolved, &extra, since)
     }
 
     /// Entry ids are the entries' `uuid`s. With `history`: every entry with a message
@@ -302,12 +433,8 @@ impl ForeignReader for ClaudeReader {
     /// conversation).
     fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
         let (list, extra) = self.with_tail(tail);
-        let all = self.all(&extra);
-        let chain = if self.not_resumable(&list, &extra).is_some() {
-            Vec::new()
-        } else {
-            chain(&all)
-        };
+        let resolved = self.resolve(&list, &extra);
+        let order = resolved.order();
         let refer = |e: &Entry, pieces: MessagePieces, in_conversation: bool| MessageRef {
             pieces,
             entry: Some(e.uuid.to_string()),
@@ -322,15 +449,24 @@ impl ForeignReader for ClaudeReader {
             }),
         };
         if !history {
-            return chain
-                .into_iter()
-                .filter_map(|i| render(all[i]).map(|p| refer(all[i], p, true)))
+            return order
+                .iter()
+                .map(|&i| {
+                    let e = self.entry(&extra, i);
+                    refer(e, render(e).unwrap_or_default(), true)
+                })
                 .collect();
         }
-        let on_chain: HashSet<usize> = chain.into_iter().filter(|&i| !all[i].sidechain).collect();
+        // The conversation's entries are those of the chain that render (not on a
+        // sidechain): exactly the history's entries in the conversation.
+        let mut in_conversation = vec![false; self.records.len() + usize::from(extra.is_some())];
+        for &i in order {
+            in_conversation[i as usize] = true;
+        }
+        let all = self.all(&extra);
         all.iter()
             .enumerate()
-            .filter_map(|(i, e)| render_entry(e).map(|p| refer(e, p, on_chain.contains(&i))))
+            .filter_map(|(i, e)| render_entry(e).map(|p| refer(e, p, in_conversation[i])))
             .collect()
     }
 
@@ -353,31 +489,43 @@ impl ForeignReader for ClaudeReader {
             }
         }
         self.ids = ids;
+        self.resumed.clear();
+        self.followed = true;
         true
     }
 }
 
 impl ClaudeReader {
-    /// The summary, given the resumed chain (empty when it cannot be resumed).
+    /// The summary, given the resumed conversation.
     fn summary_of(
         &self,
         list: &Listing,
         extra: &Option<Entry>,
-        all: &[&Entry],
-        on_chain: &[usize],
+        resolved: &Resolved,
         tail: &[u8],
     ) -> ForeignSummary {
         let size = self.end + tail.len() as u64;
         let reason = self.not_resumable(list, extra);
         // Counted without rendering: the same entries `conversation` renders.
-        let mut messages = 0u64;
-        let mut roles = BTreeMap::new();
-        for &i in on_chain {
-            if let Some(role) = role_of(all[i]) {
-                messages += 1;
-                *roles.entry(role.to_string()).or_insert(0u64) += 1;
+        let order = resolved.order();
+        let messages = order.len() as u64;
+        let kept_roles = match resolved {
+            Resolved::Kept(k) => k
+                .as_ref()
+                .and_then(|k| k.state.as_ref())
+                .map(|g| g.roles.clone()),
+            _ => None,
+        };
+        // A chain walked without what growth needs is counted here.
+        let roles = kept_roles.unwrap_or_else(|| {
+            let mut roles = BTreeMap::new();
+            for &i in order {
+                if let Some(role) = role_of(self.entry(extra, i)) {
+                    *roles.entry(role.to_string()).or_insert(0u64) += 1;
+                }
             }
-        }
+            roles
+        });
         let in_tail = |s: &Option<Seen>| {
             s.as_ref()
                 .filter(|s| s.end + LITE >= size && !s.value.is_empty())
@@ -852,276 +1000,11 @@ fn skipped_prompt(s: &str) -> bool {
         || whole("ide_selection")
 }
 
-// ---------------------------------------------------------------------------
-// The resumed chain
-// ---------------------------------------------------------------------------
-
 /// Maps over a file's uuids and ids, built on every read of the chain: foldhash (seeded
 /// per process) rather than SipHash, which was a third of rebuilding a 25,000-entry
 /// chain after an append.
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 type Set<K> = HashSet<K, foldhash::fast::RandomState>;
-
-/// An id no uuid has (a partial compaction's anchor that no line names).
-const NO_ID: u32 = u32::MAX;
-
-/// Indices into `all` of the entries on the resumed chain, in order. Uuids are
-/// compared by their interned ids (`Entry::uid`, `pid`, `stid`), which stand for
-/// their strings one to one.
-fn chain(all: &[&Entry]) -> Vec<usize> {
-    let ids = all
-        .iter()
-        .flat_map(|e| [Some(e.uid), e.pid, e.stid])
-        .flatten()
-        .max()
-        .map_or(0, |m| m as usize + 1);
-    // A repeated uuid: the later line wins (SDK `:950-952`); `order` keeps each
-    // uuid's first position, as the SDK's dict does.
-    let mut by_id: Vec<usize> = vec![usize::MAX; ids];
-    let mut order: Vec<u32> = Vec::with_capacity(all.len());
-    for (i, e) in all.iter().enumerate() {
-        if by_id[e.uid as usize] == usize::MAX {
-            order.push(e.uid);
-        }
-        by_id[e.uid as usize] = i;
-    }
-    let record = |id: u32| by_id.get(id as usize).copied().filter(|&i| i != usize::MAX);
-    let live: Vec<usize> = order.iter().map(|&u| by_id[u as usize]).collect();
-    let mut by_file: Vec<usize> = live.clone();
-    by_file.sort_unstable();
-
-    // Partial compaction (BB-C, `dd8453a6`): the kept uuids hang in order under the
-    // anchor, and what was written as the anchor's child continues from the last one.
-    let mut kept_parent: Map<u32, u32> = Map::default();
-    let mut redirect: Map<u32, u32> = Map::default();
-    if by_file.iter().any(|&i| all[i].preserved.is_some()) {
-        let mut id_of: Map<&str, u32> = Map::default();
-        for e in all {
-            id_of.insert(&e.uuid, e.uid);
-            if let (Some(p), Some(id)) = (e.parent.as_deref(), e.pid) {
-                id_of.insert(p, id);
-            }
-        }
-        for &i in &by_file {
-            let Some(p) = all[i].preserved.as_deref() else {
-                continue;
-            };
-            let anchor = id_of.get(&*p.0).copied().unwrap_or(NO_ID);
-            let mut prev = anchor;
-            for u in p.1.iter().filter_map(|u| id_of.get(&**u).copied()) {
-                if record(u).is_some() && u != anchor && !kept_parent.contains_key(&u) {
-                    kept_parent.insert(u, prev);
-                    prev = u;
-                }
-            }
-            if prev != anchor {
-                redirect.insert(anchor, prev);
-            }
-        }
-    }
-    let parent = |i: usize| -> Option<u32> {
-        let e = all[i];
-        if let Some(&p) = kept_parent.get(&e.uid) {
-            return Some(p);
-        }
-        let p = e.pid?;
-        Some(redirect.get(&p).copied().unwrap_or(p))
-    };
-    let up = |i: usize| parent(i).and_then(record);
-
-    // Leaves (SDK `:959-1006`): from each terminal back to the nearest user or
-    // assistant entry; the CLI also stops at a local command and does not pass
-    // over isMeta/teamName leaves (BB-C). The newest non-sidechain one in file order.
-    let mut named: Vec<bool> = vec![false; ids];
-    for p in live.iter().filter_map(|&i| parent(i)) {
-        if let Some(n) = named.get_mut(p as usize) {
-            *n = true;
-        }
-    }
-    let mut leaf: Option<usize> = None;
-    for &t in &live {
-        if named[all[t].uid as usize] {
-            continue;
-        }
-        let mut cur = Some(t);
-        let mut seen = Set::default();
-        while let Some(i) = cur {
-            if !seen.insert(i) {
-                break;
-            }
-            let k = all[i].kind;
-            if matches!(k, Kind::User | Kind::Assistant | Kind::LocalCommand) {
-                if !all[i].sidechain && leaf.is_none_or(|l| i > l) {
-                    leaf = Some(i);
-                }
-                break;
-            }
-            cur = up(i);
-        }
-    }
-    let Some(leaf) = leaf else {
-        return Vec::new();
-    };
-
-    // parentUuid to the root, never logicalParentUuid: a compact boundary ends it.
-    let mut chain = Vec::new();
-    let mut seen: Vec<bool> = vec![false; ids];
-    let mut cur = Some(leaf);
-    while let Some(i) = cur {
-        if std::mem::replace(&mut seen[all[i].uid as usize], true) {
-            break;
-        }
-        chain.push(i);
-        cur = up(i);
-    }
-    chain.reverse();
-    recover_parallel(all, &record, &order, chain, seen, &parent)
-}
-
-/// SDK `_recover_orphaned_parallel_tool_results` (`:1086-1245`): a response's
-/// sibling assistant entries and their tool results that the walk missed go back
-/// after the response's last entry on the chain. `seen` is by uuid id.
-fn recover_parallel(
-    all: &[&Entry],
-    record: &dyn Fn(u32) -> Option<usize>,
-    order: &[u32],
-    chain: Vec<usize>,
-    mut seen: Vec<bool>,
-    parent: &dyn Fn(usize) -> Option<u32>,
-) -> Vec<usize> {
-    let mid = |i: usize| all[i].message_id.as_deref();
-    let mut anchor: Map<&str, usize> = Map::default();
-    for &i in &chain {
-        if let Some(m) = mid(i) {
-            anchor.insert(m, i);
-        }
-    }
-    if anchor.is_empty() {
-        return chain;
-    }
-    let same_writer = |a: usize, b: usize| {
-        all[a].sidechain == all[b].sidechain && all[a].agent_id == all[b].agent_id
-    };
-
-    let mut siblings: Map<&str, Vec<usize>> = Map::default();
-    let mut call_owner: Map<&str, Option<usize>> = Map::default();
-    let mut results: Vec<usize> = Vec::new();
-    for &u in order {
-        let Some(i) = record(u) else { continue };
-        if let Some(m) = mid(i) {
-            siblings.entry(m).or_default().push(i);
-            for c in &all[i].tool_use_ids {
-                let owner = match call_owner.get(&**c) {
-                    None => Some(i),
-                    Some(o) => o.filter(|&o| mid(o) == Some(m)).map(|_| i),
-                };
-                call_owner.insert(c, owner);
-            }
-        } else if all[i].kind == Kind::User && all[i].has_tool_result && parent(i).is_some() {
-            results.push(i);
-        }
-    }
-    // Keyed by the assistant entry's uuid id.
-    let mut by_assistant: Map<u32, Vec<usize>> = Map::default();
-    for &r in &results {
-        if let Some(p) = parent(r) {
-            by_assistant.entry(p).or_default().push(r);
-        }
-        if let Some(si) = all[r].stid.and_then(record)
-            && same_writer(r, si)
-        {
-            by_assistant.entry(all[si].uid).or_default().push(r);
-        }
-        for c in &all[r].tool_result_ids {
-            if let Some(&Some(o)) = call_owner.get(&**c)
-                && same_writer(r, o)
-            {
-                by_assistant.entry(all[o].uid).or_default().push(r);
-            }
-        }
-    }
-
-    let answered_on_chain: Set<&str> = chain
-        .iter()
-        .flat_map(|&i| all[i].tool_result_ids.iter().map(|s| &**s))
-        .collect();
-    // Only strays are ordered by it (rare): built when the first one is.
-    let position: std::cell::OnceCell<Map<u32, usize>> = std::cell::OnceCell::new();
-    let position = |u: u32| {
-        position.get_or_init(|| order.iter().enumerate().map(|(p, u)| (*u, p)).collect())[&u]
-    };
-    let ts = |i: usize| all[i].timestamp.as_deref().unwrap_or("");
-
-    let mut processed: Set<&str> = Set::default();
-    let mut inserts: Map<usize, Vec<usize>> = Map::default();
-    for &a in &chain {
-        let Some(m) = mid(a) else { continue };
-        if !processed.insert(m) {
-            continue;
-        }
-        let group = siblings.get(m).cloned().unwrap_or_else(|| vec![a]);
-        let members: Set<u32> = group.iter().map(|&g| all[g].uid).collect();
-        let mut orphan_siblings: Vec<usize> = group
-            .iter()
-            .copied()
-            .filter(|&g| !seen[all[g].uid as usize])
-            .collect();
-        let mut orphan_results = Vec::new();
-        let mut strays = Vec::new();
-        let mut collected: Set<usize> = Set::default();
-        for &g in &group {
-            for &r in by_assistant.get(&all[g].uid).into_iter().flatten() {
-                if seen[all[r].uid as usize] || !collected.insert(r) {
-                    continue;
-                }
-                if parent(r).is_some_and(|p| members.contains(&p)) {
-                    orphan_results.push(r);
-                } else {
-                    strays.push(r);
-                }
-            }
-        }
-        if !strays.is_empty() {
-            let mut answered = answered_on_chain.clone();
-            for &r in &orphan_results {
-                answered.extend(all[r].tool_result_ids.iter().map(|s| &**s));
-            }
-            strays.sort_by_key(|&r| position(all[r].uid));
-            for r in strays {
-                let ids = &all[r].tool_result_ids;
-                let open = ids.iter().any(|c| {
-                    !answered.contains(&**c)
-                        && matches!(call_owner.get(&**c), Some(Some(o)) if members.contains(&all[*o].uid))
-                });
-                if open {
-                    answered.extend(ids.iter().map(|s| &**s));
-                    orphan_results.push(r);
-                }
-            }
-        }
-        if orphan_siblings.is_empty() && orphan_results.is_empty() {
-            continue;
-        }
-        orphan_siblings.sort_by(|&x, &y| ts(x).cmp(ts(y)));
-        orphan_results.sort_by(|&x, &y| ts(x).cmp(ts(y)));
-        let recovered: Vec<usize> = orphan_siblings.into_iter().chain(orphan_results).collect();
-        for &r in &recovered {
-            seen[all[r].uid as usize] = true;
-        }
-        inserts.insert(anchor[m], recovered);
-    }
-    if inserts.is_empty() {
-        return chain;
-    }
-    let mut out = Vec::with_capacity(chain.len());
-    for i in chain {
-        out.push(i);
-        if let Some(more) = inserts.remove(&i) {
-            out.extend(more);
-        }
-    }
-    out
-}
 
 fn role_of(e: &Entry) -> Option<&str> {
     if e.sidechain {

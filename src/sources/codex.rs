@@ -6,11 +6,16 @@ mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;
 
-use super::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use super::foreign::{
+    ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
+    Piece,
+};
 use crate::json::{RawObject, as_string, offset_in, quote};
+use crate::sources::growth::{KeptCell, Resumed};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::MutexGuard;
 
 /// Head scan of the picker (CX `rollout/src/list.rs:105-106`).
 const HEAD_RECORD_LIMIT: u64 = 10;
@@ -199,7 +204,17 @@ pub struct CodexReader {
     /// The last rollout line's timestamp: the session's last update (§12: times come
     /// from the content, not from the file's mtime).
     last_time: Option<String>,
+    /// Times `history` lost items or was replaced (a compaction, a rollback): while
+    /// it is unchanged the history only grew.
+    #[borsh(skip)]
+    rewrites: u64,
+    /// The conversation as last given, extended by the items pushed since.
+    #[borsh(skip)]
+    resumed: KeptCell<u32, Roles>,
 }
+
+/// Messages per role of a kept conversation (what the summary counts).
+type Roles = (u64, BTreeMap<String, u64>);
 
 impl CodexReader {
     pub fn new() -> CodexReader {
@@ -530,6 +545,7 @@ impl CodexReader {
     /// Keeps items taken out of the history, for `messages` (their texts for legacy
     /// compaction are no longer needed).
     fn retire(&mut self, items: Vec<Item>) {
+        self.rewrites += 1;
         self.past
             .extend(items.into_iter().filter(|i| !i.ghost).map(|mut i| {
                 i.user_text = None;
@@ -653,6 +669,65 @@ impl CodexReader {
     fn consumed_end(&self) -> u64 {
         self.end
     }
+
+    /// The conversation kept between reads (history positions of its items, ghosts
+    /// left out), brought up to date: the items pushed since go to its end while the
+    /// history was not rewritten, else it is taken again.
+    fn kept(&self) -> MutexGuard<'_, Option<Resumed<u32, Roles>>> {
+        let mut kept = self.resumed.lock();
+        let current = kept
+            .as_ref()
+            .is_some_and(|k| k.state.0 == self.rewrites && k.covered <= self.history.len());
+        if !current {
+            *kept = Some(Resumed::new(
+                0,
+                Vec::new(),
+                (self.rewrites, BTreeMap::new()),
+            ));
+        }
+        let k = kept.as_mut().expect("just made");
+        for (i, item) in self.history.iter().enumerate().skip(k.covered) {
+            if !item.ghost {
+                k.order.push(i as u32);
+                *k.state.1.entry(item.role.clone()).or_insert(0) += 1;
+            }
+        }
+        k.covered = self.history.len();
+        kept
+    }
+
+    /// The conversation, as what it added to the one `since` marks when that is an
+    /// earlier state of the kept one (the tail holds no line), with the roles.
+    fn conversation_of(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (
+        ConversationUpdate,
+        Option<ConversationMark>,
+        BTreeMap<String, u64>,
+    ) {
+        if !tail.is_empty() {
+            let r = self.with_tail(tail, self.consumed_end());
+            let items: Vec<&Item> = match r.not_resumable() {
+                Some(_) => Vec::new(),
+                None => r.history.iter().filter(|i| !i.ghost).collect(),
+            };
+            let mut roles = BTreeMap::new();
+            for i in &items {
+                *roles.entry(i.role.clone()).or_insert(0) += 1;
+            }
+            let all = items.into_iter().map(|i| i.pieces.clone()).collect();
+            return (ConversationUpdate::Whole(all), None, roles);
+        }
+        if self.not_resumable().is_some() {
+            return (ConversationUpdate::Whole(Vec::new()), None, BTreeMap::new());
+        }
+        let kept = self.kept();
+        let k = kept.as_ref().expect("brought up to date");
+        let update = k.update(since, |&i| self.history[i as usize].pieces.clone());
+        (update, Some(k.mark()), k.state.1.clone())
+    }
 }
 
 impl ForeignReader for CodexReader {
@@ -672,47 +747,26 @@ impl ForeignReader for CodexReader {
     }
 
     fn summary(&self, tail: &[u8]) -> ForeignSummary {
-        let r = self.with_tail(tail, self.consumed_end());
-        let reason = r.not_resumable();
-        let listed = !r.head_failed && r.head_meta && r.head_user;
-        let mut roles = BTreeMap::new();
-        let mut messages = 0;
-        if reason.is_none() {
-            for item in r.history.iter().filter(|i| !i.ghost) {
-                messages += 1;
-                *roles.entry(item.role.clone()).or_insert(0) += 1;
-            }
-        }
-        ForeignSummary {
-            id: r
-                .meta
-                .as_ref()
-                .map(|m| m.id.clone())
-                .or_else(|| r.loose_id.clone())
-                .unwrap_or_default(),
-            cwd: r
-                .meta
-                .as_ref()
-                .map(|m| m.cwd.clone())
-                .or_else(|| r.loose_cwd.clone()),
-            title: r.title.clone(),
-            preview: r.preview.clone(),
-            created_at: r
-                .meta
-                .as_ref()
-                .map(|m| m.timestamp.clone())
-                .or_else(|| r.first_item_time.clone()),
-            updated_at: r.last_time.clone(),
-            listed,
-            resumable: reason.is_none(),
-            not_resumable_reason: reason.map(str::to_string),
-            entries: r.entries,
-            malformed_lines: r.malformed,
-            messages,
-            roles,
-            compactions: r.compactions,
-            ..ForeignSummary::default()
-        }
+        let (_, _, roles) = self.conversation_of(tail, None);
+        self.summary_of(tail, roles)
+    }
+
+    fn summary_and_conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ForeignSummary, ConversationUpdate, Option<ConversationMark>) {
+        let (update, mark, roles) = self.conversation_of(tail, since);
+        (self.summary_of(tail, roles), update, mark)
+    }
+
+    fn conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let (update, mark, _) = self.conversation_of(tail, since);
+        (update, mark)
     }
 
     fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
@@ -770,6 +824,46 @@ impl ForeignReader for CodexReader {
 
     fn restore_state(&mut self, state: &[u8]) -> bool {
         crate::sources::foreign::restore_borsh(self, state)
+    }
+}
+
+impl CodexReader {
+    /// The summary, given the conversation's messages per role.
+    fn summary_of(&self, tail: &[u8], roles: BTreeMap<String, u64>) -> ForeignSummary {
+        let r = self.with_tail(tail, self.consumed_end());
+        let reason = r.not_resumable();
+        let listed = !r.head_failed && r.head_meta && r.head_user;
+        let messages = roles.values().sum();
+        ForeignSummary {
+            id: r
+                .meta
+                .as_ref()
+                .map(|m| m.id.clone())
+                .or_else(|| r.loose_id.clone())
+                .unwrap_or_default(),
+            cwd: r
+                .meta
+                .as_ref()
+                .map(|m| m.cwd.clone())
+                .or_else(|| r.loose_cwd.clone()),
+            title: r.title.clone(),
+            preview: r.preview.clone(),
+            created_at: r
+                .meta
+                .as_ref()
+                .map(|m| m.timestamp.clone())
+                .or_else(|| r.first_item_time.clone()),
+            updated_at: r.last_time.clone(),
+            listed,
+            resumable: reason.is_none(),
+            not_resumable_reason: reason.map(str::to_string),
+            entries: r.entries,
+            malformed_lines: r.malformed,
+            messages,
+            roles,
+            compactions: r.compactions,
+            ..ForeignSummary::default()
+        }
     }
 }
 

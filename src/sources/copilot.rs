@@ -23,11 +23,16 @@ pub mod usage;
 pub use neutral::to_neutral;
 
 use crate::json::{RawObject, offset_in};
-use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use crate::sources::foreign::{
+    ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
+    Piece,
+};
+use crate::sources::growth::{KeptCell, Resumed};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::MutexGuard;
 
 /// The session id a file's place gives: `<id>/events.jsonl` or `<id>.jsonl`.
 pub fn id_of_path(path: &Path) -> Option<String> {
@@ -180,6 +185,8 @@ pub struct CopilotReader {
     facts: Facts,
     events: Vec<Ev>,
     ids: HashMap<String, u64>,
+    /// The history as last given, extended by the messages read since.
+    resumed: KeptCell<u32, u64>,
 }
 
 fn field<'a>(obj: &RawObject<'a>, key: &str) -> Option<&'a RawValue> {
@@ -219,6 +226,7 @@ impl CopilotReader {
             facts: Facts::default(),
             events: Vec::new(),
             ids: HashMap::new(),
+            resumed: KeptCell::default(),
         }
     }
 
@@ -456,14 +464,25 @@ fn refusal(facts: &Facts) -> Option<String> {
 
 /// The history rebuilt from the events (see the module's comment).
 fn rebuild(events: &[Ev]) -> (Vec<&Message>, u64) {
-    let mut hist: Vec<&Message> = Vec::new();
+    let (hist, compactions) = rebuild_at(events);
+    let hist = hist
+        .into_iter()
+        .map(|i| message_of(&events[i as usize]))
+        .collect();
+    (hist, compactions)
+}
+
+/// The same as the events' numbers.
+fn rebuild_at(events: &[Ev]) -> (Vec<u32>, u64) {
+    let mut hist: Vec<u32> = Vec::new();
     let mut compactions = 0;
-    for ev in events {
+    for (i, ev) in events.iter().enumerate() {
+        let i = i as u32;
         match ev {
-            Ev::Msg(m) => hist.push(m),
-            Ev::Compaction(m) => {
+            Ev::Msg(_) => hist.push(i),
+            Ev::Compaction(_) => {
                 compactions += 1;
-                hist = vec![m];
+                hist = vec![i];
             }
             Ev::Truncation(n) => {
                 let n = (*n as usize).min(hist.len());
@@ -471,13 +490,53 @@ fn rebuild(events: &[Ev]) -> (Vec<&Message>, u64) {
             }
             Ev::Cleared(initial) => {
                 hist.clear();
-                hist.extend(initial.iter());
+                hist.extend(initial.iter().map(|_| i));
             }
-            Ev::Rewind(Some(from)) => hist.retain(|m| m.seq < *from),
+            Ev::Rewind(Some(from)) => hist.retain(|&h| message_of(&events[h as usize]).seq < *from),
             Ev::Rewind(None) => {}
         }
     }
     (hist, compactions)
+}
+
+/// The message an event of the history stands for.
+fn message_of(ev: &Ev) -> &Message {
+    match ev {
+        Ev::Msg(m) | Ev::Compaction(m) | Ev::Cleared(Some(m)) => m,
+        _ => unreachable!("only messages are in the history"),
+    }
+}
+
+/// The history kept between reads (event numbers) and its compactions; the events
+/// after it go to its end while they are messages (a compaction, truncation, clear
+/// or rewind rebuilds it).
+type Kept = Resumed<u32, u64>;
+
+impl CopilotReader {
+    /// The history of the events read so far, brought up to date.
+    fn kept(&self) -> MutexGuard<'_, Option<Kept>> {
+        let mut kept = self.resumed.lock();
+        if let Some(k) = kept.as_mut() {
+            let grows = self.events[k.covered.min(self.events.len())..]
+                .iter()
+                .all(|e| matches!(e, Ev::Msg(_) | Ev::Rewind(None)));
+            if grows && k.covered <= self.events.len() {
+                for (i, e) in self.events.iter().enumerate().skip(k.covered) {
+                    if let Ev::Msg(_) = e {
+                        k.order.push(i as u32);
+                    }
+                }
+                k.covered = self.events.len();
+            } else {
+                *kept = None;
+            }
+        }
+        if kept.is_none() {
+            let (order, compactions) = rebuild_at(&self.events);
+            *kept = Some(Resumed::new(self.events.len(), order, compactions));
+        }
+        kept
+    }
 }
 
 impl ForeignReader for CopilotReader {
@@ -542,6 +601,39 @@ impl ForeignReader for CopilotReader {
             .into_iter()
             .map(|m| m.pieces)
             .collect()
+    }
+
+    fn summary_and_conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ForeignSummary, ConversationUpdate, Option<ConversationMark>) {
+        let (update, mark) = self.conversation_since(tail, since);
+        (self.summary(tail), update, mark)
+    }
+
+    /// New message events given as the messages they added; anything else whole.
+    fn conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let (facts, events) = self.with_tail(tail);
+        if refusal(&facts).is_some() {
+            return (ConversationUpdate::Whole(Vec::new()), None);
+        }
+        if matches!(events, Cow::Owned(_)) {
+            // The tail is an event of its own (a last line without its newline).
+            let (hist, _) = rebuild(&events);
+            let all = hist.into_iter().map(|m| vec![m.piece.clone()]).collect();
+            return (ConversationUpdate::Whole(all), None);
+        }
+        let kept = self.kept();
+        let k = kept.as_ref().expect("brought up to date");
+        let update = k.update(since, |&i| {
+            vec![message_of(&self.events[i as usize]).piece.clone()]
+        });
+        (update, Some(k.mark()))
     }
 
     fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {

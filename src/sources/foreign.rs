@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub use crate::agent::Agent;
+pub use crate::sources::growth::{ConversationMark, ConversationUpdate};
 pub use crate::views::pieces::Piece;
 
 /// One message object of `conversation.json`: its pieces joined are one JSON object
@@ -89,6 +90,29 @@ pub trait ForeignReader: Send {
     /// work computes it once).
     fn summary_and_conversation(&self, tail: &[u8]) -> (ForeignSummary, Vec<MessagePieces>) {
         (self.summary(tail), self.conversation(tail))
+    }
+
+    /// `summary_and_conversation`, the conversation as what it added to the one
+    /// `since` marks when the reader shows that is all that changed (messages after
+    /// the old ones: the usual append), else whole; with the mark of this
+    /// conversation, when a later one can be told against it. The default gives it
+    /// whole and no mark.
+    fn summary_and_conversation_since(
+        &self,
+        tail: &[u8],
+        _since: Option<ConversationMark>,
+    ) -> (ForeignSummary, ConversationUpdate, Option<ConversationMark>) {
+        let (summary, messages) = self.summary_and_conversation(tail);
+        (summary, ConversationUpdate::Whole(messages), None)
+    }
+
+    /// `conversation` as `summary_and_conversation_since` gives it.
+    fn conversation_since(
+        &self,
+        tail: &[u8],
+        _since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        (ConversationUpdate::Whole(self.conversation(tail)), None)
     }
 
     /// The messages with what the file says of each (entry id, time). `history`

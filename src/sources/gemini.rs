@@ -19,7 +19,11 @@ pub mod usage;
 pub use neutral::to_neutral;
 
 use crate::json::{RawObject, offset_in, quote};
-use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use crate::sources::foreign::{
+    ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
+    Piece,
+};
+use crate::sources::growth::{KeptCell, Resumed};
 use crate::sources::json_text::is_js_ws;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -730,12 +734,18 @@ struct Replay {
     first_user: Option<String>,
     /// Messages a `$rewindTo` took out (search still finds them).
     rewound: Vec<Msg>,
+    /// Times a message was replaced or taken out (a repeated id, a rewind, a
+    /// `$set` of them all): while it is unchanged, the messages only grew.
+    rewrites: u64,
 }
 
 impl Replay {
     fn set(&mut self, id: String, msg: Msg) {
         match self.index.get(&id) {
-            Some(&i) => self.slots[i] = Some(msg),
+            Some(&i) => {
+                self.slots[i] = Some(msg);
+                self.rewrites += 1;
+            }
             None => {
                 self.index.insert(id, self.slots.len());
                 self.slots.push(Some(msg));
@@ -744,6 +754,7 @@ impl Replay {
     }
 
     fn clear(&mut self) {
+        self.rewrites += 1;
         self.slots.clear();
         self.index.clear();
     }
@@ -775,6 +786,7 @@ impl Replay {
     fn apply(&mut self, ctx: &Ctx, obj: &RawObject) {
         let string = |key: &str| field(obj, key).filter(|v| first_byte(v) == b'"');
         if let Some(target) = string("$rewindTo").and_then(js_str) {
+            self.rewrites += 1;
             match self.index.get(target.as_ref()).copied() {
                 Some(at) => {
                     let removed: Vec<Msg> = self.slots.drain(at..).flatten().collect();
@@ -881,21 +893,40 @@ struct Session<'a> {
 impl Session<'_> {
     /// Why Gemini would not list or resume the session, if so.
     fn refusal(&self) -> Option<String> {
-        let m = self.meta;
-        Some(if m.session_id.is_none() {
-            "the record's sessionId is empty, so Gemini lists it as corrupted".into()
-        } else if self.null_message {
-            "a message of the file is null, on which Gemini's loader throws".into()
-        } else if m.kind.as_deref() == Some("subagent") {
-            "a subagent's chat, which Gemini never lists or resumes".into()
-        } else if !self.msgs.iter().any(|m| m.resumable) {
-            "no message Gemini can resume (only commands, context or notices), so it does not list the session".into()
-        } else if self.msgs.iter().any(|m| m.throws) {
-            "a message holds a null part, thought or tool call, on which Gemini's history conversion throws".into()
-        } else {
-            return None;
-        })
+        refusal(
+            self.meta,
+            self.null_message,
+            self.msgs.iter().any(|m| m.resumable),
+            self.msgs.iter().any(|m| m.throws),
+        )
     }
+}
+
+/// Why Gemini would not list or resume a session of this metadata and messages.
+fn refusal(m: &Meta, null_message: bool, resumable: bool, throws: bool) -> Option<String> {
+    Some(if m.session_id.is_none() {
+        "the record's sessionId is empty, so Gemini lists it as corrupted".into()
+    } else if null_message {
+        "a message of the file is null, on which Gemini's loader throws".into()
+    } else if m.kind.as_deref() == Some("subagent") {
+        "a subagent's chat, which Gemini never lists or resumes".into()
+    } else if !resumable {
+        "no message Gemini can resume (only commands, context or notices), so it does not list the session".into()
+    } else if throws {
+        "a message holds a null part, thought or tool call, on which Gemini's history conversion throws".into()
+    } else {
+        return None;
+    })
+}
+
+/// The conversation kept between reads: (message, item) of each of its messages,
+/// valid while the replay's `rewrites` is `rewrites`.
+#[derive(Debug, Default)]
+struct Kept {
+    rewrites: u64,
+    /// Messages Gemini can resume, and ones whose conversion throws.
+    resumable: usize,
+    throws: usize,
 }
 
 /// Reader of one Gemini chat file.
@@ -910,6 +941,8 @@ pub struct GeminiReader {
     /// `.jsonl` without `projectHash` falls back to the legacy loader).
     nonblank: u64,
     single: Option<Box<Result<Legacy, String>>>,
+    /// The conversation as last given, extended by the messages added since.
+    resumed: KeptCell<(u32, u32), Kept>,
 }
 
 impl GeminiReader {
@@ -922,6 +955,7 @@ impl GeminiReader {
             malformed: 0,
             nonblank: 0,
             single: None,
+            resumed: KeptCell::default(),
         }
     }
 
@@ -1159,6 +1193,66 @@ impl ForeignReader for GeminiReader {
             .into_iter()
             .map(|m| m.pieces)
             .collect()
+    }
+
+    fn summary_and_conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ForeignSummary, ConversationUpdate, Option<ConversationMark>) {
+        let (update, mark) = self.conversation_since(tail, since);
+        (self.summary(tail), update, mark)
+    }
+
+    /// The usual append (a `.jsonl` with its metadata, a tail that is no line, new
+    /// message records) given as the messages it added; anything else whole.
+    fn conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let parses =
+            !tail.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(tail).is_ok();
+        let m = &self.replay.meta;
+        if self.whole || parses || m.session_id.is_none() || m.project_hash.is_none() {
+            return (ConversationUpdate::Whole(self.conversation(tail)), None);
+        }
+        let mut kept = self.resumed.lock();
+        let slots = &self.replay.slots;
+        if !kept
+            .as_ref()
+            .is_some_and(|k| k.state.rewrites == self.replay.rewrites && k.covered <= slots.len())
+        {
+            *kept = Some(Resumed::new(
+                0,
+                Vec::new(),
+                Kept {
+                    rewrites: self.replay.rewrites,
+                    ..Kept::default()
+                },
+            ));
+        }
+        let k = kept.as_mut().expect("just made");
+        for (i, msg) in slots.iter().enumerate().skip(k.covered) {
+            let Some(msg) = msg else { continue };
+            k.state.resumable += usize::from(msg.resumable);
+            k.state.throws += usize::from(msg.throws);
+            k.order
+                .extend((0..msg.items.len()).map(|j| (i as u32, j as u32)));
+        }
+        k.covered = slots.len();
+        if refusal(m, false, k.state.resumable > 0, k.state.throws > 0).is_some() {
+            // Nothing shown: what the messages kept so far show later grows it.
+            return (
+                ConversationUpdate::Whole(Vec::new()),
+                Some(k.mark_at_start()),
+            );
+        }
+        let update = k.update(since, |&(i, j)| {
+            let msg = slots[i as usize].as_ref().expect("a kept message");
+            msg.items[j as usize].pieces.clone()
+        });
+        (update, Some(k.mark()))
     }
 
     fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {

@@ -16,6 +16,7 @@ pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
 pub mod gemini;
+pub mod growth;
 pub mod json_text;
 pub mod kept;
 pub mod openclaw;

@@ -12,11 +12,16 @@ pub mod usage;
 pub use neutral::{to_neutral, vendor_of};
 
 use crate::json::{RawObject, offset_in};
-use crate::sources::foreign::{ForeignReader, ForeignSummary, MessagePieces, MessageRef, Piece};
+use crate::sources::foreign::{
+    ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
+    Piece,
+};
+use crate::sources::growth::{KeptCell, Resumed};
 use crate::sources::json_text::is_js_ws;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::MutexGuard;
 
 /// A JSON value used as an entry id, compared as JS `===` / `Map` keys compare it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, borsh::BorshSerialize, borsh::BorshDeserialize)]
@@ -188,6 +193,110 @@ pub struct PiReader {
     primitive_line: Option<u64>,
     /// `\n`-terminated lines consumed.
     lines: u64,
+    /// Entries put in `by_id` (more than its size when an id came twice); rebuilt
+    /// with it on a restore.
+    #[borsh(skip)]
+    keyed: usize,
+    /// The conversation as last resolved, extended by the entries read since while
+    /// they only extend it (not saved: resolved again after a restore).
+    #[borsh(skip)]
+    resumed: KeptCell<u32, Result<Growth, String>>,
+}
+
+/// The conversation kept between reads: entry numbers of its messages, and what
+/// taking the next entries in needs (or why pi cannot resume the file).
+type Kept = Resumed<u32, Result<Growth, String>>;
+
+/// What extending the kept conversation needs. An entry extends it when its parent
+/// is the leaf and its id is new (no older link can find it): the path from the new
+/// leaf is the old one and it, and the last compaction on it is the same. Anything
+/// else (another parent: a branch; a compaction; a repeated id; a line pi throws on)
+/// and the conversation is resolved again.
+#[derive(Debug, Default)]
+struct Growth {
+    leaf: Option<u32>,
+    /// The parent the path's root names but no entry has: an entry with that id
+    /// would continue the path upwards.
+    dangling: Option<Key>,
+    /// `by_id`'s size and `keyed` when it was taken.
+    keys: usize,
+    keyed: usize,
+    compactions: u64,
+    roles: BTreeMap<String, u64>,
+}
+
+impl Growth {
+    fn take(&mut self, r: &PiReader, from: usize, order: &mut Vec<u32>) -> bool {
+        // Every new id is one no entry had: the links resolved before still hold.
+        // And no line pi throws on came (the resolved conversation had none).
+        if r.by_id.len() - self.keys != r.keyed - self.keyed
+            || r.null_line.is_some()
+            || r.primitive_line.is_some() && r.version() < 2.0
+        {
+            return false;
+        }
+        let view = View {
+            r,
+            header: r.header.clone(),
+            list: ListAcc::default(),
+            extra: None,
+            extra_kind: Kind::None,
+        };
+        for (k, e) in r.entries.iter().enumerate().skip(from) {
+            match &e.body {
+                // Left out of pi's index: the leaf stays.
+                Body::Session => continue,
+                Body::Compaction(_) | Body::Message(None) | Body::Null => return false,
+                _ => {}
+            }
+            // On the leaf; or, with no leaf yet, a root (no parent).
+            let on_leaf = match self.leaf {
+                Some(leaf) => {
+                    e.parent.truthy() && r.by_id.get(&e.parent).is_some_and(|&p| p == leaf)
+                }
+                None => !e.parent.truthy(),
+            };
+            if e.id == Key::Null || Some(&e.id) == self.dangling.as_ref() || !on_leaf {
+                return false;
+            }
+            if let Some(out) = view.emit(k) {
+                if let Some(role) = out.role() {
+                    *self.roles.entry(role.to_string()).or_insert(0) += 1;
+                }
+                order.push(k as u32);
+            }
+            self.leaf = Some(k as u32);
+        }
+        self.keys = r.by_id.len();
+        self.keyed = r.keyed;
+        true
+    }
+}
+
+/// The conversation of the entries and the tail.
+enum Resolved<'a> {
+    /// The kept conversation (the tail holds no value).
+    Kept(MutexGuard<'a, Option<Kept>>),
+    /// Resolved again with the tail's value: entry numbers, compactions.
+    Walked(Result<(Vec<u32>, u64), String>),
+}
+
+impl Resolved<'_> {
+    /// The messages' entries and the compactions on the path, or why pi cannot
+    /// resume the file.
+    fn result(&self) -> Result<(&[u32], u64), &str> {
+        match self {
+            Resolved::Kept(k) => {
+                let k = k.as_ref().expect("brought up to date");
+                match &k.state {
+                    Ok(g) => Ok((&k.order, g.compactions)),
+                    Err(why) => Err(why),
+                }
+            }
+            Resolved::Walked(Ok((order, compactions))) => Ok((order, *compactions)),
+            Resolved::Walked(Err(why)) => Err(why),
+        }
+    }
 }
 
 impl PiReader {
@@ -285,10 +394,96 @@ impl PiReader {
         if !matches!(e.body, Body::Session) {
             if e.id.truthy() && e.id != Key::Unique {
                 self.by_id.insert(e.id.clone(), idx);
+                self.keyed += 1;
             }
             self.leaf = Some(idx);
         }
         self.entries.push(e);
+    }
+
+    /// The conversation: the kept one brought up to date when the tail holds no
+    /// value (the usual case), else resolved again with it.
+    fn resolved<'a>(&'a self, v: &View) -> Resolved<'a> {
+        if v.extra.is_some() {
+            return Resolved::Walked(v.resolve().map(|(out, compactions)| {
+                (out.iter().map(|(i, _)| *i as u32).collect(), compactions)
+            }));
+        }
+        let mut kept = self.resumed.lock();
+        if let Some(k) = kept.as_mut()
+            && k.covered < self.entries.len()
+        {
+            let Resumed {
+                covered,
+                order,
+                state,
+                ..
+            } = k;
+            let taken = match state {
+                Ok(g) => g.take(self, *covered, order),
+                Err(_) => false,
+            };
+            if taken {
+                *covered = self.entries.len();
+            } else {
+                *kept = None;
+            }
+        }
+        if kept.is_none() {
+            let (order, state) = match v.resolve() {
+                Ok((out, compactions)) => {
+                    let mut roles = BTreeMap::new();
+                    for (_, o) in &out {
+                        if let Some(r) = o.role() {
+                            *roles.entry(r.to_string()).or_insert(0) += 1;
+                        }
+                    }
+                    let growth = Growth {
+                        leaf: self.leaf,
+                        dangling: v.dangling(),
+                        keys: self.by_id.len(),
+                        keyed: self.keyed,
+                        compactions,
+                        roles,
+                    };
+                    let order = out.iter().map(|(i, _)| *i as u32).collect();
+                    (order, Ok(growth))
+                }
+                Err(why) => (Vec::new(), Err(why)),
+            };
+            *kept = Some(Resumed::new(self.entries.len(), order, state));
+        }
+        Resolved::Kept(kept)
+    }
+
+    /// The conversation `resolved` holds, as what it added to the one `since`
+    /// marks when it is the kept one and `since` an earlier state of it.
+    fn update_of(
+        v: &View,
+        resolved: &Resolved,
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let render = |&i: &u32| {
+            v.message_of(i as usize)
+                .map(|o| o.pieces())
+                .unwrap_or_default()
+        };
+        match resolved {
+            Resolved::Kept(k) => {
+                let k = k.as_ref().expect("brought up to date");
+                match &k.state {
+                    Ok(_) => (k.update(since, render), Some(k.mark())),
+                    Err(_) => (ConversationUpdate::Whole(Vec::new()), None),
+                }
+            }
+            Resolved::Walked(r) => {
+                let order = r.as_ref().map(|(o, _)| o.as_slice()).unwrap_or_default();
+                (
+                    ConversationUpdate::Whole(order.iter().map(render).collect()),
+                    None,
+                )
+            }
+        }
     }
 
     /// The facts of the file with `tail` (its unterminated rest) read as pi would:
@@ -822,6 +1017,22 @@ impl View<'_> {
         self.header.as_ref().map_or(3.0, |h| h.version)
     }
 
+    /// The parent the root of the leaf's path names when no entry has it.
+    fn dangling(&self) -> Option<Key> {
+        let mut cur = self.leaf()?;
+        for _ in 0..=self.len() {
+            let p = &self.get(cur).parent;
+            if !p.truthy() {
+                return None;
+            }
+            match self.lookup(p) {
+                Some(next) => cur = next,
+                None => return Some(p.clone()),
+            }
+        }
+        None
+    }
+
     /// Why `SessionManager.open` + `buildSessionContext` would not give this file's
     /// conversation, or the messages it gives.
     fn resolve<'s>(&'s self) -> Result<(Vec<(usize, Out<'s>)>, u64), String> {
@@ -1059,6 +1270,95 @@ impl ForeignReader for PiReader {
 
     fn summary(&self, tail: &[u8]) -> ForeignSummary {
         let v = self.with_tail(tail);
+        let resolved = self.resolved(&v);
+        self.summary_of(&v, &resolved)
+    }
+
+    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
+        self.conversation_since(tail, None).0.apply(&[])
+    }
+
+    fn summary_and_conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ForeignSummary, ConversationUpdate, Option<ConversationMark>) {
+        let v = self.with_tail(tail);
+        let resolved = self.resolved(&v);
+        let (update, mark) = Self::update_of(&v, &resolved, since);
+        (self.summary_of(&v, &resolved), update, mark)
+    }
+
+    fn conversation_since(
+        &self,
+        tail: &[u8],
+        since: Option<ConversationMark>,
+    ) -> (ConversationUpdate, Option<ConversationMark>) {
+        let v = self.with_tail(tail);
+        let resolved = self.resolved(&v);
+        Self::update_of(&v, &resolved, since)
+    }
+
+    /// Entry ids are pi's entry ids (none for a version 1 file, whose ids pi makes up
+    /// when it migrates it), times the entries'. With `history`: every entry that
+    /// stands for a message, in file order, other branches and compacted ones
+    /// included.
+    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
+        let v = self.with_tail(tail);
+        let resolved = self.resolved(&v);
+        let conversation = resolved.result().map_or(&[][..], |(order, _)| order);
+        let refer = |i: usize, o: &Out, in_conversation: bool| {
+            let e = v.get(i);
+            MessageRef {
+                pieces: o.pieces(),
+                entry: match &e.id {
+                    Key::Str(s) => Some(s.to_string()),
+                    Key::Num(bits) => Some(format!("{}", f64::from_bits(*bits))),
+                    _ => None,
+                },
+                timestamp: e.time.and_then(iso),
+                in_conversation,
+                ..MessageRef::default()
+            }
+        };
+        let message = |i: u32| v.message_of(i as usize).expect("a message's entry");
+        if !history {
+            return conversation
+                .iter()
+                .map(|&i| refer(i as usize, &message(i), true))
+                .collect();
+        }
+        let mut kept = vec![false; v.len()];
+        for &i in conversation {
+            kept[i as usize] = true;
+        }
+        (0..v.len())
+            .filter_map(|i| Some(refer(i, &v.message_of(i)?, kept[i])))
+            .collect()
+    }
+
+    fn save_state(&self) -> Option<Vec<u8>> {
+        crate::sources::foreign::save_borsh(self)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> bool {
+        if !crate::sources::foreign::restore_borsh(self, state) {
+            return false;
+        }
+        // As `push` filled it, entry by entry.
+        for (idx, e) in self.entries.iter().enumerate() {
+            if !matches!(e.body, Body::Session) && e.id.truthy() && e.id != Key::Unique {
+                self.by_id.insert(e.id.clone(), idx as u32);
+                self.keyed += 1;
+            }
+        }
+        true
+    }
+}
+
+impl PiReader {
+    /// The summary of the view `v`, given its conversation.
+    fn summary_of(&self, v: &View, resolved: &Resolved) -> ForeignSummary {
         let mut s = ForeignSummary {
             entries: self.json_entries + u64::from(v.extra_kind == Kind::Object),
             malformed_lines: self.malformed
@@ -1090,80 +1390,33 @@ impl ForeignReader for PiReader {
                 .collect();
             js_trim(&m).to_string()
         });
-        match v.resolve() {
-            Ok((out, compactions)) => {
+        match resolved.result() {
+            Ok((order, compactions)) => {
                 s.resumable = true;
-                s.messages = out.len() as u64;
+                s.messages = order.len() as u64;
                 s.compactions = compactions;
-                let mut roles = BTreeMap::new();
-                for (_, o) in &out {
-                    if let Some(r) = o.role() {
-                        *roles.entry(r.to_string()).or_insert(0) += 1;
+                s.roles = match resolved {
+                    Resolved::Kept(k) => match k.as_ref().map(|k| &k.state) {
+                        Some(Ok(g)) => g.roles.clone(),
+                        _ => BTreeMap::new(),
+                    },
+                    Resolved::Walked(_) => {
+                        let mut roles = BTreeMap::new();
+                        for &i in order {
+                            if let Some(r) = v
+                                .message_of(i as usize)
+                                .and_then(|o| o.role().map(str::to_string))
+                            {
+                                *roles.entry(r).or_insert(0) += 1;
+                            }
+                        }
+                        roles
                     }
-                }
-                s.roles = roles;
+                };
             }
-            Err(why) => s.not_resumable_reason = Some(why),
+            Err(why) => s.not_resumable_reason = Some(why.to_string()),
         }
         s
-    }
-
-    fn conversation(&self, tail: &[u8]) -> Vec<MessagePieces> {
-        let v = self.with_tail(tail);
-        match v.resolve() {
-            Ok((out, _)) => out.iter().map(|(_, o)| o.pieces()).collect(),
-            Err(_) => Vec::new(),
-        }
-    }
-
-    /// Entry ids are pi's entry ids (none for a version 1 file, whose ids pi makes up
-    /// when it migrates it), times the entries'. With `history`: every entry that
-    /// stands for a message, in file order, other branches and compacted ones
-    /// included.
-    fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
-        let v = self.with_tail(tail);
-        let conversation = v.resolve().map(|(out, _)| out).unwrap_or_default();
-        let refer = |i: usize, o: &Out, in_conversation: bool| {
-            let e = v.get(i);
-            MessageRef {
-                pieces: o.pieces(),
-                entry: match &e.id {
-                    Key::Str(s) => Some(s.to_string()),
-                    Key::Num(bits) => Some(format!("{}", f64::from_bits(*bits))),
-                    _ => None,
-                },
-                timestamp: e.time.and_then(iso),
-                in_conversation,
-                ..MessageRef::default()
-            }
-        };
-        if !history {
-            return conversation
-                .iter()
-                .map(|(i, o)| refer(*i, o, true))
-                .collect();
-        }
-        let kept: std::collections::HashSet<usize> = conversation.iter().map(|(i, _)| *i).collect();
-        (0..v.len())
-            .filter_map(|i| Some(refer(i, &v.message_of(i)?, kept.contains(&i))))
-            .collect()
-    }
-
-    fn save_state(&self) -> Option<Vec<u8>> {
-        crate::sources::foreign::save_borsh(self)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> bool {
-        if !crate::sources::foreign::restore_borsh(self, state) {
-            return false;
-        }
-        // As `push` filled it, entry by entry.
-        for (idx, e) in self.entries.iter().enumerate() {
-            if !matches!(e.body, Body::Session) && e.id.truthy() && e.id != Key::Unique {
-                self.by_id.insert(e.id.clone(), idx as u32);
-            }
-        }
-        true
     }
 }
 

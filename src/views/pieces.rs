@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 /// One part of a generated JSON text.
 #[derive(
@@ -36,55 +37,135 @@ impl Piece {
 
 /// Where each piece of a generated view goes: shared by every open of the same file
 /// state, and small enough to persist (a range is two numbers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The parts are kept in chunks shared between a layout and the layouts grown from
+/// it ([`grown`](Self::grown)): a conversation that gained a message copies its last
+/// chunk, not its whole list of parts (a 300 MB session has about a million), and
+/// finding where two of them differ skips the chunks they share.
+#[derive(Debug, Clone)]
 pub struct PieceLayout {
-    /// (offset in the view, piece), in order.
-    parts: Vec<(u64, Piece)>,
+    /// (offset in the view, piece), in order, in chunks of at most `CHUNK` parts;
+    /// none is empty.
+    chunks: Vec<Arc<Vec<(u64, Piece)>>>,
     size: u64,
 }
+
+/// Parts per chunk: copying one is cheap, and a million parts make few chunks.
+const CHUNK: usize = 512;
+
+/// How the last message of `conversation.json` ends, and the array with it.
+const CLOSE: &str = "\n]\n";
+
+impl PartialEq for PieceLayout {
+    fn eq(&self, other: &Self) -> bool {
+        self.size == other.size && self.parts().eq(other.parts())
+    }
+}
+
+impl Eq for PieceLayout {}
 
 /// An open view made of pieces: its bytes never change (the ranges name bytes of an
 /// append-only file, read through the descriptor opened with the snapshot).
 pub struct PieceSnapshot {
     file: File,
-    layout: std::sync::Arc<PieceLayout>,
+    layout: Arc<PieceLayout>,
 }
 
 impl PieceLayout {
     /// `conversation.json` of `messages` (each one JSON object's pieces):
     /// `[\n{…},\n{…}\n]\n`, or `[]\n` when empty.
     pub fn conversation(messages: Vec<Vec<Piece>>) -> Self {
-        let mut pieces = Vec::new();
+        let mut layout = PieceLayout {
+            chunks: Vec::new(),
+            size: 0,
+        };
         if messages.is_empty() {
-            pieces.push(Piece::Text("[]\n".into()));
+            layout.push(Piece::Text("[]\n".into()));
         } else {
-            pieces.push(Piece::Text("[\n".into()));
-            let n = messages.len();
-            for (i, m) in messages.into_iter().enumerate() {
-                pieces.extend(m);
-                pieces.push(Piece::Text(if i + 1 == n { "\n]\n" } else { ",\n" }.into()));
+            layout.push(Piece::Text("[\n".into()));
+            layout.push_messages(messages);
+        }
+        layout
+    }
+
+    /// This conversation with `messages` after its own: the same parts as
+    /// [`conversation`](Self::conversation) of all of them, made by copying only the
+    /// last chunk. `None` when this is no conversation layout (it does not end as one).
+    pub fn grown(&self, messages: Vec<Vec<Piece>>) -> Option<Self> {
+        if messages.is_empty() {
+            return Some(self.clone());
+        }
+        let empty = Piece::Text("[]\n".into());
+        if self.parts().eq([(0, &empty)]) {
+            return Some(Self::conversation(messages));
+        }
+        let mut grown = self.clone();
+        // The closing `\n]\n` is the end of the last text part (texts are merged):
+        // taken off, the parts are those of the messages so far, still open.
+        let last = grown.chunks.last_mut()?;
+        let (_, Piece::Text(t)) = Arc::make_mut(last).last_mut()? else {
+            return None;
+        };
+        t.strip_suffix(CLOSE)?;
+        t.truncate(t.len() - CLOSE.len());
+        if t.is_empty() {
+            let chunk = Arc::make_mut(last);
+            chunk.pop();
+            if chunk.is_empty() {
+                grown.chunks.pop();
             }
         }
-        Self::new(pieces)
+        grown.size -= CLOSE.len() as u64;
+        grown.push(Piece::Text(",\n".into()));
+        grown.push_messages(messages);
+        Some(grown)
+    }
+
+    /// The messages' parts, `,\n` between them, then the closing `\n]\n`.
+    fn push_messages(&mut self, messages: Vec<Vec<Piece>>) {
+        let n = messages.len();
+        for (i, m) in messages.into_iter().enumerate() {
+            for p in m {
+                self.push(p);
+            }
+            self.push(Piece::Text(if i + 1 == n { CLOSE } else { ",\n" }.into()));
+        }
     }
 
     pub fn new(pieces: Vec<Piece>) -> Self {
-        let mut parts = Vec::with_capacity(pieces.len());
-        let mut size = 0;
+        let mut layout = PieceLayout {
+            chunks: Vec::new(),
+            size: 0,
+        };
         for p in pieces {
-            let len = p.len();
-            if len == 0 {
-                continue;
-            }
-            // Neighbouring texts are merged: fewer parts to search.
-            if let (Piece::Text(t), Some((_, Piece::Text(last)))) = (&p, parts.last_mut()) {
-                last.push_str(t);
-            } else {
-                parts.push((size, p));
-            }
-            size += len;
+            layout.push(p);
         }
-        PieceLayout { parts, size }
+        layout
+    }
+
+    fn push(&mut self, p: Piece) {
+        let len = p.len();
+        if len == 0 {
+            return;
+        }
+        let size = self.size;
+        self.size += len;
+        // Neighbouring texts are merged: fewer parts to search.
+        if let (Piece::Text(t), Some(last)) = (&p, self.chunks.last_mut())
+            && matches!(last.last(), Some((_, Piece::Text(_))))
+            && let Some((_, Piece::Text(prev))) = Arc::make_mut(last).last_mut()
+        {
+            prev.push_str(t);
+            return;
+        }
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => Arc::make_mut(last).push((size, p)),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push((size, p));
+                self.chunks.push(Arc::new(chunk));
+            }
+        }
     }
 
     pub fn size(&self) -> u64 {
@@ -92,13 +173,20 @@ impl PieceLayout {
     }
 
     /// (offset in the view, piece), in order.
-    pub fn parts(&self) -> &[(u64, Piece)] {
-        &self.parts
+    pub fn parts(&self) -> impl Iterator<Item = (u64, &Piece)> + '_ {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.iter().map(|(at, p)| (*at, p)))
+    }
+
+    /// The parts in their shared chunks (see [`grown`](Self::grown)).
+    pub fn chunks(&self) -> &[Arc<Vec<(u64, Piece)>>] {
+        &self.chunks
     }
 
     /// Whether every range lies within a file of `size` bytes.
     pub fn fits(&self, size: u64) -> bool {
-        self.parts.iter().all(|(_, p)| match p {
+        self.parts().all(|(_, p)| match p {
             Piece::Range { start, len } => start.checked_add(*len).is_some_and(|e| e <= size),
             Piece::Text(_) => true,
         })
@@ -107,8 +195,8 @@ impl PieceLayout {
     /// A compact binary form (for a persisted cache): per piece a tag, then a range's
     /// start and length, or a text's length and bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.parts.len() * 17);
-        for (_, p) in &self.parts {
+        let mut out = Vec::new();
+        for (_, p) in self.parts() {
             match p {
                 Piece::Range { start, len } => {
                     out.push(0);
@@ -152,10 +240,36 @@ impl PieceLayout {
         }
         Some(Self::new(pieces))
     }
+
+    /// The parts that cover view bytes `offset..end`, each with how much of it to
+    /// skip and to take.
+    fn covering(&self, offset: u64, end: u64) -> Vec<(&Piece, u64, u64)> {
+        let mut want = Vec::new();
+        let first = self
+            .chunks
+            .partition_point(|c| c[0].0 <= offset)
+            .saturating_sub(1);
+        let mut pos = offset;
+        for chunk in self.chunks.iter().skip(first) {
+            let from = chunk
+                .partition_point(|(at, _)| *at <= pos)
+                .saturating_sub(1);
+            for (at, piece) in &chunk[from..] {
+                if pos >= end {
+                    return want;
+                }
+                let skip = pos - at;
+                let take = (piece.len() - skip).min(end - pos);
+                want.push((piece, skip, take));
+                pos += take;
+            }
+        }
+        want
+    }
 }
 
 impl PieceSnapshot {
-    pub fn new(file: File, layout: std::sync::Arc<PieceLayout>) -> Self {
+    pub fn new(file: File, layout: Arc<PieceLayout>) -> Self {
         // Readers go front to back: let the kernel read ahead further.
         // SAFETY: a valid descriptor; advice only.
         unsafe {
@@ -171,17 +285,14 @@ impl PieceSnapshot {
 
     /// `conversation.json` of `messages` over `file`.
     pub fn conversation(file: File, messages: Vec<Vec<Piece>>) -> Self {
-        Self::new(
-            file,
-            std::sync::Arc::new(PieceLayout::conversation(messages)),
-        )
+        Self::new(file, Arc::new(PieceLayout::conversation(messages)))
     }
 
     pub fn size(&self) -> u64 {
         self.layout.size
     }
 
-    pub fn layout(&self) -> &std::sync::Arc<PieceLayout> {
+    pub fn layout(&self) -> &Arc<PieceLayout> {
         &self.layout
     }
 
@@ -191,30 +302,17 @@ impl PieceSnapshot {
     }
 
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let parts = &self.layout.parts;
         let end = (offset.saturating_add(len as u64)).min(self.layout.size);
         let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
-        // The parts to copy: (index, skip, take).
-        let mut want = Vec::new();
-        let mut i = parts
-            .partition_point(|(at, _)| *at <= offset)
-            .saturating_sub(1);
-        let mut pos = offset;
-        while pos < end && i < parts.len() {
-            let (at, piece) = &parts[i];
-            let skip = pos - at;
-            let take = (piece.len() - skip).min(end - pos);
-            want.push((i, skip, take));
-            pos += take;
-            i += 1;
-        }
+        // The parts to copy: (piece, skip, take).
+        let want = self.layout.covering(offset, end);
         // Ranges of a transcript sit close together (a message's role and content, the
         // next message's line): a run of them is read with one `pread` of its span.
         const GAP: u64 = 64 * 1024;
         let mut k = 0;
         while k < want.len() {
-            let (i, skip, take) = want[k];
-            match &parts[i].1 {
+            let (piece, skip, take) = want[k];
+            match piece {
                 Piece::Text(t) => {
                     out.extend_from_slice(&t.as_bytes()[skip as usize..(skip + take) as usize]);
                     k += 1;
@@ -224,7 +322,7 @@ impl PieceSnapshot {
                     let mut span_end = span_start + take;
                     let mut last = k;
                     for (j, &(pj, sj, tj)) in want.iter().enumerate().skip(k + 1) {
-                        match &parts[pj].1 {
+                        match pj {
                             Piece::Range { start, .. } => {
                                 let s = start + sj;
                                 if s < span_end || s - span_end > GAP {
@@ -241,7 +339,7 @@ impl PieceSnapshot {
                         .read_exact_at(&mut buf, span_start)
                         .map_err(|e| Error::io("read transcript", &e))?;
                     for &(pj, sj, tj) in &want[k..=last] {
-                        match &parts[pj].1 {
+                        match pj {
                             Piece::Text(t) => out
                                 .extend_from_slice(&t.as_bytes()[sj as usize..(sj + tj) as usize]),
                             Piece::Range { start, .. } => {
@@ -321,5 +419,68 @@ mod tests {
         }
         let empty = PieceSnapshot::conversation(tempfile::tempfile().unwrap(), vec![]);
         assert_eq!(empty.read_at(0, 10).unwrap(), b"[]\n");
+    }
+
+    /// Messages over a file of `n` bytes: each a text glue around a range, or a
+    /// range alone (so a message can end with either).
+    fn messages(n: u64, count: usize, seed: u64) -> Vec<Vec<Piece>> {
+        (0..count as u64)
+            .map(|k| {
+                let start = (k * 7 + seed) % (n - 8);
+                let range = Piece::Range {
+                    start,
+                    len: 1 + k % 7,
+                };
+                match (k + seed) % 3 {
+                    0 => vec![range],
+                    1 => vec![
+                        Piece::Text("{\"a\":".into()),
+                        range,
+                        Piece::Text("}".into()),
+                    ],
+                    _ => vec![Piece::Text(format!("\"{k}\"")), range],
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_grown_layout_is_the_layout_of_all_its_messages() {
+        let file: Vec<u8> = (0..4096u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&file).unwrap();
+        let all = messages(file.len() as u64, 1500, 3);
+        // Grown a few messages at a time, from nothing, across many chunks.
+        let mut layout = PieceLayout::conversation(Vec::new());
+        let mut at = 0;
+        for step in [1, 2, 700, 1, 0, 5, 300, 491] {
+            let old = layout.clone();
+            layout = layout.grown(all[at..at + step].to_vec()).unwrap();
+            at += step;
+            let whole = PieceLayout::conversation(all[..at].to_vec());
+            assert_eq!(layout, whole, "after {at}");
+            assert_eq!(layout.size(), whole.size());
+            // Only the last chunk is new: the others are the old layout's.
+            let shared = old.chunks().len().saturating_sub(1);
+            for k in 0..shared.min(layout.chunks().len()) {
+                assert!(Arc::ptr_eq(&old.chunks()[k], &layout.chunks()[k]));
+            }
+        }
+        assert!(layout.chunks().len() > 3);
+        let pieces: Vec<Piece> = layout.parts().map(|(_, p)| p.clone()).collect();
+        let want = render(&pieces, &file);
+        let snap = PieceSnapshot::new(f, Arc::new(layout));
+        assert_eq!(snap.read_at(0, want.len() + 10).unwrap(), want);
+        // Reads that start and end anywhere, chunk boundaries included.
+        let starts = snap.layout().chunks().iter().map(|c| c[0].0);
+        for start in starts.chain([1, 17, want.len() as u64 - 1]) {
+            for len in [1, 2, 100, 5000] {
+                let end = (start as usize + len).min(want.len());
+                assert_eq!(
+                    snap.read_at(start, len).unwrap(),
+                    &want[start as usize..end]
+                );
+            }
+        }
     }
 }

@@ -223,10 +223,27 @@ impl Snapshot {
 }
 
 /// The first byte at which two layouts' renderings differ (their ranges name the
-/// same bytes of one file), `None` when they are the same.
+/// same bytes of one file), `None` when they are the same. Chunks the two share (a
+/// layout and one grown from it) are skipped whole: a conversation that gained a
+/// message is compared in its last chunk.
 fn layouts_differ_at(old: &PieceLayout, new: &PieceLayout) -> Option<u64> {
-    let (a, b) = (old.parts(), new.parts());
-    for ((at, p), (_, q)) in a.iter().zip(b.iter()) {
+    let (a, b) = (old.chunks(), new.chunks());
+    let shared = a
+        .iter()
+        .zip(b.iter())
+        .take_while(|(x, y)| Arc::ptr_eq(x, y))
+        .count();
+    fn rest(chunks: &[Arc<Vec<(u64, Piece)>>]) -> impl Iterator<Item = (u64, &Piece)> {
+        chunks.iter().flat_map(|c| c.iter().map(|(at, p)| (*at, p)))
+    }
+    let (mut a, mut b) = (rest(&a[shared..]), rest(&b[shared..]));
+    loop {
+        let ((at, p), (_, q)) = match (a.next(), b.next()) {
+            (Some(x), Some(y)) => (x, y),
+            (None, None) if old.size() == new.size() => return None,
+            // Every part of the shorter is in the longer: they differ where it ends.
+            _ => return Some(old.size().min(new.size())),
+        };
         if p == q {
             continue;
         }
@@ -241,8 +258,6 @@ fn layouts_differ_at(old: &PieceLayout, new: &PieceLayout) -> Option<u64> {
         };
         return Some(at + common);
     }
-    // Every part of the shorter is in the longer: they differ where it ends.
-    (a.len() != b.len() || old.size() != new.size()).then(|| old.size().min(new.size()))
 }
 
 #[cfg(test)]
@@ -340,5 +355,30 @@ mod tests {
         assert_eq!(old.first_change_since(&v), Some(9));
         std::fs::write(t.path(), b"LINE ONE\nline two\n").unwrap();
         assert_eq!(old.first_change_since(&v), Some(0));
+    }
+
+    #[test]
+    fn a_grown_layout_changed_at_the_old_closing_bracket_in_its_last_chunk() {
+        let (mut t, f) = file_with(&vec![b'x'; 4000]);
+        let msgs: Vec<Vec<Piece>> = (0..2000)
+            .map(|k| vec![Piece::Range { start: k, len: 1 }])
+            .collect();
+        let old = Snapshot::Pieces(PieceSnapshot::conversation(
+            f.try_clone().unwrap(),
+            msgs.clone(),
+        ));
+        t.write_all(b"more").unwrap();
+        let Snapshot::Pieces(p) = &old else {
+            unreachable!()
+        };
+        let grown = p.layout().grown(vec![vec![Piece::Range {
+            start: 4000,
+            len: 4,
+        }]]);
+        let new = Snapshot::Pieces(PieceSnapshot::new(
+            f.try_clone().unwrap(),
+            Arc::new(grown.unwrap()),
+        ));
+        assert_eq!(check(&old, &new), Some(old.size() - 3));
     }
 }

@@ -2,19 +2,19 @@
 //! a listing waits for first) and keeping it current: new, changed and vanished
 //! files, Codex's renames.
 
-use super::conversations::{Conversation, piece_len};
+use super::conversations::{Conversation, tokens_in};
 use super::index::{FileEntry, Index};
 use super::readers::Keep;
 use super::{ForeignSource, PERSIST_MIN, UNKNOWN_CWD_NAMESPACE, file_stamp, read_whole};
 use crate::agent::Agent;
 use crate::error::Result;
 use crate::sources::agents;
-use crate::store::index::{FileStamp, content_check, tokens_of};
+use crate::sources::foreign::ConversationUpdate;
+use crate::store::index::{FileStamp, content_check};
 use crate::store::naming;
-use crate::views::pieces::PieceLayout;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Session files read at once while the first index is built (it is mostly parsing).
 const INDEX_WORKERS: usize = 4;
@@ -310,8 +310,31 @@ impl ForeignSource {
     /// pass (its token count goes into the entry); a large file's layout is kept for
     /// the next `conversation.json` (on disk at once when `keep` is `Disk`).
     pub(super) fn read_file(&self, path: &Path, keep: Keep) -> Result<FileEntry> {
-        let (file, stamp, (summary, messages)) =
-            self.with_reader_kept(path, keep, |r, tail| r.summary_and_conversation(tail))?;
+        // A file followed in memory grows its conversation by what it gained.
+        let before = match keep {
+            Keep::Memory => (self.conversations.lock().unwrap())
+                .by_path
+                .get(path)
+                .and_then(Conversation::before),
+            Keep::Disk => None,
+        };
+        let since = before.as_ref().map(|b| b.mark);
+        let (file, stamp, (summary, update, mark)) =
+            self.with_reader_kept(path, keep, |r, tail| {
+                r.summary_and_conversation_since(tail, since)
+            })?;
+        let large = stamp.size >= PERSIST_MIN;
+        // The first index keeps only large files' layouts: the others' are not made.
+        let (layout, context_tokens, mark) = match update {
+            ConversationUpdate::Whole(m) if keep == Keep::Disk && !large => {
+                (None, tokens_in(&m), None)
+            }
+            update => {
+                let (layout, tokens, mark) =
+                    self.grown_layout(path, before.as_ref(), update, mark)?;
+                (Some(layout), tokens, mark)
+            }
+        };
         let mut summary = summary;
         // A unit's dump already says all its store knows (its key is no file's place).
         if self.kept.is_some() {
@@ -328,12 +351,7 @@ impl ForeignSource {
                 path.display()
             );
         }
-        let context_tokens = messages
-            .iter()
-            .map(|m| tokens_of(m.iter().map(piece_len).sum()))
-            .sum();
-        let large = stamp.size >= PERSIST_MIN;
-        if keep == Keep::Memory || large {
+        if let Some(layout) = layout {
             let proof = large
                 .then(|| {
                     file.metadata()
@@ -345,8 +363,9 @@ impl ForeignSource {
             let c = Conversation {
                 stamp,
                 proof,
-                layout: Arc::new(PieceLayout::conversation(messages)),
+                layout,
                 context_tokens,
+                mark,
                 used: 0,
                 saved: false,
             };

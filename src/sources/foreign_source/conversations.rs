@@ -4,6 +4,7 @@
 
 use super::{ForeignSource, INDEX_VERSION, MAX_CACHE_BYTES, PERSIST_MIN};
 use crate::error::Result;
+use crate::sources::foreign::{ConversationMark, ConversationUpdate, MessagePieces};
 use crate::store::index::{FileStamp, content_check, tokens_of};
 use crate::views::pieces::{Piece, PieceLayout};
 use serde::{Deserialize, Serialize};
@@ -31,8 +32,45 @@ pub(super) struct Conversation {
     pub(super) proof: Option<u64>,
     pub(super) layout: Arc<PieceLayout>,
     pub(super) context_tokens: u64,
+    /// The reader's mark of this conversation: the next state of the file can be
+    /// given as the messages it added (`None`: computed whole next time).
+    pub(super) mark: Option<ConversationMark>,
     pub(super) used: u64,
     pub(super) saved: bool,
+}
+
+/// A file's conversation as it was, to grow when the reader says it only grew.
+pub(super) struct Before {
+    pub(super) mark: ConversationMark,
+    layout: Arc<PieceLayout>,
+    context_tokens: u64,
+}
+
+/// The layout and token estimate of `update`: `before`'s grown by the new messages,
+/// or made whole. `None` when `update` grows a conversation `before` is not.
+fn layout_of(
+    before: Option<&Before>,
+    update: ConversationUpdate,
+) -> Option<(Arc<PieceLayout>, u64)> {
+    match update {
+        ConversationUpdate::Whole(messages) => {
+            let tokens = tokens_in(&messages);
+            Some((Arc::new(PieceLayout::conversation(messages)), tokens))
+        }
+        ConversationUpdate::Grown(messages) => {
+            let before = before?;
+            let tokens = before.context_tokens + tokens_in(&messages);
+            Some((Arc::new(before.layout.grown(messages)?), tokens))
+        }
+    }
+}
+
+/// The context's token estimate of `messages` (`meta.json`'s `context_tokens`).
+pub(super) fn tokens_in(messages: &[MessagePieces]) -> u64 {
+    messages
+        .iter()
+        .map(|m| tokens_of(m.iter().map(piece_len).sum()))
+        .sum()
 }
 
 impl ForeignSource {
@@ -41,7 +79,7 @@ impl ForeignSource {
     /// is unchanged, else from the persisted layout of a large file, else computed.
     pub(super) fn conversation(&self, path: &Path) -> Result<(File, Arc<PieceLayout>, u64)> {
         let (file, stamp) = self.open_bytes(path)?;
-        {
+        let before = {
             let mut convs = self.conversations.lock().unwrap();
             convs.tick += 1;
             let tick = convs.tick;
@@ -51,26 +89,30 @@ impl ForeignSource {
                 c.used = tick;
                 return Ok((file, c.layout.clone(), c.context_tokens));
             }
-        }
-        let (file, stamp, layout, tokens, saved, proof) =
-            match self.load_conversation(path, &file, stamp) {
-                Some((layout, tokens)) => (file, stamp, Arc::new(layout), tokens, true, None),
-                None => {
-                    let (file, stamp, messages) =
-                        self.with_reader(path, |r, tail| r.conversation(tail))?;
-                    let tokens = messages
-                        .iter()
-                        .map(|m| tokens_of(m.iter().map(piece_len).sum()))
-                        .sum();
-                    let proof = file.metadata().ok().and_then(|m| {
-                        (FileStamp::of(&m) == stamp)
-                            .then(|| content_check(&file, stamp.size).ok())
-                            .flatten()
-                    });
-                    let layout = Arc::new(PieceLayout::conversation(messages));
-                    (file, stamp, layout, tokens, false, proof)
-                }
-            };
+            convs.by_path.get(path).and_then(Conversation::before)
+        };
+        // A conversation the reader can grow is not loaded from disk: the reader
+        // gives the messages the file gained.
+        let loaded = match before {
+            Some(_) => None,
+            None => self.load_conversation(path, &file, stamp),
+        };
+        let (file, stamp, layout, tokens, mark, saved, proof) = match loaded {
+            Some((layout, tokens)) => (file, stamp, Arc::new(layout), tokens, None, true, None),
+            None => {
+                let (file, stamp, (update, mark)) = self.with_reader(path, |r, tail| {
+                    r.conversation_since(tail, before.as_ref().map(|b| b.mark))
+                })?;
+                let (layout, tokens, mark) =
+                    self.grown_layout(path, before.as_ref(), update, mark)?;
+                let proof = file.metadata().ok().and_then(|m| {
+                    (FileStamp::of(&m) == stamp)
+                        .then(|| content_check(&file, stamp.size).ok())
+                        .flatten()
+                });
+                (file, stamp, layout, tokens, mark, false, proof)
+            }
+        };
         self.remember_conversation(
             path,
             Conversation {
@@ -78,11 +120,31 @@ impl ForeignSource {
                 proof,
                 layout: layout.clone(),
                 context_tokens: tokens,
+                mark,
                 used: 0,
                 saved,
             },
         );
         Ok((file, layout, tokens))
+    }
+
+    /// The layout and token estimate of `update` (with the reader's `mark` of it):
+    /// `before`'s grown by the new messages, or made whole. Should the update grow a
+    /// conversation `before` is not (no reader does), it is made whole from the
+    /// reader, unmarked.
+    pub(super) fn grown_layout(
+        &self,
+        path: &Path,
+        before: Option<&Before>,
+        update: ConversationUpdate,
+        mark: Option<ConversationMark>,
+    ) -> Result<(Arc<PieceLayout>, u64, Option<ConversationMark>)> {
+        if let Some((layout, tokens)) = layout_of(before, update) {
+            return Ok((layout, tokens, mark));
+        }
+        let (_, _, messages) = self.with_reader(path, |r, tail| r.conversation(tail))?;
+        let tokens = tokens_in(&messages);
+        Ok((Arc::new(PieceLayout::conversation(messages)), tokens, None))
     }
 
     /// Keeps `c` in memory; the layout that leaves for it is saved if it is worth
@@ -189,6 +251,17 @@ struct ConversationHead {
     edges: u64,
     checksum: u64,
     context_tokens: u64,
+}
+
+impl Conversation {
+    /// What a later state of the file can grow from, if the reader marked it.
+    pub(super) fn before(&self) -> Option<Before> {
+        Some(Before {
+            mark: self.mark?,
+            layout: self.layout.clone(),
+            context_tokens: self.context_tokens,
+        })
+    }
 }
 
 pub(super) fn piece_len(p: &Piece) -> u64 {
