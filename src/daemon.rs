@@ -489,6 +489,12 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         // another mount: exit instead; closing /dev/fuse ends this connection only.
         std::process::exit(0);
     }
+    if sig != libc::SIGUSR1 {
+        // Unmounted on a signal: exit at once. Dropping what is left (the index's
+        // writer waits for its merges, then records what it checked) or a merge past
+        // the budget would otherwise write into the store after the unmount returned.
+        std::process::exit(0);
+    }
     match mounted.join() {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Error::io("fuse session", &e)),

@@ -106,7 +106,8 @@ impl History {
     /// persisted index when it is current, else a reading of every session file).
     pub fn foreign(&self) -> &[Arc<ForeignSource>] {
         let sources = self.foreign_sources();
-        self.foreign_indexed.get_or_init(|| crate::sources::build_indexes(sources));
+        self.foreign_indexed
+            .get_or_init(|| crate::sources::build_indexes(sources));
         sources
     }
 
