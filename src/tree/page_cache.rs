@@ -128,6 +128,7 @@ impl PageCache {
         // A transcript's size may be told by a `getattr` before this open reaches the
         // kernel: its pages go before the reply, whatever it costs.
         let refill = from < REFILL_BELOW && !live;
+        log::debug!("page cache: inode {ino} changed from byte {from} (refill: {refill})");
         if !refill && !stale.drop_pages_now(ino, from) {
             // Not known to be dropped yet (it is still queued): past the cache.
             return not_counted(CacheMode::DirectIo);
