@@ -190,8 +190,35 @@ fn gemini_resumes_with_what_conversation_json_holds() {
     // 0.61.0 rewrote the history into it keeping the tool call's result beside the
     // `<id>_response` turn it adds, so its own loader now gives that response twice:
     // the oracle of what the mount shows is what Gemini resumes with next.
-    let after: Vec<Value> =
-        serde_json::from_slice(&std::fs::read(dir.join("conversation.json")).unwrap()).unwrap();
+    // Gemini rewrites the session's file while it resumes: a look that read it
+    // mid-rewrite found no message it can resume (so no folder) until the next look
+    // (the daemon follows another agent's files by inotify and a sweep every 0.4 s).
+    // The folder must be back, with the resume in it, within that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let after_bytes = loop {
+        match std::fs::read(dir.join("conversation.json")) {
+            Ok(b)
+                if serde_json::from_slice::<Vec<Value>>(&b)
+                    .is_ok_and(|a| a.len() >= before.len() + 2) =>
+            {
+                break b;
+            }
+            r if std::time::Instant::now() >= deadline => {
+                let now: Vec<_> = std::fs::read_dir(&ns)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name())
+                    .collect();
+                panic!(
+                    "{}: {:?}; the namespace holds {now:?}",
+                    dir.display(),
+                    r.map(|b| b.len())
+                );
+            }
+            _ => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    };
+    let after: Vec<Value> = serde_json::from_slice(&after_bytes).unwrap();
     assert!(after.len() >= before.len() + 2, "{after:?}");
     assert_eq!(after[after.len() - 2]["parts"][0]["text"], "second prompt");
     assert_eq!(after[after.len() - 1]["role"], "model");
