@@ -181,7 +181,7 @@ mod tests {
     fn longest_prefix_whole_components_host_rules_first() {
         let rules = [
             rule(None, "/Users/alice", "/home/alice"),
-            rule(None, "/Users/alice/work", "/srv/work"),
+            rule(None, "/Users/alice/code", "/srv/code"),
             rule(Some("mac"), "/Users/alice", "/home/a"),
             rule(Some("other"), "/Users", "/nowhere"),
         ];
@@ -191,8 +191,8 @@ mod tests {
             Some("/home/a/proj")
         );
         assert_eq!(
-            m.apply("/Users/alice/work/x").as_deref(),
-            Some("/srv/work/x")
+            m.apply("/Users/alice/code/x").as_deref(),
+            Some("/srv/code/x")
         );
         assert_eq!(m.apply("/Users/alice").as_deref(), Some("/home/a"));
         assert_eq!(m.apply("/Users/alicex/p"), None);
