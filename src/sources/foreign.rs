@@ -9,11 +9,7 @@ use std::collections::BTreeMap;
 
 pub use crate::agent::Agent;
 pub use crate::sources::growth::{ConversationMark, ConversationUpdate};
-pub use crate::views::pieces::Piece;
-
-/// One message object of `conversation.json`: its pieces joined are one JSON object
-/// on one line (no `\n` inside).
-pub type MessagePieces = Vec<Piece>;
+pub use crate::views::pieces::{MessagePieces, Piece};
 
 /// What the agent's own listing and resume rules say about one file, from the lines
 /// fed so far.

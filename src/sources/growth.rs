@@ -14,7 +14,7 @@
 //! computation from scratch and the appends taken in since) every state is a prefix
 //! of the later ones.
 
-use super::foreign::MessagePieces;
+use crate::views::pieces::MessagePieces;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 

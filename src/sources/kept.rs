@@ -1,4 +1,4 @@
-//! Kept copies (`store::kept`) as sessions, for a [`ForeignSource`] over them: which
+//! Kept copies (`store::kept`) as sessions, for a `ForeignSource` over them: which
 //! of an agent's copies are shown, their bytes and what their records say.
 //!
 //! On this machine a copy is shown once its source is gone (its file no longer a
@@ -13,7 +13,6 @@
 //! cache folder. A copy that fails the check is served empty, and says why (its
 //! `meta.json`, `summary.txt`, `fen-fs fsck`).
 
-use super::foreign_source::ForeignSource;
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::store::index::FileStamp;
@@ -77,6 +76,19 @@ struct State {
     checked: HashMap<PathBuf, (FileStamp, Option<String>)>,
 }
 
+/// What the copies ask of the sources showing the agent's live sessions (the
+/// agent's own `ForeignSource`s): whether a copy's source is still shown there.
+pub trait LiveSessions: Send + Sync {
+    /// The folder it reads (the agent's root).
+    fn agent_root(&self) -> &Path;
+    /// Whether its first index is built.
+    fn is_indexed(&self) -> bool;
+    /// Whether it still has the database-backed session `key`.
+    fn lists_unit(&self, key: &Path) -> bool;
+    /// Whether it shows session folder `dir` in namespace `ns` now.
+    fn shows_session(&self, ns: &str, dir: &str) -> bool;
+}
+
 /// One agent's folder of kept copies.
 pub struct KeptCopies {
     agent: Agent,
@@ -86,7 +98,7 @@ pub struct KeptCopies {
     /// This machine's store, whose cache folder holds decompressed copies.
     cache_root: Option<PathBuf>,
     /// The sources showing the agent's live sessions (`Shown::Gone`).
-    live: Vec<Arc<ForeignSource>>,
+    live: Vec<Arc<dyn LiveSessions>>,
     state: Mutex<State>,
 }
 
@@ -98,7 +110,7 @@ impl KeptCopies {
         shown: Shown,
         host: Option<String>,
         cache_root: Option<PathBuf>,
-        live: Vec<Arc<ForeignSource>>,
+        live: Vec<Arc<dyn LiveSessions>>,
     ) -> Self {
         KeptCopies {
             agent,
@@ -199,7 +211,7 @@ impl KeptCopies {
             return r.source_deleted;
         }
         if r.unit {
-            let covering: Vec<&Arc<ForeignSource>> = self
+            let covering: Vec<&Arc<dyn LiveSessions>> = self
                 .live
                 .iter()
                 .filter(|s| s.agent_root() == r.source_root)

@@ -341,10 +341,10 @@ pub fn kept_sources(
     agents
         .into_iter()
         .map(|agent| {
-            let same: Vec<_> = live
+            let same: Vec<Arc<dyn kept::LiveSessions>> = live
                 .iter()
                 .filter(|s| s.agent() == agent)
-                .cloned()
+                .map(|s| s.clone() as Arc<dyn kept::LiveSessions>)
                 .collect();
             let copies = kept::KeptCopies::new(
                 agent,

@@ -31,7 +31,7 @@ pub enum Node {
     /// `usage/`.
     UsageRoot,
     /// One of `usage/`'s files.
-    UsageFile(super::usage::UsageFile),
+    UsageFile(super::usage_files::UsageFile),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -185,7 +185,8 @@ impl InodeTable {
             SEARCH_ROOT => return Some(Node::SearchRoot),
             USAGE_BASE => return Some(Node::UsageRoot),
             i if i > USAGE_BASE && i < USAGE_BASE + 8 => {
-                return super::usage::UsageFile::of_code(i - USAGE_BASE - 1).map(Node::UsageFile);
+                return super::usage_files::UsageFile::of_code(i - USAGE_BASE - 1)
+                    .map(Node::UsageFile);
             }
             i if i > SEARCH_BASE => return self.search.lock().unwrap().by_ino.get(&i).cloned(),
             _ => {}
@@ -237,8 +238,8 @@ mod tests {
             Node::SearchHits("flaky test".into()),
             Node::SearchLink("flaky test".into(), "01-d".into()),
             Node::UsageRoot,
-            Node::UsageFile(super::super::usage::UsageFile::Daily),
-            Node::UsageFile(super::super::usage::UsageFile::DailySvg),
+            Node::UsageFile(super::super::usage_files::UsageFile::Daily),
+            Node::UsageFile(super::super::usage_files::UsageFile::DailySvg),
         ];
         for n in &nodes {
             let ino = t.ino(n);

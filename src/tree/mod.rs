@@ -12,6 +12,7 @@ pub mod invalidate;
 mod page_cache;
 mod search;
 pub mod usage;
+mod usage_files;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};

@@ -7,10 +7,11 @@
 
 use super::attr::{Attr, CacheMode, FileKind};
 use super::inodes::Node;
+use super::usage_files::UsageFile;
 use super::{DirEntry, Tree};
 use crate::error::{Error, Result};
 use crate::usage::Usage;
-use crate::usage::report::{Kind, Query};
+use crate::usage::report::Query;
 use crate::usage::zone::Zone;
 use crate::views::Snapshot;
 use std::sync::{Arc, Mutex};
@@ -18,58 +19,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// The folder's name in the mount's root.
 pub const USAGE: &str = "usage";
-
-/// The files of `usage/`, in `ls` order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UsageFile {
-    ByAgent,
-    ByModel,
-    ByProject,
-    Daily,
-    DailySvg,
-    Monthly,
-}
-
-impl UsageFile {
-    pub const ALL: [UsageFile; 6] = [
-        UsageFile::ByAgent,
-        UsageFile::ByModel,
-        UsageFile::ByProject,
-        UsageFile::Daily,
-        UsageFile::DailySvg,
-        UsageFile::Monthly,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            UsageFile::ByAgent => "by-agent.json",
-            UsageFile::ByModel => "by-model.json",
-            UsageFile::ByProject => "by-project.json",
-            UsageFile::Daily => "daily.json",
-            UsageFile::DailySvg => "daily.svg",
-            UsageFile::Monthly => "monthly.json",
-        }
-    }
-
-    pub fn code(self) -> u64 {
-        UsageFile::ALL.iter().position(|f| *f == self).unwrap_or(0) as u64
-    }
-
-    pub fn of_code(code: u64) -> Option<UsageFile> {
-        UsageFile::ALL.get(code as usize).copied()
-    }
-
-    fn report(self) -> Option<Kind> {
-        Some(match self {
-            UsageFile::ByAgent => Kind::Agent,
-            UsageFile::ByModel => Kind::Model,
-            UsageFile::ByProject => Kind::Project,
-            UsageFile::Daily => Kind::Daily,
-            UsageFile::Monthly => Kind::Monthly,
-            UsageFile::DailySvg => return None,
-        })
-    }
-}
 
 /// A getattr without an open renders too (a size must be true); renderings this
 /// recent are reused by it, so an `ls -l usage/` is one pass, not six.

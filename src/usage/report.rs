@@ -386,12 +386,6 @@ impl Report {
         out
     }
 
-    /// The table for a terminal, with a bar column: cost where every row's is
-    /// known, else total tokens.
-    pub fn table(&self) -> String {
-        super::table::render(self)
-    }
-
     pub fn heading(&self) -> &'static str {
         self.kind.heading()
     }

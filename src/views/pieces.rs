@@ -26,6 +26,10 @@ pub enum Piece {
     Range { start: u64, len: u64 },
 }
 
+/// One message object of `conversation.json`: its pieces joined are one JSON object
+/// on one line (no `\n` inside).
+pub type MessagePieces = Vec<Piece>;
+
 impl Piece {
     fn len(&self) -> u64 {
         match self {

@@ -154,3 +154,18 @@ impl ForeignSource {
         Some((path, f))
     }
 }
+
+impl crate::sources::kept::LiveSessions for ForeignSource {
+    fn agent_root(&self) -> &Path {
+        ForeignSource::agent_root(self)
+    }
+    fn is_indexed(&self) -> bool {
+        ForeignSource::is_indexed(self)
+    }
+    fn lists_unit(&self, key: &Path) -> bool {
+        ForeignSource::lists_unit(self, key)
+    }
+    fn shows_session(&self, ns: &str, dir: &str) -> bool {
+        ForeignSource::shows_session(self, ns, dir)
+    }
+}
