@@ -23,6 +23,7 @@ pub mod openclaw;
 pub mod opencode;
 pub mod peers;
 pub mod pi;
+pub mod qwen;
 pub mod sqlite_ro;
 pub mod units;
 pub mod watch;
