@@ -517,3 +517,71 @@ fn a_first_record_without_cwd_is_neither_listed_nor_resumable() {
     assert!(sum.not_resumable_reason.unwrap().contains("cwd"));
     assert!(conv.is_empty());
 }
+
+// ---------------------------------------------------------------------------
+// Usage
+
+fn usage_of(bytes: &[u8]) -> fen_fs::usage_record::UsageOut {
+    let mut r = fen_fs::sources::qwen::usage::QwenUsage::new(Default::default());
+    fen_fs::usage_record::read_all(&mut r, bytes)
+}
+
+#[test]
+fn usage_counts_every_model_call_once_forks_included() {
+    use fen_fs::usage_record::Tokens;
+    let original = usage_of(&std::fs::read(fixture("compressed.jsonl")).unwrap());
+    let fork = usage_of(&std::fs::read(fixture("forked.jsonl")).unwrap());
+    assert_eq!(original.malformed, 0);
+    // Seven calls: three turns' four answers, the compression's request and the memory
+    // extractor's two (those two leave no assistant record).
+    assert_eq!(original.records.len(), 7);
+    let r = &original.records[0];
+    assert_eq!(&*r.session, "1bcfcf91-b839-4004-8401-5638859c38e3");
+    assert_eq!(r.cwd.as_deref(), Some(CWD));
+    assert_eq!(r.model.as_deref(), Some("mock-model"));
+    assert_eq!(
+        r.tokens,
+        Tokens {
+            input: 99,
+            output: 5,
+            cache_read: 3,
+            ..Tokens::default()
+        },
+        "input without its cached part; an OpenAI-compatible total adds no reasoning"
+    );
+    // The fork copies the original's records with their uuids: counted once.
+    let mut keys: Vec<u64> = original
+        .records
+        .iter()
+        .chain(&fork.records)
+        .map(|r| r.key.expect("keyed by uuid"))
+        .collect();
+    assert_eq!(keys.len(), 7 + 9);
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), 9, "the fork adds its own two calls");
+    // A file read in two parts gives what one reading gives.
+    let bytes = std::fs::read(fixture("forked.jsonl")).unwrap();
+    let cut = bytes.len() / 2;
+    let mut r = fen_fs::sources::qwen::usage::QwenUsage::new(Default::default());
+    let mut out = fen_fs::usage_record::UsageOut::default();
+    use fen_fs::usage_record::UsageReader;
+    let used = r.feed(0, &bytes[..cut], &mut out) as usize;
+    let used = used + r.feed(used as u64, &bytes[used..], &mut out) as usize;
+    r.finish(used as u64, &bytes[used..], &mut out);
+    assert_eq!(out.records, fork.records);
+}
+
+#[test]
+fn usage_of_the_gemini_api_counts_thoughts_as_reasoning() {
+    let line = r#"{"uuid":"t1","parentUuid":null,"sessionId":"s","timestamp":"2026-11-27T10:00:00.000Z","type":"system","subtype":"ui_telemetry","cwd":"/p","systemPayload":{"uiEvent":{"event.name":"qwen-code.api_response","model":"gemini-2.5-pro","input_token_count":100,"output_token_count":10,"cached_content_token_count":40,"thoughts_token_count":7,"total_token_count":117}}}"#;
+    let bad = line.replace("\"input_token_count\":100", "\"input_token_count\":\"x\"");
+    let out = usage_of(format!("{line}\n{bad}\n{line}").as_bytes());
+    assert_eq!(out.records.len(), 2, "a torn-free last line counts too");
+    assert_eq!(out.malformed, 1);
+    let t = out.records[0].tokens;
+    assert_eq!(
+        (t.input, t.cache_read, t.output, t.reasoning),
+        (60, 40, 10, 7)
+    );
+}
