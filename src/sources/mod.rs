@@ -4,6 +4,7 @@
 //! know which kind of store it serves.
 
 pub mod agents;
+pub mod aider;
 pub mod all;
 pub mod claude;
 pub mod codex;
@@ -23,6 +24,7 @@ pub mod openclaw;
 pub mod opencode;
 pub mod peers;
 pub mod pi;
+pub mod projects;
 pub mod qwen;
 pub mod sqlite_ro;
 pub mod units;

@@ -183,8 +183,10 @@ impl ForeignSource {
             .insert(dir.clone(), path.clone());
         idx.dir_of.insert(path, (ns, dir));
         if let Some(cwd) = &e.summary.cwd {
-            // A candidate for placing Cursor stores, which name their cwd by MD5 only.
+            // A candidate for placing Cursor stores, which name their cwd by MD5 only,
+            // and a folder where project-scoped histories (Aider's, Crush's) may be.
             crate::sources::cursor_store::note_cwd(cwd);
+            crate::sources::projects::note_cwd(cwd);
         }
         idx.generation += 1;
     }
