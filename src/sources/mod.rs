@@ -8,6 +8,7 @@ pub mod aider;
 pub mod all;
 pub mod claude;
 pub mod codex;
+pub mod continue_cli;
 pub mod convert;
 pub mod copilot;
 pub mod cursor;

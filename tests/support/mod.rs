@@ -428,7 +428,7 @@ pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> 
 }
 
 /// A real agent's command installed by `scripts/install-agents NAME` (NAME: claude,
-/// codex, pi, opencode, opencode-json, gemini, qwen, ccusage): `None` (SKIPPED, loudly) when it is not
+/// codex, pi, opencode, opencode-json, gemini, qwen, continue, aider, ccusage): `None` (SKIPPED, loudly) when it is not
 /// installed, or a panic when FEN_FS_REQUIRE_AGENTS=1 (CI).
 pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
     let (version, cmd) = match name {
@@ -439,6 +439,7 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "opencode-json" => ("1.1.65", "opencode"),
         "gemini" => ("0.61.0", "gemini"),
         "qwen" => ("0.24.4", "qwen"),
+        "continue" => ("1.5.47", "cn"),
         // PyPI (scripts/install-pypi-agents): a virtual environment.
         "aider" => ("0.86.2", "aider"),
         // Not an agent: the usage report's oracle.
