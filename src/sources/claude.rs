@@ -8,6 +8,7 @@
 //! (`chain.rs`), so an append only parses and walks the new lines.
 
 mod chain;
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::{content_parts, is_injected_text, to_neutral};

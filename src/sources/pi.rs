@@ -7,6 +7,7 @@
 //! duplicate keys: last wins) and reads the file as lossily decoded UTF-8; the quirks
 //! that make pi throw or start over are mapped to `resumable: false`.
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::{to_neutral, vendor_of};
