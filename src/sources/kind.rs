@@ -27,10 +27,12 @@
 //!   file, is a *unit* ([`super::units`]): a generated JSON Lines dump its reader is
 //!   fed like a file (`units` below; OpenCode and Cursor's `store.db` do this).
 //! - **Neutral messages**: [`super::convert`] reads the shapes several formats share
-//!   (roles, text or text blocks, data URLs, tool arguments); Anthropic content blocks
-//!   are `claude::content_parts`, OpenAI Responses items `codex::to_neutral`, pi's
-//!   AgentMessages `pi::to_neutral` (OpenClaw reuses it whole): an agent that writes
-//!   one of those shapes calls the existing conversion.
+//!   (roles, text or text blocks, data URLs, tool arguments);
+//!   [`super::convert::anthropic`] converts Anthropic Messages content blocks,
+//!   [`super::convert::openai`] OpenAI Chat Completions messages; pi's AgentMessages
+//!   are `pi::to_neutral` (OpenClaw's kind reuses pi's reader, usage and conversion
+//!   whole). An agent's `neutral.rs` calls these, then applies its own rules
+//!   (injected context, summaries, wrappers it adds).
 
 use super::foreign::{ForeignReader, ForeignSummary};
 use super::units::Units;
