@@ -19,6 +19,7 @@
 //! end is known only at the line that starts the next one, so a changed file is read
 //! again whole (Aider's files stay small: a few KB a message).
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;

@@ -14,6 +14,7 @@
 //! system message: `conversation.json` is those items, each as stored (whitespace
 //! removed).
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;
@@ -239,4 +240,19 @@ pub fn complete_from_index(path: &Path, s: &mut ForeignSummary) {
         }
         None => s.listed = false,
     }
+}
+
+/// The `workspaceDirectory` a session file names near its start (the listing's hint
+/// before the file is read whole).
+pub fn head_cwd(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let (file, _) = crate::store::open::open_regular(path).ok()?;
+    let mut head = Vec::new();
+    file.take(64 * 1024).read_to_end(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let at = text.find("\"workspaceDirectory\"")?;
+    let rest = text[at + "\"workspaceDirectory\"".len()..].trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let end = rest[1..].find('"').map(|e| e + 2)?;
+    serde_json::from_str::<String>(&rest[..end]).ok()
 }

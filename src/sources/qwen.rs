@@ -22,6 +22,7 @@
 //! records (its `displayText` when it has one), cut at 200 characters as Qwen's
 //! picker cuts it.
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;

@@ -179,14 +179,6 @@ impl UsageReader for AiderUsage {
     fn follows_appends(&self) -> bool {
         false
     }
-
-    fn save(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore(&mut self, _state: &[u8]) -> bool {
-        false
-    }
 }
 
 #[cfg(test)]

@@ -156,12 +156,4 @@ impl UsageReader for QwenUsage {
             self.line(offset, tail, out);
         }
     }
-
-    fn save(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore(&mut self, _state: &[u8]) -> bool {
-        true
-    }
 }
