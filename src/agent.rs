@@ -45,6 +45,7 @@ agents! {
     Qwen = "qwen",
     Aider = "aider",
     Continue = "continue",
+    Droid = "droid",
 }
 
 impl Agent {

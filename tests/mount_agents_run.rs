@@ -1,4 +1,4 @@
-//! Qwen Code, Aider and Continue's cn through a real mount, from files they wrote
+//! Qwen Code, Aider, Continue's cn and Factory Droid through a real mount, from files they wrote
 //! (tests/fixtures/{qwen,aider,continue}): each session shows in the namespace of its
 //! cwd with every view (`transcript.jsonl`, `conversation.json`, `conversation.md`,
 //! `meta.json`, `summary.txt`), Aider's history is found under the folder
@@ -19,6 +19,7 @@ use support::{Mount, fen_fs, out_text};
 const QWEN_ID: &str = "1bcfcf91-b839-4004-8401-5638859c38e3";
 const QWEN_FORK: &str = "63e38dc2-d246-4f22-b64e-4f6a8da5590b";
 const CN_ID: &str = "c18299bf-7ac4-4667-be0a-a8772ac87b6a";
+const DROID_ID: &str = "f8f78dfb-c9d2-43ac-953c-1f1134fc376d";
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -140,8 +141,8 @@ fn kept_copies(store: &Path, agent: &str) -> usize {
 }
 
 #[test]
-fn qwen_aider_and_cn_sessions_show_in_every_view() {
-    let test = "qwen_aider_and_cn_sessions_show_in_every_view";
+fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
+    let test = "qwen_aider_cn_and_droid_sessions_show_in_every_view";
     if !support::fuse_available(test) {
         return;
     }
@@ -171,7 +172,15 @@ fn qwen_aider_and_cn_sessions_show_in_every_view() {
         &fixture("continue/sessions/sessions.json"),
         &cn.join("sessions/sessions.json"),
     );
-    let roots = [&qwen, &projects, &cn];
+    let droid = tmp.path().join("factory");
+    let droid_file = droid.join(format!("sessions/-tmp-d-proj/{DROID_ID}.jsonl"));
+    for ext in ["jsonl", "settings.json"] {
+        copy(
+            &fixture(&format!("droid/sessions/-tmp-d-proj/{DROID_ID}.{ext}")),
+            &droid.join(format!("sessions/-tmp-d-proj/{DROID_ID}.{ext}")),
+        );
+    }
+    let roots = [&qwen, &projects, &cn, &droid];
     let before: Vec<_> = roots.iter().map(|r| state(r)).collect();
     let src = |k: &str, p: &Path| format!("{k}={}", p.display());
     let args = [
@@ -182,6 +191,8 @@ fn qwen_aider_and_cn_sessions_show_in_every_view() {
         src("aider", &projects),
         "--source".into(),
         src("continue", &cn),
+        "--source".into(),
+        src("droid", &droid),
     ];
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let Some(m) = Mount::with_args(test, &args) else {
@@ -276,6 +287,24 @@ fn qwen_aider_and_cn_sessions_show_in_every_view() {
     );
     assert!(c.summary.contains("continue"), "{}", c.summary);
 
+    // Factory Droid: the file byte for byte; its rebuild is a guess, marked so.
+    let (droid_dir, _) = find("droid", DROID_ID);
+    let d = views(&droid_dir);
+    let droid_bytes = std::fs::read(&droid_file).unwrap();
+    assert_eq!(d.transcript, droid_bytes);
+    assert_eq!(
+        d.conversation,
+        conversation_of(
+            Box::new(fen_fs::sources::droid::DroidReader::new()),
+            &droid_bytes
+        )
+    );
+    assert_eq!(d.meta["resumable"], true);
+    assert_eq!(d.meta["resume_rules"], "best effort");
+    assert_eq!(d.meta["title"], "first prompt USE_LS");
+    assert!(d.markdown.contains("reply 3"), "{}", d.markdown);
+    assert!(droid_dir.starts_with(m.path("tmp-d-proj")));
+
     // Search finds each agent's words.
     for (word, agent) in [
         ("USE_TOOL", "qwen"),
@@ -298,6 +327,7 @@ fn qwen_aider_and_cn_sessions_show_in_every_view() {
             .args(["--source", &src("qwen", &qwen)])
             .args(["--source", &src("aider", &projects)])
             .args(["--source", &src("continue", &cn)])
+            .args(["--source", &src("droid", &droid)])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", out_text(&o));
@@ -347,7 +377,7 @@ fn qwen_aider_and_cn_sessions_show_in_every_view() {
     });
 
     // Keep: sessions the agents delete stay, as they were.
-    for agent in ["qwen", "aider", "continue"] {
+    for agent in ["qwen", "aider", "continue", "droid"] {
         wait(30, &format!("{agent}'s kept copies"), || {
             (kept_copies(&m.store, agent) > 0).then_some(())
         });

@@ -14,6 +14,7 @@ pub mod copilot;
 pub mod cursor;
 pub mod cursor_store;
 pub mod digest;
+pub mod droid;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;

@@ -428,7 +428,7 @@ pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> 
 }
 
 /// A real agent's command installed by `scripts/install-agents NAME` (NAME: claude,
-/// codex, pi, opencode, opencode-json, gemini, qwen, continue, aider, ccusage): `None` (SKIPPED, loudly) when it is not
+/// codex, pi, opencode, opencode-json, gemini, qwen, continue, droid, aider, ccusage): `None` (SKIPPED, loudly) when it is not
 /// installed, or a panic when FEN_FS_REQUIRE_AGENTS=1 (CI).
 pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
     let (version, cmd) = match name {
@@ -440,6 +440,7 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "gemini" => ("0.61.0", "gemini"),
         "qwen" => ("0.24.4", "qwen"),
         "continue" => ("1.5.47", "cn"),
+        "droid" => ("0.225.2", "droid"),
         // PyPI (scripts/install-pypi-agents): a virtual environment.
         "aider" => ("0.86.2", "aider"),
         // Not an agent: the usage report's oracle.
@@ -452,6 +453,10 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
     let dir = base.join(format!("{name}-{version}"));
     let bin = match name {
         "aider" => dir.join("venv/bin").join(cmd),
+        // The platform package declares no command: its binary.
+        "droid" => dir
+            .join("node_modules/@factory/cli-linux-x64/bin")
+            .join(cmd),
         _ => dir.join("node_modules/.bin").join(cmd),
     };
     if dir.join(".installed").exists() && bin.exists() {
