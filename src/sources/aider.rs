@@ -35,6 +35,8 @@ use std::sync::Mutex;
 /// The history file's name (Aider's default `--chat-history-file`, at the git root).
 pub const HISTORY_FILE: &str = ".aider.chat.history.md";
 const HEADER: &str = "# aider chat started at ";
+/// How many files' dumps stay in memory between the requests for their runs.
+const KEPT_FILES: usize = 8;
 /// The largest history file read (a bigger one shows as one unreadable session).
 const MAX_FILE: u64 = 256 << 20;
 
@@ -209,6 +211,9 @@ struct FileState {
 pub struct AiderUnits {
     files: ProjectFiles,
     state: Mutex<HashMap<PathBuf, FileState>>,
+    /// The dumps of the files read last (a file's runs are asked for one after
+    /// another, a few files at once), most recent last.
+    last: Mutex<Vec<(PathBuf, FileStamp, std::sync::Arc<Vec<RunDump>>)>>,
 }
 
 impl AiderUnits {
@@ -218,7 +223,29 @@ impl AiderUnits {
         AiderUnits {
             files: ProjectFiles::new(HISTORY_FILE, roots, detect),
             state: Mutex::new(HashMap::new()),
+            last: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Every run's dump of `file` as it is now (`stamp`), made once per state.
+    fn dumps(&self, file: &Path, stamp: FileStamp) -> Option<std::sync::Arc<Vec<RunDump>>> {
+        if let Some((_, _, d)) = self
+            .last
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(f, s, _)| f == file && *s == stamp)
+        {
+            return Some(d.clone());
+        }
+        let d = std::sync::Arc::new(dumps_of(file)?);
+        let mut last = self.last.lock().unwrap();
+        last.retain(|(f, ..)| f != file);
+        if last.len() >= KEPT_FILES {
+            last.remove(0);
+        }
+        last.push((file.to_path_buf(), stamp, d.clone()));
+        Some(d)
     }
 
     /// The file's state now: read again when its stamp changed.
@@ -233,7 +260,7 @@ impl AiderUnits {
         {
             return Some(s.clone());
         }
-        let dumps = dumps_of(file)?;
+        let dumps = self.dumps(file, stamp)?;
         let mtime_ms = stamp.mtime_ns.div_euclid(1_000_000) as i64;
         let runs = dumps
             .iter()
@@ -374,8 +401,10 @@ impl UnitSource for AiderUnits {
 
     fn dump(&self, key: &Path) -> Option<Dump> {
         let (file, offset) = split_key(key)?;
-        let (_, bytes, updated) = dumps_of(&file)?.into_iter().find(|(o, ..)| *o == offset)?;
-        let mtime_ms = self.read(&file).map_or(0, |s| s.mtime_ms);
+        let s = self.read(&file)?;
+        let all = self.dumps(&file, s.stamp)?;
+        let (_, bytes, updated) = all.iter().find(|(o, ..)| *o == offset)?.clone();
+        let mtime_ms = s.mtime_ms;
         Some(Dump {
             signature: Signature {
                 hash: crate::store::atomic::checksum(&[&bytes]),

@@ -32,100 +32,157 @@ pub fn is_session_file_name(name: &str) -> bool {
     name.ends_with(".json") && name != "sessions.json" && name.len() > ".json".len()
 }
 
-/// What the parsed file gives: its facts and its history items (minified).
+/// What the parsed file gives: its facts and its history items (each minified, and
+/// what the rules read of it).
 struct Parsed {
     id: Option<String>,
     cwd: Option<String>,
     title: Option<String>,
-    items: Vec<(String, Value)>,
+    items: Vec<Item>,
+}
+
+/// One history item: its text as stored without whitespace, and what the rules need.
+struct Item {
+    text: String,
+    role: Option<String>,
+    /// The first user message's preview text (for a user item).
+    first_text: Option<String>,
+    summary: bool,
+    model: Option<String>,
 }
 
 fn parse(bytes: &[u8]) -> Result<Parsed, String> {
+    use serde::Deserialize;
     let text = std::str::from_utf8(bytes).map_err(|_| "the file is not UTF-8".to_string())?;
     if text.trim().is_empty() {
         return Err("the file is empty (cn may be rewriting it)".into());
     }
-    let v: Value = serde_json::from_str(text).map_err(|_| {
-        "the file is not valid JSON (cut short, or cn is rewriting it), so cn cannot load it"
-            .to_string()
-    })?;
-    let obj = v
-        .as_object()
-        .ok_or("the file is not a cn session (not a JSON object)")?;
-    let history = obj
-        .get("history")
-        .and_then(Value::as_array)
+    let obj = match crate::json::RawObject::parse(text) {
+        Ok(o) => o,
+        Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
+            return Err("the file is not a cn session (not a JSON object)".into());
+        }
+        Err(_) => {
+            return Err(
+                "the file is not valid JSON (cut short, or cn is rewriting it), so cn cannot load it"
+                    .into(),
+            );
+        }
+    };
+    let field = |k: &str| {
+        obj.fields
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| *v)
+    };
+    let string = |k: &str| field(k).and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+    let history: Vec<&serde_json::value::RawValue> = field("history")
+        .and_then(|h| serde_json::from_str(h.get()).ok())
         .ok_or("the session has no history list, on which cn's resume fails")?;
-    // Each item as stored, its whitespace removed (strings and numbers kept).
-    let raw_items = raw_history(text).unwrap_or_default();
+    #[derive(Deserialize)]
+    struct Msg<'a> {
+        role: Option<String>,
+        #[serde(borrow)]
+        content: Option<&'a serde_json::value::RawValue>,
+        usage: Option<Usage>,
+    }
+    #[derive(Deserialize)]
+    struct Usage {
+        model: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct RawItem<'a> {
+        #[serde(borrow)]
+        message: Option<Msg<'a>>,
+        #[serde(rename = "conversationSummary")]
+        summary: Option<serde::de::IgnoredAny>,
+    }
     let items = history
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let text = raw_items
-                .get(i)
-                .and_then(|r| crate::sources::json_text::minify(r))
-                .unwrap_or_else(|| item.to_string());
-            (text, item.clone())
+        .into_iter()
+        .map(|raw| {
+            let text = crate::sources::json_text::minify(raw.get())
+                .unwrap_or_else(|| raw.get().to_string());
+            let item = serde_json::from_str::<RawItem>(raw.get()).ok();
+            let summary = item.as_ref().is_some_and(|i| i.summary.is_some())
+                || raw.get().contains("\"conversationSummary\"")
+                    && serde_json::from_str::<Value>(raw.get())
+                        .is_ok_and(|v| v.get("conversationSummary").is_some());
+            let message = item.and_then(|i| i.message);
+            let role = message.as_ref().and_then(|m| m.role.clone());
+            let first_text = (role.as_deref() == Some("user"))
+                .then(|| {
+                    let c = message.as_ref()?.content?;
+                    match serde_json::from_str::<Value>(c.get()).ok()? {
+                        Value::String(s) => Some(s),
+                        Value::Array(parts) => Some(
+                            parts
+                                .iter()
+                                .find(|p| p["type"] == "text")
+                                .and_then(|p| p["text"].as_str())
+                                .unwrap_or("(multimodal message)")
+                                .to_string(),
+                        ),
+                        _ => None,
+                    }
+                })
+                .flatten();
+            let model = message.and_then(|m| m.usage).and_then(|u| u.model);
+            Item {
+                text,
+                role,
+                first_text,
+                summary,
+                model,
+            }
         })
         .collect();
-    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_string);
     Ok(Parsed {
-        id: s("sessionId"),
-        cwd: s("workspaceDirectory").filter(|c| !c.is_empty()),
-        title: s("title").filter(|t| !t.is_empty() && t != DEFAULT_TITLE),
+        id: string("sessionId"),
+        cwd: string("workspaceDirectory").filter(|c| !c.is_empty()),
+        title: string("title").filter(|t| !t.is_empty() && t != DEFAULT_TITLE),
         items,
     })
 }
 
-/// The `history` items' raw JSON texts, in order.
-fn raw_history(text: &str) -> Option<Vec<&str>> {
-    let obj = crate::json::RawObject::parse(text).ok()?;
-    let history = obj
-        .fields
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "history")
-        .map(|(_, v)| *v)?;
-    let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(history.get()).ok()?;
-    Some(items.into_iter().map(|i| i.get()).collect())
-}
-
 /// `findCompactionIndex`: the first item holding a `conversationSummary`.
-fn compaction_index(items: &[(String, Value)]) -> Option<usize> {
-    items
-        .iter()
-        .position(|(_, v)| v.get("conversationSummary").is_some())
+fn compaction_index(items: &[Item]) -> Option<usize> {
+    items.iter().position(|i| i.summary)
 }
 
 /// The first user message's text, as `cn ls` previews it.
-fn first_user_text(items: &[(String, Value)]) -> Option<String> {
-    let m = items
+fn first_user_text(items: &[Item]) -> Option<String> {
+    items
         .iter()
-        .map(|(_, v)| &v["message"])
-        .find(|m| m["role"] == "user")?;
-    match &m["content"] {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .find(|p| p["type"] == "text")
-                .and_then(|p| p["text"].as_str())
-                .unwrap_or("(multimodal message)")
-                .to_string(),
-        ),
-        _ => None,
-    }
+        .find(|i| i.role.as_deref() == Some("user"))
+        .and_then(|i| i.first_text.clone())
 }
 
 /// Reader of one `cn` session file: the whole file is read at each look (it is
 /// rewritten, never appended to), so `feed` consumes nothing and the file is the tail.
+/// The file's reading is kept for the next question about the same bytes (the
+/// listing, `conversation.json` and search ask one after another).
 #[derive(Default)]
-pub struct ContinueReader;
+pub struct ContinueReader {
+    parsed: std::sync::Mutex<Option<(u64, std::sync::Arc<Result<Parsed, String>>)>>,
+}
 
 impl ContinueReader {
     pub fn new() -> ContinueReader {
-        ContinueReader
+        ContinueReader::default()
+    }
+
+    fn parsed(&self, tail: &[u8]) -> std::sync::Arc<Result<Parsed, String>> {
+        let key = crate::store::atomic::checksum(&[tail]);
+        let mut kept = self.parsed.lock().unwrap();
+        if let Some((k, p)) = kept.as_ref()
+            && *k == key
+        {
+            return p.clone();
+        }
+        let p = std::sync::Arc::new(parse(tail));
+        *kept = Some((key, p.clone()));
+        p
     }
 }
 
@@ -140,10 +197,10 @@ impl ForeignReader for ContinueReader {
 
     fn summary(&self, tail: &[u8]) -> ForeignSummary {
         let mut s = ForeignSummary::default();
-        match parse(tail) {
+        match self.parsed(tail).as_ref() {
             Err(why) => {
                 s.malformed_lines = 1;
-                s.not_resumable_reason = Some(why);
+                s.not_resumable_reason = Some(why.clone());
             }
             Ok(p) => {
                 s.entries = 1;
@@ -161,9 +218,9 @@ impl ForeignReader for ContinueReader {
                         Some("the session names no sessionId, so cn cannot find it".into());
                 } else {
                     s.resumable = true;
-                    for (_, v) in &p.items[from..] {
+                    for i in &p.items[from..] {
                         s.messages += 1;
-                        let role = v["message"]["role"].as_str().unwrap_or("message");
+                        let role = i.role.as_deref().unwrap_or("message");
                         *s.roles.entry(role.to_string()).or_insert(0) += 1;
                     }
                 }
@@ -180,7 +237,8 @@ impl ForeignReader for ContinueReader {
     }
 
     fn messages(&self, tail: &[u8], history: bool) -> Vec<MessageRef> {
-        let Ok(p) = parse(tail) else {
+        let parsed = self.parsed(tail);
+        let Ok(p) = parsed.as_ref() else {
             return Vec::new();
         };
         if p.id.is_none() {
@@ -188,23 +246,21 @@ impl ForeignReader for ContinueReader {
         }
         let from = compaction_index(&p.items).unwrap_or(0);
         p.items
-            .into_iter()
+            .iter()
             .enumerate()
             .filter(|(i, _)| history || *i >= from)
-            .map(|(i, (text, v))| MessageRef {
-                pieces: vec![Piece::Text(text)],
+            .map(|(i, item)| MessageRef {
+                pieces: vec![Piece::Text(item.text.clone())],
                 entry: Some(i.to_string()),
                 timestamp: None,
                 in_conversation: i >= from,
                 injected: false,
-                summary: v.get("conversationSummary").is_some(),
-                model: v["message"]["usage"]["model"]
-                    .as_str()
-                    .map(|m| crate::neutral::ModelRef {
-                        provider: None,
-                        api: None,
-                        model: m.to_string(),
-                    }),
+                summary: item.summary,
+                model: item.model.clone().map(|model| crate::neutral::ModelRef {
+                    provider: None,
+                    api: None,
+                    model,
+                }),
             })
             .collect()
     }
