@@ -399,3 +399,66 @@ fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
     });
     assert_eq!(views(&kept_run.0).conversation, latest.conversation);
 }
+
+/// `fen-fs usage agent --json` (no mount) over the four agents' recorded sessions: each
+/// response once (Qwen's fork copies seven of its nine calls' records), Aider's cost as
+/// Aider recorded it.
+#[test]
+fn usage_counts_each_agents_responses_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chats = tmp.path().join("qwen/projects/-tmp-q-proj/chats");
+    copy(
+        &fixture("qwen/compressed.jsonl"),
+        &chats.join(format!("{QWEN_ID}.jsonl")),
+    );
+    copy(
+        &fixture("qwen/forked.jsonl"),
+        &chats.join(format!("{QWEN_FORK}.jsonl")),
+    );
+    let projects = tmp.path().join("projects");
+    copy(
+        &fixture("aider/two-runs.aider.chat.history.md"),
+        &projects.join("p/.aider.chat.history.md"),
+    );
+    let cn = tmp.path().join("continue/sessions");
+    for f in [format!("{CN_ID}.json"), "sessions.json".into()] {
+        copy(&fixture(&format!("continue/sessions/{f}")), &cn.join(&f));
+    }
+    let droid = tmp.path().join("factory/sessions/-tmp-d-proj");
+    for f in std::fs::read_dir(fixture("droid/sessions/-tmp-d-proj")).unwrap() {
+        let f = f.unwrap().path();
+        copy(&f, &droid.join(f.file_name().unwrap()));
+    }
+    let store = tmp.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let o = fen_fs()
+        .args(["usage", "agent", "--json", "--no-detect", "--store"])
+        .arg(&store)
+        .arg("--source")
+        .arg(format!("qwen={}", tmp.path().join("qwen").display()))
+        .arg("--source")
+        .arg(format!("aider={}", projects.display()))
+        .arg("--source")
+        .arg(format!(
+            "continue={}",
+            tmp.path().join("continue").display()
+        ))
+        .arg("--source")
+        .arg(format!("droid={}", tmp.path().join("factory").display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let rows: BTreeMap<String, Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["agent"].as_str().unwrap().to_string(), v))
+        .collect();
+    let responses = |a: &str| rows[a]["responses"].as_u64().unwrap();
+    assert_eq!(responses("qwen"), 9, "{rows:?}");
+    assert_eq!(responses("aider"), 2);
+    assert_eq!(responses("continue"), 4);
+    assert_eq!(responses("droid"), 2, "one total per session");
+    assert_eq!(rows["aider"]["cost_usd"], 0.00022, "Aider's own cost");
+    assert_eq!(rows["qwen"]["cache_read_tokens"], 27);
+}
