@@ -207,13 +207,16 @@ struct FileState {
     runs: Vec<(u64, Signature)>,
 }
 
+/// A file's state and its runs' dumps, kept between the requests for them.
+type KeptDumps = (PathBuf, FileStamp, std::sync::Arc<Vec<RunDump>>);
+
 /// Aider's runs in every history file found (`sources/projects.rs`).
 pub struct AiderUnits {
     files: ProjectFiles,
     state: Mutex<HashMap<PathBuf, FileState>>,
     /// The dumps of the files read last (a file's runs are asked for one after
     /// another, a few files at once), most recent last.
-    last: Mutex<Vec<(PathBuf, FileStamp, std::sync::Arc<Vec<RunDump>>)>>,
+    last: Mutex<Vec<KeptDumps>>,
 }
 
 impl AiderUnits {

@@ -158,13 +158,16 @@ fn first_user_text(items: &[Item]) -> Option<String> {
         .and_then(|i| i.first_text.clone())
 }
 
+/// A file's reading: its facts and items, or why cn cannot load it.
+type Reading = std::sync::Arc<Result<Parsed, String>>;
+
 /// Reader of one `cn` session file: the whole file is read at each look (it is
 /// rewritten, never appended to), so `feed` consumes nothing and the file is the tail.
 /// The file's reading is kept for the next question about the same bytes (the
 /// listing, `conversation.json` and search ask one after another).
 #[derive(Default)]
 pub struct ContinueReader {
-    parsed: std::sync::Mutex<Option<(u64, std::sync::Arc<Result<Parsed, String>>)>>,
+    parsed: std::sync::Mutex<Option<(u64, Reading)>>,
 }
 
 impl ContinueReader {
@@ -172,7 +175,7 @@ impl ContinueReader {
         ContinueReader::default()
     }
 
-    fn parsed(&self, tail: &[u8]) -> std::sync::Arc<Result<Parsed, String>> {
+    fn parsed(&self, tail: &[u8]) -> Reading {
         let key = crate::store::atomic::checksum(&[tail]);
         let mut kept = self.parsed.lock().unwrap();
         if let Some((k, p)) = kept.as_ref()
