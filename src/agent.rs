@@ -46,6 +46,7 @@ agents! {
     Aider = "aider",
     Continue = "continue",
     Droid = "droid",
+    Crush = "crush",
 }
 
 impl Agent {

@@ -1,4 +1,4 @@
-//! Qwen Code, Aider, Continue's cn and Factory Droid through a real mount, from files they wrote
+//! Qwen Code, Aider, Continue's cn, Factory Droid and Crush through a real mount, from files they wrote
 //! (tests/fixtures/{qwen,aider,continue}): each session shows in the namespace of its
 //! cwd with every view (`transcript.jsonl`, `conversation.json`, `conversation.md`,
 //! `meta.json`, `summary.txt`), Aider's history is found under the folder
@@ -6,6 +6,7 @@
 //! append shows on the next read, search finds them, nothing in the agents' folders
 //! changes, and a session the agent deletes stays (kept).
 
+mod crush_support;
 mod support;
 
 use fen_fs::sources::foreign::{ForeignReader, feed_all, render_message};
@@ -141,8 +142,8 @@ fn kept_copies(store: &Path, agent: &str) -> usize {
 }
 
 #[test]
-fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
-    let test = "qwen_aider_cn_and_droid_sessions_show_in_every_view";
+fn issue_34_agents_sessions_show_in_every_view() {
+    let test = "issue_34_agents_sessions_show_in_every_view";
     if !support::fuse_available(test) {
         return;
     }
@@ -180,7 +181,12 @@ fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
             &droid.join(format!("sessions/-tmp-d-proj/{DROID_ID}.{ext}")),
         );
     }
-    let roots = [&qwen, &projects, &cn, &droid];
+    // Crush (from its source): a project's database under the folder --source names.
+    let crush_root = tmp.path().join("crush-projects");
+    let crush_project = crush_root.join("app");
+    // Its writer stays open to the end (closing it checkpoints the WAL).
+    let _crush_writer = crush_support::project_with_sessions(&crush_project);
+    let roots = [&qwen, &projects, &cn, &droid, &crush_root];
     let before: Vec<_> = roots.iter().map(|r| state(r)).collect();
     let src = |k: &str, p: &Path| format!("{k}={}", p.display());
     let args = [
@@ -193,6 +199,8 @@ fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
         src("continue", &cn),
         "--source".into(),
         src("droid", &droid),
+        "--source".into(),
+        src("crush", &crush_root),
     ];
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let Some(m) = Mount::with_args(test, &args) else {
@@ -305,6 +313,25 @@ fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
     assert!(d.markdown.contains("reply 3"), "{}", d.markdown);
     assert!(droid_dir.starts_with(m.path("tmp-d-proj")));
 
+    // Crush: the session's rows as a dump, from its summary on.
+    let (crush_dir, _) = find("crush", "s-root");
+    let k = views(&crush_dir);
+    let header: Value =
+        serde_json::from_slice(k.transcript.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(header["type"], "session");
+    assert_eq!(k.conversation.len(), 2);
+    assert_eq!(
+        k.conversation[0]["role"], "user",
+        "Crush resumes from its summary"
+    );
+    assert_eq!(k.meta["resumable"], true);
+    assert_eq!(k.meta["cwd"], crush_project.to_str().unwrap());
+    assert_eq!(k.meta["title"], "Fix the flux capacitor");
+    assert!(k.markdown.contains("and now the tests"), "{}", k.markdown);
+    let (_, child) = find("crush", "s-child");
+    assert_eq!(child["parent_id"], "s-root");
+    assert_eq!(child["listed_by_agent"], false);
+
     // Search finds each agent's words.
     for (word, agent) in [
         ("USE_TOOL", "qwen"),
@@ -328,6 +355,7 @@ fn qwen_aider_cn_and_droid_sessions_show_in_every_view() {
             .args(["--source", &src("aider", &projects)])
             .args(["--source", &src("continue", &cn)])
             .args(["--source", &src("droid", &droid)])
+            .args(["--source", &src("crush", &crush_root)])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", out_text(&o));

@@ -11,6 +11,7 @@ pub mod codex;
 pub mod continue_cli;
 pub mod convert;
 pub mod copilot;
+pub mod crush;
 pub mod cursor;
 pub mod cursor_store;
 pub mod digest;

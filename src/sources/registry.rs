@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    aider, claude, codex, continue_cli, copilot, cursor, droid, fen, gemini, openclaw, opencode,
-    pi, qwen,
+    aider, claude, codex, continue_cli, copilot, crush, cursor, droid, fen, gemini, openclaw,
+    opencode, pi, qwen,
 };
 use crate::agent::Agent;
 
@@ -25,6 +25,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Aider => &aider::kind::Aider,
         Agent::Continue => &continue_cli::kind::Continue,
         Agent::Droid => &droid::kind::Droid,
+        Agent::Crush => &crush::kind::Crush,
     }
 }
 
