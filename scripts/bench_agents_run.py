@@ -1,6 +1,6 @@
-"""Rows of scripts/bench for the agents issue 34 added that run here (Qwen Code, Aider,
-Continue's cn, Factory Droid), over scripts/gen_agents_run.py's sessions (full: 500 of
-each agent, ~125 MB; quick: 20 of each).
+"""Rows of scripts/bench for the agents issue 34 added (Qwen Code, Aider, Continue's cn,
+Factory Droid, Crush), over scripts/gen_agents_run.py's sessions (full: 500 of each
+agent, ~170 MB; quick: 20 of each).
 
   #    scenario (fen-fs side)                        baseline (same run)          target
   AR1  first mount (caches deleted) + `ls` + every   cold `cat` of every session  <= 1.5x time

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generate sessions of the agents issue 34 added that run here (Qwen Code, Aider,
-Continue's cn, Factory Droid), each in its agent's own format, for the benchmark rows
-of scripts/bench_agents_run.py.
+"""Generate sessions of the agents issue 34 added (Qwen Code, Aider, Continue's cn,
+Factory Droid, Crush), each in its agent's own format, for the benchmark rows of
+scripts/bench_agents_run.py.
 
 usage: gen_agents_run.py OUT [--sessions N] [--seed S]
 
@@ -11,9 +11,10 @@ Writes under OUT (point fen-fs at them with the --source options gen() returns):
   OUT/aider/<project>/.aider.chat.history.md           Aider 0.86.2, 10 runs a file
   OUT/continue/sessions/<uuid>.json + sessions.json    cn 1.5.47 (pretty-printed JSON)
   OUT/factory/sessions/<cwd slug>/<uuid>.jsonl         Droid 0.225.2 (+ .settings.json)
+  OUT/crush/<project>/.crush/crush.db                  Crush's SQLite, 10 sessions a project
   OUT/manifest.json                                    files and sizes
 
-N sessions of each (Aider: N runs, ten per project file), each of 10 to 40 turns with
+N sessions of each (Aider: N runs, ten per project file; Crush: ten per database), each of 10 to 40 turns with
 a tool call in most, shaped as the files the agents wrote in tests/fixtures/.
 Deterministic for a seed; stdlib only.
 """
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import sqlite3
 import uuid
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
@@ -182,6 +184,54 @@ def write_droid(out, rnd, i, t0):
     return path
 
 
+CRUSH_DDL = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT NOT NULL,
+  message_count INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0.0,
+  updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL, summary_message_id TEXT, todos TEXT);
+CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+  parts TEXT NOT NULL default '[]', model TEXT, created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT,
+  is_summary_message INTEGER DEFAULT 0 NOT NULL);
+CREATE INDEX idx_messages_session_id ON messages (session_id);
+"""
+
+
+def write_crush(out, rnd, project, sessions, t0):
+    path = os.path.join(out, "crush", "proj%d" % project, ".crush", "crush.db")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    db = sqlite3.connect(path)
+    db.executescript(CRUSH_DDL)
+    t = t0 // 1000
+    for _ in range(sessions):
+        sid = uid(rnd)
+        db.execute("INSERT INTO sessions (id, title, prompt_tokens, completion_tokens, cost, "
+                   "updated_at, created_at) VALUES (?, ?, 30000, 2000, 0.05, ?, ?)",
+                   (sid, text(rnd, 2, 6), t, t))
+        for turn in range(rnd.randint(10, 40)):
+            t += 1
+            rows = [("user", [{"type": "text", "data": {"text": text(rnd, 5, 40)}}])]
+            if rnd.random() < 0.7:
+                cid = "call_%d" % turn
+                rows.append(("assistant", [{"type": "tool_call", "data": {
+                    "id": cid, "name": "view", "input": "{\"file_path\":\"a.rs\"}",
+                    "provider_executed": False, "finished": True}}]))
+                rows.append(("tool", [{"type": "tool_result", "data": {
+                    "tool_call_id": cid, "name": "view", "content": text(rnd, 50, 400),
+                    "data": "", "mime_type": "", "metadata": "", "is_error": False}}]))
+            rows.append(("assistant", [{"type": "text", "data": {"text": text(rnd, 20, 200)}},
+                                       {"type": "finish", "data": {"reason": "end_turn", "time": t}}]))
+            for role, parts in rows:
+                db.execute("INSERT INTO messages (id, session_id, role, parts, model, provider, "
+                           "created_at, updated_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (uid(rnd), sid, role, json.dumps(parts),
+                            "gpt-4o" if role == "assistant" else None,
+                            "openai" if role == "assistant" else None, t, t, t))
+    db.commit()
+    db.close()
+    return path
+
+
 def generate(out, sessions=500, seed=1):
     rnd = random.Random(seed)
     t0 = 1_790_000_000_000
@@ -198,6 +248,8 @@ def generate(out, sessions=500, seed=1):
         json.dump(index, f)
     for i in range(sessions):
         files.append(write_droid(out, rnd, i, t0 + i * 60_000))
+    for p in range(max(1, sessions // 10)):
+        files.append(write_crush(out, rnd, p, 10, t0))
     sizes = {os.path.relpath(p, out): os.path.getsize(p) for p in files}
     man = {"sessions": sessions, "sizes": sizes, "total_bytes": sum(sizes.values())}
     with open(os.path.join(out, "manifest.json"), "w") as f:
@@ -210,7 +262,8 @@ def sources(out):
     return ["--source", "qwen=%s" % os.path.join(out, "qwen"),
             "--source", "aider=%s" % os.path.join(out, "aider"),
             "--source", "continue=%s" % os.path.join(out, "continue"),
-            "--source", "droid=%s" % os.path.join(out, "factory")]
+            "--source", "droid=%s" % os.path.join(out, "factory"),
+            "--source", "crush=%s" % os.path.join(out, "crush")]
 
 
 def main():
