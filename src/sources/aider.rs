@@ -35,8 +35,10 @@ use std::sync::Mutex;
 /// The history file's name (Aider's default `--chat-history-file`, at the git root).
 pub const HISTORY_FILE: &str = ".aider.chat.history.md";
 const HEADER: &str = "# aider chat started at ";
-/// How many files' dumps stay in memory between the requests for their runs.
-const KEPT_FILES: usize = 8;
+/// How many bytes of dumps stay in memory between the requests for a file's runs (the
+/// first index asks for runs of many files in turn: each file is parsed once while
+/// the project histories fit).
+const KEPT_BYTES: usize = 32 << 20;
 /// The largest history file read (a bigger one shows as one unreadable session).
 const MAX_FILE: u64 = 256 << 20;
 
@@ -214,8 +216,7 @@ type KeptDumps = (PathBuf, FileStamp, std::sync::Arc<Vec<RunDump>>);
 pub struct AiderUnits {
     files: ProjectFiles,
     state: Mutex<HashMap<PathBuf, FileState>>,
-    /// The dumps of the files read last (a file's runs are asked for one after
-    /// another, a few files at once), most recent last.
+    /// The dumps of the files read last, most recent last, within `KEPT_BYTES`.
     last: Mutex<Vec<KeptDumps>>,
 }
 
@@ -242,12 +243,14 @@ impl AiderUnits {
             return Some(d.clone());
         }
         let d = std::sync::Arc::new(dumps_of(file)?);
+        let size = |d: &Vec<RunDump>| d.iter().map(|r| r.1.len()).sum::<usize>();
         let mut last = self.last.lock().unwrap();
         last.retain(|(f, ..)| f != file);
-        if last.len() >= KEPT_FILES {
+        last.push((file.to_path_buf(), stamp, d.clone()));
+        // The oldest go while the kept dumps are over their budget (the newest stays).
+        while last.len() > 1 && last.iter().map(|k| size(&k.2)).sum::<usize>() > KEPT_BYTES {
             last.remove(0);
         }
-        last.push((file.to_path_buf(), stamp, d.clone()));
         Some(d)
     }
 

@@ -57,10 +57,20 @@ fn parse(bytes: &[u8]) -> Result<Parsed, String> {
     if text.trim().is_empty() {
         return Err("the file is empty (cn may be rewriting it)".into());
     }
-    let obj = match crate::json::RawObject::parse(text) {
-        Ok(o) => o,
+    #[derive(Deserialize)]
+    struct Doc<'a> {
+        #[serde(rename = "sessionId")]
+        session_id: Option<String>,
+        title: Option<String>,
+        #[serde(rename = "workspaceDirectory")]
+        cwd: Option<String>,
+        #[serde(borrow)]
+        history: Option<Vec<&'a serde_json::value::RawValue>>,
+    }
+    let doc: Doc = match serde_json::from_str(text) {
+        Ok(d) => d,
         Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
-            return Err("the file is not a cn session (not a JSON object)".into());
+            return Err("the file is not a cn session (not an object with a history list)".into());
         }
         Err(_) => {
             return Err(
@@ -69,16 +79,8 @@ fn parse(bytes: &[u8]) -> Result<Parsed, String> {
             );
         }
     };
-    let field = |k: &str| {
-        obj.fields
-            .iter()
-            .rev()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| *v)
-    };
-    let string = |k: &str| field(k).and_then(|v| serde_json::from_str::<String>(v.get()).ok());
-    let history: Vec<&serde_json::value::RawValue> = field("history")
-        .and_then(|h| serde_json::from_str(h.get()).ok())
+    let history = doc
+        .history
         .ok_or("the session has no history list, on which cn's resume fails")?;
     #[derive(Deserialize)]
     struct Msg<'a> {
@@ -101,8 +103,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed, String> {
     let items = history
         .into_iter()
         .map(|raw| {
-            let text = crate::sources::json_text::minify(raw.get())
-                .unwrap_or_else(|| raw.get().to_string());
+            let text = crate::sources::json_text::minify_valid(raw.get());
             let item = serde_json::from_str::<RawItem>(raw.get()).ok();
             let summary = item.as_ref().is_some_and(|i| i.summary.is_some())
                 || raw.get().contains("\"conversationSummary\"")
@@ -138,9 +139,9 @@ fn parse(bytes: &[u8]) -> Result<Parsed, String> {
         })
         .collect();
     Ok(Parsed {
-        id: string("sessionId"),
-        cwd: string("workspaceDirectory").filter(|c| !c.is_empty()),
-        title: string("title").filter(|t| !t.is_empty() && t != DEFAULT_TITLE),
+        id: doc.session_id,
+        cwd: doc.cwd.filter(|c| !c.is_empty()),
+        title: doc.title.filter(|t| !t.is_empty() && t != DEFAULT_TITLE),
         items,
     })
 }
