@@ -28,6 +28,7 @@ pub mod pi;
 pub mod sqlite_ro;
 pub mod units;
 pub mod watch;
+pub mod zed;
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};
