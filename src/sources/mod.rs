@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod all;
+pub mod amp;
 pub mod claude;
 pub mod codex;
 pub mod convert;
