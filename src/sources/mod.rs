@@ -26,8 +26,10 @@ pub mod openclaw;
 pub mod opencode;
 pub mod peers;
 pub mod pi;
+pub mod protobuf_wire;
 pub mod sqlite_ro;
 pub mod units;
+pub mod warp;
 pub mod watch;
 pub mod zed;
 
