@@ -55,7 +55,7 @@ fn show(u: &Units, key: &Path) -> Shown {
 
 fn usage(bytes: &[u8]) -> Vec<UsageRecord> {
     let mut r = AmpUsage::new(UnitFacts {
-        agent: Agent::default(),
+        agent: Agent::Amp,
         ..UnitFacts::default()
     });
     read_all(&mut r, bytes).records

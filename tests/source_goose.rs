@@ -70,7 +70,7 @@ fn show(u: &Units, key: &Path) -> Shown {
 
 fn usage(bytes: &[u8], session: &str) -> Vec<UsageRecord> {
     let facts = UnitFacts {
-        agent: Agent::default(),
+        agent: Agent::Goose,
         session: Some(session.into()),
         ..UnitFacts::default()
     };

@@ -4,6 +4,8 @@
 //! agent's versions), read as units: what Zed sends when the thread goes on, the
 //! listing facts, its token usage, and threads or databases Zed could not load.
 
+mod zed_support;
+
 use fen_fs::agent::Agent;
 use fen_fs::neutral::{Part, Role, Vendor};
 use fen_fs::sources::foreign::{ForeignReader, ForeignSummary, feed_all, render_message};
@@ -11,60 +13,9 @@ use fen_fs::sources::units::Units;
 use fen_fs::sources::zed::usage::ZedUsage;
 use fen_fs::sources::zed::{ZedReader, ZedUnits, to_neutral};
 use fen_fs::usage_record::{UnitFacts, UsageRecord, read_all};
-use rusqlite::Connection;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/zed");
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{FIXTURES}/{name}")).unwrap()
-}
-
-/// `<data>/threads/threads.db` with Zed's table (`full`: with the columns later
-/// versions add).
-fn create(data: &Path, full: bool) -> (PathBuf, Connection) {
-    let dir = data.join("threads");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("threads.db");
-    let conn = Connection::open(&path).unwrap();
-    let sql = std::fs::read_to_string(format!("{FIXTURES}/schema.sql")).unwrap();
-    let sql = if full {
-        sql
-    } else {
-        sql.split("\nALTER").next().unwrap().to_string()
-    };
-    conn.execute_batch(&sql).unwrap();
-    (path, conn)
-}
-
-/// A thread as `save_thread_sync` stores it: zstd level 3 of its JSON, the folder
-/// list serialized as `PathList` does (sorted paths, the order they were given).
-fn save(conn: &Connection, id: &str, json: &[u8], folders: &[&str], parent: Option<&str>) {
-    let doc: Value = serde_json::from_slice(json).unwrap();
-    let title = doc["title"].as_str().unwrap_or("").to_string();
-    let updated = doc["updated_at"].as_str().unwrap().to_string();
-    let mut sorted: Vec<(usize, &str)> = folders.iter().copied().enumerate().collect();
-    sorted.sort_by(|a, b| a.1.cmp(b.1));
-    let paths: Vec<&str> = sorted.iter().map(|p| p.1).collect();
-    let order: Vec<String> = sorted.iter().map(|p| p.0.to_string()).collect();
-    let data = zstd::encode_all(json, 3).unwrap();
-    conn.execute(
-        "INSERT INTO threads (id, parent_id, folder_paths, folder_paths_order, summary, updated_at, data_type, data, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'zstd', ?7, ?6)
-         ON CONFLICT(id) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at, data = excluded.data",
-        rusqlite::params![
-            id,
-            parent,
-            (!paths.is_empty()).then(|| paths.join("\n")),
-            (!paths.is_empty()).then(|| order.join(",")),
-            title,
-            updated,
-            data
-        ],
-    )
-    .unwrap();
-}
+use zed_support::{create, fixture, save};
 
 struct Shown {
     bytes: Vec<u8>,
@@ -100,7 +51,7 @@ fn keys(u: &Units) -> Vec<PathBuf> {
 
 fn usage(bytes: &[u8]) -> Vec<UsageRecord> {
     let mut r = ZedUsage::new(UnitFacts {
-        agent: Agent::default(),
+        agent: Agent::Zed,
         ..UnitFacts::default()
     });
     read_all(&mut r, bytes).records

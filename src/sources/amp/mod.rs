@@ -11,6 +11,7 @@
 //! A file that is not whole JSON (caught mid-rewrite, or damaged) shows with its
 //! id and why; its stamp changes once the write completes, so it is read again.
 
+pub mod kind;
 pub mod neutral;
 pub mod reader;
 pub mod usage;

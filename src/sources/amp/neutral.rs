@@ -1,6 +1,6 @@
 //! One Amp message (`{role, messageId, content, …}`) as a neutral message. Its
 //! content is Anthropic's blocks (`text`, `thinking`, `redacted_thinking`,
-//! `tool_use`, `image`, `tool_result` with `tool_use_id`: Claude Code's conversion),
+//! `tool_use`, `image`, `tool_result` with `tool_use_id`: `convert::anthropic`),
 //! except Amp's own tool result, `{type: "tool_result", toolUseID, run: {status,
 //! result, error}}`, read as AgentsView reads it: the result's display text (a
 //! command's `output`, a file's `content`, an edit's `diff`, `success`), the error's
@@ -18,7 +18,7 @@ pub fn to_neutral(v: &Value) -> Option<Message> {
     };
     let parts = match v.get("content") {
         Some(Value::Array(blocks)) => blocks.iter().flat_map(block_parts).collect(),
-        Some(other) => crate::sources::claude::content_parts(other),
+        Some(other) => crate::sources::convert::anthropic::content_parts(other),
         None => Vec::new(),
     };
     let mut m = Message::new(role, parts);
@@ -49,7 +49,9 @@ fn block_parts(b: &Value) -> Vec<Part> {
             is_error: status == "error",
         }];
     }
-    crate::sources::claude::content_parts(&Value::Array(vec![b.clone()]))
+    crate::sources::convert::anthropic::block_part(b)
+        .into_iter()
+        .collect()
 }
 
 /// A tool's result as text (AgentsView's `serializeAmpResult`).

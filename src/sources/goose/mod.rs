@@ -12,6 +12,7 @@
 //! Both read with one reader (`reader.rs`), since a dump has the files' shape.
 
 mod db;
+pub mod kind;
 pub mod neutral;
 pub mod reader;
 pub mod usage;

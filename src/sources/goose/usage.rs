@@ -270,12 +270,4 @@ impl UsageReader for GooseUsage {
     fn follows_appends(&self) -> bool {
         false
     }
-
-    fn save(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore(&mut self, _state: &[u8]) -> bool {
-        false
-    }
 }

@@ -7,6 +7,7 @@
 //! (`db_units.rs`), each dumped by `db.rs`.
 
 mod db;
+pub mod kind;
 pub mod neutral;
 pub mod reader;
 pub mod task;

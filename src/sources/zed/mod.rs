@@ -9,6 +9,7 @@
 //! (`conversations/*.zed.json`), which are not agent sessions.
 
 mod db;
+pub mod kind;
 pub mod neutral;
 pub mod reader;
 pub mod usage;

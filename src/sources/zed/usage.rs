@@ -133,12 +133,4 @@ impl UsageReader for ZedUsage {
     fn follows_appends(&self) -> bool {
         false
     }
-
-    fn save(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore(&mut self, _state: &[u8]) -> bool {
-        false
-    }
 }
