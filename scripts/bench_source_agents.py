@@ -91,7 +91,7 @@ def scenario(B, P, R_costly, rows, want):
     files = [str(root / rel) for rel in sorted(man["sizes"]) if rel != "manifest.json"]
     store = B.WORK / "source-agents-store"
     store.mkdir(mode=0o700)
-    m = B.Mount(store, "no", extra=["--no-detect"] + sources(root))
+    m = B.Mount(store, "no", extra=sources(root))
     try:
         for i in range(R_costly):
             B.clean_store_caches(store)
@@ -120,7 +120,7 @@ def scenario(B, P, R_costly, rows, want):
     shutil.copytree(root, copy)
     store = B.WORK / "source-agents-a3-store"
     store.mkdir(mode=0o700)
-    m = B.Mount(store, "no", extra=["--no-detect"] + sources(copy))
+    m = B.Mount(store, "no", extra=sources(copy))
     try:
         m.up()
         B.ls_and_indexes()
