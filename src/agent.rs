@@ -47,6 +47,10 @@ agents! {
     Continue = "continue",
     Droid = "droid",
     Crush = "crush",
+    Goose = "goose",
+    Amp = "amp",
+    Zed = "zed",
+    Warp = "warp",
 }
 
 impl Agent {

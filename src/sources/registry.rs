@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    aider, claude, codex, continue_cli, copilot, crush, cursor, droid, fen, gemini, openclaw,
-    opencode, pi, qwen,
+    aider, amp, claude, codex, continue_cli, copilot, crush, cursor, droid, fen, gemini, goose,
+    openclaw, opencode, pi, qwen, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -26,6 +26,10 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Continue => &continue_cli::kind::Continue,
         Agent::Droid => &droid::kind::Droid,
         Agent::Crush => &crush::kind::Crush,
+        Agent::Goose => &goose::kind::Goose,
+        Agent::Amp => &amp::kind::Amp,
+        Agent::Zed => &zed::kind::Zed,
+        Agent::Warp => &warp::kind::Warp,
     }
 }
 
