@@ -437,8 +437,15 @@ fn damaged_rows_and_unknown_formats_show_why_and_the_rest_reads() {
         "future",
         r#"{"_v":9,"type":1,"bubbleId":"x","text":"hello from the future"}"#,
     );
+    conn.execute(
+        "INSERT INTO cursorDiskKV VALUES ('composerData:null', NULL)",
+        [],
+    )
+    .unwrap();
     let u = units(&user);
-    assert_eq!(keys(&u).len(), 3);
+    assert_eq!(keys(&u).len(), 4);
+    let null = show(&u, &db.join("null"));
+    assert!(!null.summary.resumable, "{:?}", null.summary);
     let broken = show(&u, &db.join("broken"));
     assert!(!broken.summary.resumable && broken.conversation.is_empty());
     assert!(

@@ -444,7 +444,7 @@ impl SessionRows for ComposerRows {
         }
         let seen = self.seen(id, stamp, &facts, &headers, &sig);
         let Some(value) = vscdb::value(conn, DISK_KV, &key)? else {
-            return Ok(Ok(None));
+            return Ok(Err("its composerData row holds no text".into()));
         };
         let Ok(text) = std::str::from_utf8(&value) else {
             return Ok(Err("its composerData is not UTF-8 text".into()));
