@@ -538,3 +538,62 @@ fn errors_exit_2_and_a_failed_scan_writes_nothing() {
         0o640
     );
 }
+
+/// A fen session (with a compaction: its summary comes first) exports as `fen-fs show`
+/// shows it, and redacted.
+#[test]
+fn a_fen_session_exports() {
+    use fen_fs::ctl::grammar::{check_against, parse_root_line, parse_session_line};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    let store = fen_fs::store::Store::open(&root, Default::default()).unwrap();
+    let secret = "ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d";
+    let first = format!(r#"{{"cwd":"/p/fen","role":"user","content":"use {secret}"}}"#);
+    let req = parse_root_line(first.as_bytes()).unwrap();
+    let (s, _) = store
+        .create_session(&req.cwd, None, &req.first, &check_against)
+        .unwrap();
+    let append = |lines: &[String]| {
+        let entries: Vec<_> = lines
+            .iter()
+            .map(|l| parse_session_line(l.as_bytes()).unwrap())
+            .collect();
+        s.append(&entries, &check_against, store.append).unwrap()
+    };
+    let ids = append(&[
+        r#"{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}"#.into(),
+        format!(r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"{secret}"}}]}}"#),
+        r#"{"role":"assistant","content":"done"}"#.into(),
+    ]);
+    append(&[format!(
+        r#"{{"type":"compaction","summary":"we listed {secret}","first-kept-entry-id":"{}"}}"#,
+        ids[1]
+    )]);
+    append(&[r#"{"role":"user","content":"next"}"#.into()]);
+    let id = s.session_id().to_string();
+    let out = |args: &[&str]| {
+        let o = run(&root, args, &[]);
+        assert!(o.status.success(), "{args:?}: {}", out_text(&o));
+        stdout(&o)
+    };
+    let shown = out(&["show", &id, "--view", "md"]);
+    assert_eq!(
+        out(&["export", &id, "--format", "md", "--no-redact"]),
+        shown
+    );
+    assert_eq!(
+        out(&["export", &id, "--format", "json", "--no-redact"]),
+        out(&["show", &id, "--view", "conversation"])
+    );
+    for format in ["html", "md", "json"] {
+        let got = out(&["export", &id, "--format", format]);
+        assert!(!got.contains(secret), "{format}");
+        assert!(redactions(&got) >= 2, "{format}: {got}");
+    }
+    let html = out(&["export", &id]);
+    let summary = html.find("class=\"msg role-user compaction\"").unwrap();
+    assert!(
+        summary < html.find("<article id=\"m-1\"").unwrap(),
+        "the summary first"
+    );
+}
