@@ -624,7 +624,6 @@ const NOT_SECRET_BEFORE: &[&str] = &[
     "page",
     "next",
     "continuation",
-    "cursor",
     "max",
     "num",
     "total",

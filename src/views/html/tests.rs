@@ -26,7 +26,7 @@ fn text(t: &str) -> Part {
 
 fn header() -> HtmlHeader {
     HtmlHeader::from_facts(&SessionFacts {
-        agent: Agent::Claude,
+        agent: Agent::Fen,
         id: "abc-123".into(),
         cwd: Some("/home/u/p".into()),
         title: Some("Fix the flag".into()),
@@ -327,19 +327,19 @@ fn header_facts() {
     h.tokens = Some(1234);
     h.cost_usd = Some(0.5);
     h.resume = vec![ResumeLine {
-        agent: "claude".into(),
-        command: "cd /p && claude --resume abc".into(),
+        agent: "fen".into(),
+        command: "cd /p && agent --resume abc".into(),
     }];
     h.note = Some("redacted 2: 2 github-token".into());
     let d = doc(&h, &[], Mode::Standalone);
     assert!(d.contains("<h1>Fix the flag</h1>"));
-    assert!(d.contains("<span class=\"badge agent\">claude</span><span class=\"badge host\">beta</span><span class=\"badge kept\">kept</span><span class=\"badge deleted\">"));
+    assert!(d.contains("<span class=\"badge agent\">fen</span><span class=\"badge host\">beta</span><span class=\"badge kept\">kept</span><span class=\"badge deleted\">"));
     assert!(d.contains("<dt>cwd</dt><dd><code>/home/u/p</code> <span class=\"muted\">(<code>/Users/u/p</code> there)</span>"));
     assert!(d.contains("<time datetime=\"2026-01-02T03:04:05Z\">"));
     assert!(
         d.contains("<dt>tokens</dt><dd>1234</dd>") && d.contains("<dt>cost</dt><dd>$0.50</dd>")
     );
-    assert!(d.contains("<code class=\"command\">cd /p &amp;&amp; claude --resume abc</code>"));
+    assert!(d.contains("<code class=\"command\">cd /p &amp;&amp; agent --resume abc</code>"));
     assert!(d.contains("<p class=\"note\">redacted 2: 2 github-token</p>"));
 }
 
