@@ -1,10 +1,13 @@
 //! Redaction (SPEC §16): every text of a session scanned for secrets, each replaced
 //! by `[REDACTED:<kind>]`, with a count per kind. The rules are data (`rules.rs`);
-//! this module runs them: one `RegexSet` over all patterns says which rules match a
-//! text at all (most texts: none, after one pass), then each matching rule's own
-//! regex finds where, its check keeps the real finds, and overlapping finds are
-//! merged so that nothing of a secret is left. Optionally (`--redact-paths`) the home
-//! folder becomes `~` and the user name `user`.
+//! this module runs them: each rule's regex finds its candidates (the regex crate
+//! skips to each rule's literal — a prefix such as `ghp_`, or a keyword — with its
+//! own prefilter, so a text without one is passed over at memchr's speed), its check
+//! keeps the real finds, and overlapping finds are merged so that nothing of a
+//! secret is left. One `RegexSet` over all the rules was tried first: it must run
+//! every pattern's automaton over every byte, and scanned about four times slower
+//! than the rules one by one. Optionally (`--redact-paths`) the home folder becomes
+//! `~` and the user name `user`.
 //!
 //! Only what leaves through `fen-fs export` (and the web page's Export button) is
 //! redacted: the mount, `fen-fs mcp` and the web page show the owner's data as it is.
@@ -12,34 +15,23 @@
 pub mod rules;
 
 use crate::neutral::{Message, Part, SessionFacts};
-use regex::{Regex, RegexSet};
+use regex::Regex;
 use rules::{Check, RULES, Rule};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-struct Compiled {
-    set: RegexSet,
-    each: Vec<Regex>,
-}
-
-static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns: Vec<&str> = RULES.iter().map(|r| r.pattern).collect();
-    Compiled {
-        set: regex::RegexSetBuilder::new(&patterns)
-            .size_limit(64 << 20)
-            .build()
-            .expect("the redaction rules compile"),
-        each: patterns
-            .iter()
-            .map(|p| {
-                regex::RegexBuilder::new(p)
-                    .size_limit(64 << 20)
-                    .build()
-                    .expect("a redaction rule compiles")
-            })
-            .collect(),
-    }
+/// Each rule's pattern, compiled once.
+static COMPILED: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|r| {
+            regex::RegexBuilder::new(r.pattern)
+                .size_limit(64 << 20)
+                .build()
+                .unwrap_or_else(|e| panic!("redaction rule {}: {e}", r.kind))
+        })
+        .collect()
 });
 
 /// What was replaced, per kind.
@@ -455,18 +447,12 @@ impl Redactor {
 
 /// The secrets of `text` replaced, or `None` when there are none.
 fn redact_secrets(text: &str, counts: &mut Counts) -> Option<String> {
-    let c = &*COMPILED;
-    let matched = c.set.matches(text);
-    if !matched.matched_any() {
-        return None;
-    }
     let mut finds: Vec<Find> = Vec::new();
-    for i in matched.iter() {
-        let rule = &RULES[i];
-        for cap in c.each[i].captures_iter(text) {
+    for (i, (rule, re)) in RULES.iter().zip(COMPILED.iter()).enumerate() {
+        for cap in re.captures_iter(text) {
             let whole = cap.get(0).expect("group 0");
             let secret = cap.name("s").unwrap_or(whole);
-            if secret.is_empty() || !check(rule, &cap, secret.as_str()) {
+            if secret.is_empty() || !check(rule, text, &cap, secret.as_str()) {
                 continue;
             }
             finds.push(Find {
@@ -505,7 +491,7 @@ fn redact_secrets(text: &str, counts: &mut Counts) -> Option<String> {
     Some(out)
 }
 
-fn check(rule: &Rule, cap: &regex::Captures, secret: &str) -> bool {
+fn check(rule: &Rule, text: &str, cap: &regex::Captures, secret: &str) -> bool {
     match rule.check {
         Check::None => true,
         Check::Random { min_entropy } => {
@@ -519,9 +505,26 @@ fn check(rule: &Rule, cap: &regex::Captures, secret: &str) -> bool {
         }
         Check::NotPlaceholder => !placeholder(secret),
         Check::Assignment => cap
-            .name("name")
-            .is_some_and(|n| assignment(n.as_str(), secret)),
+            .name("kw")
+            .is_some_and(|kw| assignment(&text[name_before(text, kw.start())..kw.end()], secret)),
     }
+}
+
+/// Where the identifier that goes on at `at` starts: back over letters, digits,
+/// `_`, `-` and `.` (`API_KEY`, `x-api-key`, `db.password`).
+fn name_before(text: &str, at: usize) -> usize {
+    let b = text.as_bytes();
+    let mut start = at;
+    while start > 0
+        && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'_' | b'-' | b'.'))
+    {
+        start -= 1;
+    }
+    // A name begins with a letter or `_` (`.5token` is not one).
+    while start < at && !(b[start].is_ascii_alphabetic() || b[start] == b'_') {
+        start += 1;
+    }
+    start
 }
 
 /// Shannon entropy of `s`'s bytes, in bits per byte.

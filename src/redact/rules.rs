@@ -468,9 +468,12 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         kind: "secret-assignment",
-        // The separator: `=`, `:=`, `=>`, or a colon after a quote (JSON) or before a
-        // space or quote (YAML); a bare `name:value` is a URL's user and password.
-        pattern: r#"(?-u:\b)(?P<name>(?:[A-Za-z_][A-Za-z0-9_.-]*)?(?i-u:key|token|secret|password|passwd|passphrase|pwd|pass|credentials?))(?:\\?["'][ \t]*(?::=|=>|=|:)|[ \t]*(?::=|=>|=)|[ \t]*:[ \t]|[ \t]*:\\?["'])[ \t]*(?:\\?["'])?(?P<s>[A-Za-z0-9+/=_.~!@#$%^&*?-]{6,})"#,
+        // Found from its keyword (lower, Capitalized or UPPER case: a literal the
+        // regex crate finds fast), then the separator: `=`, `:=`, `=>`, or a colon
+        // after a quote (JSON) or before a space or quote (YAML); a bare `name:value`
+        // is a URL's user and password. The name is the identifier the keyword ends
+        // (`redact::name_before`).
+        pattern: r#"(?P<kw>key|Key|KEY|token|Token|TOKEN|secret|Secret|SECRET|password|Password|PASSWORD|passwd|Passwd|PASSWD|passphrase|Passphrase|PASSPHRASE|pwd|Pwd|PWD|pass|Pass|PASS|credentials|Credentials|CREDENTIALS|credential|Credential|CREDENTIAL)(?:\\?["'][ \t]*(?::=|=>|=|:)|[ \t]*(?::=|=>|=)|[ \t]*:[ \t]|[ \t]*:\\?["'])[ \t]*(?:\\?["'])?(?P<s>[A-Za-z0-9+/=_.~!@#$%^&*?-]{6,})"#,
         check: Check::Assignment,
         finds: &[
             (

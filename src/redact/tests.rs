@@ -65,7 +65,7 @@ fn every_rule_has_samples_and_a_source() {
             rule.kind
         );
     }
-    assert_eq!(COMPILED.set.len(), RULES.len());
+    assert_eq!(COMPILED.len(), RULES.len());
 }
 
 #[test]

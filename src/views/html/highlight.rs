@@ -5,7 +5,7 @@
 //! kinds a reader's eye needs, for the languages agents mostly show. Everything it
 //! writes is escaped text inside spans it makes itself.
 
-use super::escape_into;
+use super::escape_text_into as escape_into;
 
 /// Code larger than this is shown escaped but not tokenised (a huge block reads
 /// the same without colours, and costs nothing to render).
@@ -485,7 +485,7 @@ mod tests {
         );
         assert!(h.contains("<span class=\"tok-c\">// done</span>\n"));
         assert!(
-            h.contains("<span class=\"tok-s\">&quot;&lt;hi&gt;&quot;</span>"),
+            h.contains("<span class=\"tok-s\">\"&lt;hi&gt;\"</span>"),
             "{h}"
         );
     }
@@ -504,10 +504,7 @@ mod tests {
         );
         assert!(h.contains("<span class=\"tok-c\">-- all</span>"));
         let h = hl("py", "x = 'open\ny = 1 # c");
-        assert!(
-            h.contains("<span class=\"tok-s\">&#39;open</span>\ny"),
-            "{h}"
-        );
+        assert!(h.contains("<span class=\"tok-s\">'open</span>\ny"), "{h}");
         assert!(h.contains("<span class=\"tok-c\"># c</span>"));
     }
 

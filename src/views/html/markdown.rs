@@ -70,7 +70,7 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
 pub fn render(text: &str, out: &mut String) {
     if text.len() > MAX_MARKDOWN_BYTES {
         out.push_str("<pre class=\"plain\">");
-        escape_into(out, text);
+        super::escape_text_into(out, text);
         out.push_str("</pre>");
         return;
     }

@@ -153,6 +153,25 @@ pub fn escape_into(out: &mut String, s: &str) {
     out.push_str(&s[last..]);
 }
 
+/// `s` as element content: `& < >` as character references (quotes need none
+/// outside attributes). Runs without them are copied whole (memchr finds the next),
+/// which is what a tool output of megabytes needs.
+pub fn escape_text_into(out: &mut String, s: &str) {
+    let b = s.as_bytes();
+    let mut last = 0;
+    while let Some(i) = memchr::memchr3(b'&', b'<', b'>', &b[last..]) {
+        let at = last + i;
+        out.push_str(&s[last..at]);
+        out.push_str(match b[at] {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            _ => "&gt;",
+        });
+        last = at + 1;
+    }
+    out.push_str(&s[last..]);
+}
+
 /// `s` escaped.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -492,7 +511,7 @@ fn part(out: &mut String, p: &Part) {
             out.push_str("]</span>");
             if !text.trim().is_empty() {
                 out.push_str("<pre class=\"plain\">");
-                escape_into(out, text.trim_end_matches('\n'));
+                escape_text_into(out, text.trim_end_matches('\n'));
                 out.push_str("</pre>");
             }
             out.push_str("</div>\n");
@@ -576,7 +595,7 @@ fn tool_call(out: &mut String, name: &str, input: &serde_json::Value) {
         out.push('\n');
     } else {
         out.push_str("<pre class=\"tool-input\">");
-        escape_into(out, &shown);
+        escape_text_into(out, &shown);
         out.push_str("</pre>\n");
     }
     out.push_str("</details>\n");
@@ -642,14 +661,14 @@ fn tool_result(out: &mut String, name: Option<&str>, content: &[Part], is_error:
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            escape_into(out, &text[..cut]);
+            escape_text_into(out, &text[..cut]);
             let _ = write!(
                 out,
                 "</pre>\n<p class=\"muted\">({} more left out)</p>\n",
                 human_bytes(text.len() - cut)
             );
         } else {
-            escape_into(out, text);
+            escape_text_into(out, text);
             out.push_str("</pre>\n");
         }
     }

@@ -365,7 +365,7 @@ fn tool_calls_and_results_fold_to_one_line() {
         Mode::Standalone,
     );
     assert!(d.contains("<details class=\"tool call\"><summary><span class=\"tool-name\">Bash</span> <span class=\"tool-arg\">ls -l</span> <span class=\"size\">"), "{d}");
-    assert!(d.contains("<pre class=\"tool-input\">{\n  &quot;command&quot;: &quot;ls -l&quot;"));
+    assert!(d.contains("<pre class=\"tool-input\">{\n  \"command\": \"ls -l\""));
     assert!(
         d.contains("<article id=\"m-1\" class=\"msg role-tool\">"),
         "results only: a tool message"

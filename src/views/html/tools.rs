@@ -5,7 +5,7 @@
 //! (`command`: `str_replace`, `create`, `insert`), and Codex's `apply_patch` (a patch
 //! text, as the tool's input or inside a shell call).
 
-use super::escape_into;
+use super::escape_text_into as escape_into;
 use super::highlight::diff_lines;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
