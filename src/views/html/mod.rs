@@ -602,19 +602,28 @@ fn tool_call(out: &mut String, name: &str, input: &serde_json::Value) {
 }
 
 fn tool_result(out: &mut String, name: Option<&str>, content: &[Part], is_error: bool) {
-    let mut text = String::new();
-    for c in content {
-        if let Part::Image { .. } = c {
-            continue;
-        }
-        let t = Message::new(Role::Tool, vec![c.clone()]).plain_text();
-        if !t.is_empty() {
-            if !text.is_empty() {
-                text.push('\n');
+    // One text part (the usual result) is shown from where it is, not copied.
+    let joined;
+    let text = match content {
+        [Part::Text { text }] => text.as_str(),
+        _ => {
+            let mut all = String::new();
+            for c in content {
+                if let Part::Image { .. } = c {
+                    continue;
+                }
+                let t = Message::new(Role::Tool, vec![c.clone()]).plain_text();
+                if !t.is_empty() {
+                    if !all.is_empty() {
+                        all.push('\n');
+                    }
+                    all.push_str(&t);
+                }
             }
-            text.push_str(&t);
+            joined = all;
+            joined.as_str()
         }
-    }
+    };
     let text = text.trim_end_matches('\n');
     let lines = if text.is_empty() {
         0
