@@ -32,6 +32,8 @@ pub mod daemon;
 pub mod dates;
 #[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
+pub mod history;
 pub mod host;
 #[cfg(feature = "full")]
 pub mod keep;

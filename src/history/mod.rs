@@ -1,4 +1,5 @@
-//! What the tools read, for the life of the server: fen's store, the other agents'
+//! The history every server reads (`fen-fs mcp`'s tools, `fen-fs web`'s pages), for
+//! the life of the server: fen's store, the other agents'
 //! sources (made and indexed by the first call that needs them, then kept current by
 //! inotify), other machines' stores (§12), the search index and the usage ledgers.
 //! The library, not the mount: it works the same with or without one. The sources
