@@ -208,13 +208,20 @@ impl History {
     /// Answers `request` from the search index, brought up to date first when no
     /// other process keeps it (waiting at most `UPDATE_WAIT`).
     pub fn search(&self, request: &Request) -> Result<SearchAnswer> {
+        self.search_waiting(request, UPDATE_WAIT)
+    }
+
+    /// `search`, waiting at most `wait` for the update (the web page answers each
+    /// key typed at once, from the index as it is, and asks again while
+    /// `index_updating` says an update runs).
+    pub fn search_waiting(&self, request: &Request, wait: Duration) -> Result<SearchAnswer> {
         let (search, said) = self.open_index();
         let mut notes = Vec::new();
         if !said {
             notes.extend(search.notes());
         }
         if search.writable() {
-            self.update(&search);
+            self.update(&search, wait);
         } else {
             for label in search.uncovered() {
                 notes.push(format!(
@@ -290,9 +297,23 @@ impl History {
         });
     }
 
-    /// Brings the index up to date in the background; waits for it at most
-    /// `UPDATE_WAIT`.
-    fn update(&self, search: &Arc<Search>) {
+    /// Whether an update of the index runs now (a search answered meanwhile may miss
+    /// what it has not reached yet).
+    pub fn index_updating(&self) -> bool {
+        *self.updating.0.lock().unwrap()
+    }
+
+    /// Opens the index and starts bringing it up to date, without waiting: a
+    /// server's first search then finds it ready.
+    pub fn warm_index(&self) {
+        let (search, _) = self.open_index();
+        if search.writable() {
+            self.update(&search, Duration::ZERO);
+        }
+    }
+
+    /// Brings the index up to date in the background; waits for it at most `wait`.
+    fn update(&self, search: &Arc<Search>, wait: Duration) {
         let (lock, done) = &*self.updating;
         let mut busy = lock.lock().unwrap();
         if !*busy {
@@ -313,7 +334,7 @@ impl History {
                 updating.1.notify_all();
             });
         }
-        let deadline = Instant::now() + UPDATE_WAIT;
+        let deadline = Instant::now() + wait;
         while *busy {
             let now = Instant::now();
             if now >= deadline {
