@@ -283,10 +283,7 @@ pub fn bars_svg(caption: &str, rows: &[(String, Option<f64>)]) -> String {
     let rows = &rows[..rows.len().min(MAX_BARS)];
     let n = rows.len().max(1);
     let height = (80 + 28 * n) as u32;
-    let top = rows
-        .iter()
-        .filter_map(|(_, c)| *c)
-        .fold(0.0, f64::max);
+    let top = rows.iter().filter_map(|(_, c)| *c).fold(0.0, f64::max);
     let top = if top > 0.0 { top * 1.15 } else { 1.0 };
     let label = |s: &str| -> String {
         let chars: Vec<char> = s.chars().collect();
@@ -319,10 +316,7 @@ pub fn bars_svg(caption: &str, rows: &[(String, Option<f64>)]) -> String {
                         return String::new();
                     }
                     // Costliest at the top.
-                    labels
-                        .get(n - 1 - i as usize)
-                        .cloned()
-                        .unwrap_or_default()
+                    labels.get(n - 1 - i as usize).cloned().unwrap_or_default()
                 })
                 .x_label_formatter(&|x| format!("${x:.2}"))
                 .draw()?;

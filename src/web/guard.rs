@@ -145,7 +145,10 @@ fn refuse(status: StatusCode, why: &str) -> Response {
 /// The headers of every answer.
 pub fn harden(resp: &mut Response) {
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

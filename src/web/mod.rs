@@ -83,20 +83,23 @@ pub fn serve(history: History, options: Options) -> Result<()> {
         guard::Guard::new(token.clone(), options.listen, port),
     ));
     app.warm();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread answers the sockets; every page's work runs on blocking threads.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(8)
         .enable_all()
         .build()
         .map_err(|e| Error::io("starting the web server", &e))?;
     let served = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .map_err(|e| Error::io("listening", &e))?;
+        let listener =
+            tokio::net::TcpListener::from_std(listener).map_err(|e| Error::io("listening", &e))?;
         let url = format!("http://127.0.0.1:{port}/?token={token}");
         let shown = if options.listen.is_loopback() || options.listen.is_unspecified() {
             url.clone()
         } else {
-            format!("http://{}/?token={token}", SocketAddr::new(options.listen, port))
+            format!(
+                "http://{}/?token={token}",
+                SocketAddr::new(options.listen, port)
+            )
         };
         {
             use std::io::Write;

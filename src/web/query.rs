@@ -75,7 +75,11 @@ mod tests {
 
     #[test]
     fn filters_are_taken_out_of_the_words() {
-        let r = request("flaky agent:claude cwd:/home/u/p since:7d host:box test", 20).unwrap();
+        let r = request(
+            "flaky agent:claude cwd:/home/u/p since:7d host:box test",
+            20,
+        )
+        .unwrap();
         assert_eq!(r.agent, Some(crate::agent::Agent::Claude));
         assert_eq!(r.cwd.as_deref(), Some("/home/u/p"));
         assert_eq!(r.host.as_deref(), Some("box"));
@@ -91,7 +95,11 @@ mod tests {
 
     #[test]
     fn bad_filters_say_why() {
-        assert!(request("x agent:nobody", 20).unwrap_err().contains("agent:nobody"));
+        assert!(
+            request("x agent:nobody", 20)
+                .unwrap_err()
+                .contains("agent:nobody")
+        );
         assert!(request("x cwd:rel", 20).unwrap_err().contains("absolute"));
         assert!(request("x since:whenever", 20).is_err());
     }

@@ -21,7 +21,11 @@ pub fn page(app: &Arc<App>) -> String {
     let all = match app.listing() {
         Ok(l) => l,
         Err(e) => {
-            chrome::note(&mut out, "error", &format!("the sessions could not be listed: {}", e.reason));
+            chrome::note(
+                &mut out,
+                "error",
+                &format!("the sessions could not be listed: {}", e.reason),
+            );
             return chrome::end(out);
         }
     };
@@ -31,12 +35,15 @@ pub fn page(app: &Arc<App>) -> String {
     for l in all.iter() {
         let m = machines.entry(l.host.as_deref().unwrap_or(me)).or_default();
         m.sessions += 1;
-        if m.newest.is_none_or(|n| l.updated_at.as_deref().is_some_and(|u| u > n)) {
+        if m.newest
+            .is_none_or(|n| l.updated_at.as_deref().is_some_and(|u| u > n))
+        {
             m.newest = l.updated_at.as_deref();
         }
         *m.agents.entry(l.agent.name()).or_default() += 1;
     }
-    let syncthing = app.syncthing();
+    let syncthing_state = app.syncthing();
+    let syncthing: &crate::web::app::SyncthingState = &syncthing_state;
     out.push_str("<table class=\"machines\"><thead><tr><th>Host</th><th class=\"num\">Sessions</th><th>Agents</th><th>Newest session</th><th>Syncthing</th><th>Last arrival</th></tr></thead><tbody>\n");
     for (host, m) in &machines {
         let peer = syncthing
@@ -49,7 +56,11 @@ pub fn page(app: &Arc<App>) -> String {
             match (peer, syncthing.as_ref()) {
                 (Some(p), _) => format!(
                     "{}{}{}",
-                    if p.connected { "connected" } else { "not connected" },
+                    if p.connected {
+                        "connected"
+                    } else {
+                        "not connected"
+                    },
                     p.address
                         .as_deref()
                         .map(|a| format!(" ({a})"))
@@ -72,7 +83,11 @@ pub fn page(app: &Arc<App>) -> String {
             out,
             "<tr><td>{}{}</td><td class=\"num\"><a href=\"/?host={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(host),
-            if *host == me { " <span class=\"badge\">here</span>" } else { "" },
+            if *host == me {
+                " <span class=\"badge\">here</span>"
+            } else {
+                ""
+            },
             chrome::url_part(host),
             count(m.sessions),
             esc(&agents.join(", ")),
@@ -84,14 +99,21 @@ pub fn page(app: &Arc<App>) -> String {
     out.push_str("</tbody></table>\n");
     // Peers Syncthing knows that have no session here yet.
     if let Ok(peers) = syncthing.as_ref() {
-        for p in peers.iter().filter(|p| !machines.contains_key(p.host.as_str())) {
+        for p in peers
+            .iter()
+            .filter(|p| !machines.contains_key(p.host.as_str()))
+        {
             chrome::note(
                 &mut out,
                 "",
                 &format!(
                     "Syncthing peer {} ({}): no session of it here yet",
                     p.host,
-                    if p.connected { "connected" } else { "not connected" }
+                    if p.connected {
+                        "connected"
+                    } else {
+                        "not connected"
+                    }
                 ),
             );
         }
@@ -100,7 +122,9 @@ pub fn page(app: &Arc<App>) -> String {
         chrome::note(
             &mut out,
             "",
-            &format!("Syncthing's state is not shown: {why} (`fen-fs sync` sets it up: docs/sync.md)"),
+            &format!(
+                "Syncthing's state is not shown: {why} (`fen-fs sync` sets it up: docs/sync.md)"
+            ),
         );
     }
     chrome::end(out)

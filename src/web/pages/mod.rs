@@ -195,7 +195,10 @@ fn counted_usage(app: &Arc<App>) -> std::result::Result<Option<Arc<crate::usage:
 async fn usage_page(State(app): AppState, Query(r): Query<usage::Range>) -> Response {
     blocking(move || match counted_usage(&app) {
         Ok(u) => chrome::html(usage::page(&app, &r, u)),
-        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("fen-fs web: {e}\n")),
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("fen-fs web: {e}\n"),
+        ),
     })
     .await
 }
@@ -210,7 +213,12 @@ async fn usage_chart(State(app): AppState, Query(r): Query<usage::Range>) -> Res
                     "fen-fs web: the usage is still being counted\n".into(),
                 );
             }
-            Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, format!("fen-fs web: {e}\n")),
+            Err(e) => {
+                return text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("fen-fs web: {e}\n"),
+                );
+            }
         };
         match usage::chart(&u, &r) {
             Ok(svg) => ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response(),
@@ -250,21 +258,23 @@ async fn session_page(
     Path(dir): Path<String>,
     Query(a): Query<SessionArgs>,
 ) -> Response {
-    blocking(move || match session::page(&app, &dir, a.entry.as_deref()) {
-        Ok(body) => {
-            let mut resp = body.into_response();
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            resp
-        }
-        Err(e) => {
-            let mut resp = chrome::html(session::missing(&dir, &e.reason));
-            *resp.status_mut() = status_of(&e);
-            resp
-        }
-    })
+    blocking(
+        move || match session::page(&app, &dir, a.entry.as_deref()) {
+            Ok(body) => {
+                let mut resp = body.into_response();
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/html; charset=utf-8"),
+                );
+                resp
+            }
+            Err(e) => {
+                let mut resp = chrome::html(session::missing(&dir, &e.reason));
+                *resp.status_mut() = status_of(&e);
+                resp
+            }
+        },
+    )
     .await
 }
 
@@ -280,10 +290,12 @@ async fn session_messages(
     Path(dir): Path<String>,
     Query(a): Query<MessagesArgs>,
 ) -> Response {
-    blocking(move || match session::fragment(&app, &dir, a.from, a.before) {
-        Ok(f) => json(&f),
-        Err(e) => text(status_of(&e), format!("fen-fs web: {}\n", e.reason)),
-    })
+    blocking(
+        move || match session::fragment(&app, &dir, a.from, a.before) {
+            Ok(f) => json(&f),
+            Err(e) => text(status_of(&e), format!("fen-fs web: {}\n", e.reason)),
+        },
+    )
     .await
 }
 

@@ -42,7 +42,7 @@ pub struct Readings {
 
 struct Reading {
     /// The session, as `find` resolved its name.
-    found: Option<Found>,
+    found: Option<Arc<Found>>,
     /// Position (messages before it, history included) → the mark a reading can go
     /// on from there.
     marks: BTreeMap<u64, MessageMark>,
@@ -103,10 +103,10 @@ impl Readings {
         r.last_use = Instant::now();
         let found = match r.found.take() {
             Some(f) if f.source.session_stat(&f.ns, &f.dir).is_ok() => f,
-            _ => app.history.find(spec)?,
+            _ => Arc::new(app.history.find(spec)?),
         };
         let stat = found.source.session_stat(&found.ns, &found.dir)?;
-        let found = r.found.insert(found).clone();
+        r.found = Some(found.clone());
         if let Some((size, mtime, total)) = r.end
             && from >= total
             && size == stat.size
@@ -125,40 +125,38 @@ impl Readings {
         let mut stopped = false;
         let mut after_stop = 0usize;
         let mut overflow = false;
-        let got = found.source.each_message_since(
-            &found.ns,
-            &found.dir,
-            mark,
-            &mut |_, at, m| {
-                last = Some(last.map_or(at, |l| l.max(at)));
-                if at < from || overflow {
-                    return if overflow {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    };
-                }
-                if stopped {
-                    // Given after a stop: they count (the mark is after them), so
-                    // they are shown; a source that does not stop soon is left,
-                    // and the next reading starts over after the last one shown.
-                    after_stop += 1;
-                    if after_stop > AFTER_STOP_SHOWN {
-                        overflow = true;
-                    } else {
-                        let _ = each(at, m);
-                        shown_last = Some(at);
+        let got =
+            found
+                .source
+                .each_message_since(&found.ns, &found.dir, mark, &mut |_, at, m| {
+                    last = Some(last.map_or(at, |l| l.max(at)));
+                    if at < from || overflow {
+                        return if overflow {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        };
                     }
-                    return ControlFlow::Break(());
-                }
-                let flow = each(at, m);
-                shown_last = Some(at);
-                if flow.is_break() {
-                    stopped = true;
-                }
-                flow
-            },
-        )?;
+                    if stopped {
+                        // Given after a stop: they count (the mark is after them), so
+                        // they are shown; a source that does not stop soon is left,
+                        // and the next reading starts over after the last one shown.
+                        after_stop += 1;
+                        if after_stop > AFTER_STOP_SHOWN {
+                            overflow = true;
+                        } else {
+                            let _ = each(at, m);
+                            shown_last = Some(at);
+                        }
+                        return ControlFlow::Break(());
+                    }
+                    let flow = each(at, m);
+                    shown_last = Some(at);
+                    if flow.is_break() {
+                        stopped = true;
+                    }
+                    flow
+                })?;
         if overflow {
             return Ok(Some(Read {
                 facts: got.facts,
@@ -292,9 +290,11 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
     let facts = &s.facts;
     let mut header = HtmlHeader::from_facts(facts);
     let listing = app.listing().ok();
-    let me = listing
-        .as_ref()
-        .and_then(|l| l.iter().find(|l| l.dir == facts.dir && l.id == facts.id).cloned());
+    let me = listing.as_ref().and_then(|l| {
+        l.iter()
+            .find(|l| l.dir == facts.dir && l.id == facts.id)
+            .cloned()
+    });
     if let Some(me) = &me {
         header.archived = me.archived;
         if let Some(p) = &me.parent_id {
@@ -353,7 +353,8 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
         ],
     };
     let mut out = Vec::with_capacity(s.html.len() + 16 * 1024);
-    html::write_document_start(&mut out, &header, Mode::Page)?;
+    html::write_document_start(&mut out, &header, Mode::Page)
+        .map_err(|e| crate::Error::io("rendering", &e))?;
     if from > 0 {
         out.extend_from_slice(
             format!(
@@ -375,7 +376,8 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
         )
         .as_bytes(),
     );
-    html::write_document_end(&mut out, Mode::Page)?;
+    html::write_document_end(&mut out, Mode::Page)
+        .map_err(|e| crate::Error::io("rendering", &e))?;
     Ok(out)
 }
 

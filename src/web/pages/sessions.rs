@@ -152,15 +152,18 @@ pub fn page(app: &Arc<App>, f: &Filters) -> String {
         _ => {}
     }
     let hosts: BTreeSet<&str> = all.iter().filter_map(|l| l.host.as_deref()).collect();
-    out.push_str(
-        "<table class=\"sessions\"><thead><tr><th>Title</th><th>Agent</th>",
-    );
+    out.push_str("<table class=\"sessions\"><thead><tr><th>Title</th><th>Agent</th>");
     if hosts.len() > 1 || !f.host.is_empty() {
         out.push_str("<th>Host</th>");
     }
     out.push_str("<th>Project</th><th>Updated</th><th class=\"num\">Messages</th><th class=\"num\">Tokens</th><th class=\"num\">Cost</th></tr></thead>\n<tbody>\n");
     for l in rows {
-        row(&mut out, l, usage.as_deref(), hosts.len() > 1 || !f.host.is_empty());
+        row(
+            &mut out,
+            l,
+            usage.as_deref(),
+            hosts.len() > 1 || !f.host.is_empty(),
+        );
     }
     out.push_str("</tbody></table>\n");
     if shown.is_empty() {
@@ -182,7 +185,9 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
     if l.source_deleted == Some(true) {
         badges.push_str(" <span class=\"badge deleted\" title=\"its agent deleted it; shown from fen's kept copy\">deleted</span>");
     } else if l.kept {
-        badges.push_str(" <span class=\"badge kept\" title=\"shown from fen's kept copy\">kept</span>");
+        badges.push_str(
+            " <span class=\"badge kept\" title=\"shown from fen's kept copy\">kept</span>",
+        );
     }
     if let Some(v) = l.version {
         let _ = write!(badges, " <span class=\"badge\">version {v}</span>");
@@ -220,7 +225,9 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
                     dollars(c.cost)
                 );
             }
-            None => out.push_str("<td class=\"num none\">–</td><td class=\"num none\">–</td></tr>\n"),
+            None => {
+                out.push_str("<td class=\"num none\">–</td><td class=\"num none\">–</td></tr>\n")
+            }
         },
         None => {
             let _ = write!(
@@ -248,19 +255,20 @@ fn filters_form(out: &mut String, all: &[Listing], f: &Filters) {
     }
     let mut projects: Vec<(&str, usize)> = projects.into_iter().collect();
     projects.sort_by_key(|(_, i)| *i);
-    let select = |out: &mut String, name: &str, label: &str, options: &[(&str, &str)], cur: &str| {
-        let _ = write!(out, "<label>{label} <select name=\"{name}\">");
-        for (v, text) in options {
-            let _ = write!(
-                out,
-                "<option value=\"{}\"{}>{}</option>",
-                esc(v),
-                if *v == cur { " selected" } else { "" },
-                esc(text)
-            );
-        }
-        out.push_str("</select></label> ");
-    };
+    let select =
+        |out: &mut String, name: &str, label: &str, options: &[(&str, &str)], cur: &str| {
+            let _ = write!(out, "<label>{label} <select name=\"{name}\">");
+            for (v, text) in options {
+                let _ = write!(
+                    out,
+                    "<option value=\"{}\"{}>{}</option>",
+                    esc(v),
+                    if *v == cur { " selected" } else { "" },
+                    esc(text)
+                );
+            }
+            out.push_str("</select></label> ");
+        };
     out.push_str("<form class=\"filters\" method=\"get\" action=\"/\" id=\"filters\">");
     let mut opts: Vec<(&str, &str)> = vec![("", "every agent")];
     opts.extend(agents.iter().map(|a| (*a, *a)));
@@ -319,7 +327,15 @@ fn pager(out: &mut String, f: &Filters, page: usize, pages: usize) {
         );
     }
     let mut shown = BTreeSet::new();
-    for p in [1, page.saturating_sub(2), page.saturating_sub(1), page, page + 1, page + 2, pages] {
+    for p in [
+        1,
+        page.saturating_sub(2),
+        page.saturating_sub(1),
+        page,
+        page + 1,
+        page + 2,
+        pages,
+    ] {
         if p >= 1 && p <= pages {
             shown.insert(p);
         }

@@ -111,7 +111,11 @@ pub fn page(app: &Arc<App>, r: &Range, usage: Option<Arc<Usage>>) -> String {
     out.push_str("<h1>Usage</h1>\n");
     let Some(usage) = usage else {
         match app.usage_failure() {
-            Some(why) => chrome::note(&mut out, "error", &format!("The usage could not be counted: {why}")),
+            Some(why) => chrome::note(
+                &mut out,
+                "error",
+                &format!("The usage could not be counted: {why}"),
+            ),
             None => {
                 out.push_str("<p class=\"note partial\" role=\"status\" id=\"counting\" data-reload-when-counted=\"1\">The agents' usage is still being counted (a first count reads every session file once; later ones only what changed). This page fills in when it is done.</p>\n");
             }
@@ -197,7 +201,11 @@ fn range_form(out: &mut String, r: &Range) {
             if selected { " selected" } else { "" }
         )
     };
-    let range = if r.range.is_empty() { "30" } else { r.range.as_str() };
+    let range = if r.range.is_empty() {
+        "30"
+    } else {
+        r.range.as_str()
+    };
     let by_model = r.stack == "model";
     let _ = write!(
         out,
