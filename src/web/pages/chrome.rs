@@ -112,9 +112,9 @@ pub fn html(body: String) -> Response {
 
 /// A note above a page's content (what is partial, and why).
 pub fn note(out: &mut String, class: &str, text: &str) {
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<p class=\"note {class}\" role=\"status\">{}</p>\n",
+        "<p class=\"note {class}\" role=\"status\">{}</p>",
         esc(text)
     );
 }
@@ -124,7 +124,7 @@ pub fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -79,9 +79,9 @@ pub fn page(app: &Arc<App>) -> String {
             .iter()
             .map(|(a, n)| format!("{a} {}", count(*n)))
             .collect();
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<tr><td>{}{}</td><td class=\"num\"><a href=\"/?host={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}{}</td><td class=\"num\"><a href=\"/?host={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(host),
             if *host == me {
                 " <span class=\"badge\">here</span>"

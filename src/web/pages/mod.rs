@@ -54,6 +54,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/s/{dir}/conversation.md", get(download_markdown))
         .route("/s/{dir}/export", get(export).post(export))
         .route("/assets/{name}", get(asset))
+        .route("/favicon.ico", get(favicon))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard::check))
         .with_state(app)
@@ -397,6 +398,11 @@ async fn export(State(app): AppState, Path(dir): Path<String>) -> Response {
         StatusCode::NOT_IMPLEMENTED,
         "fen-fs web: exporting a session as one HTML file comes with `fen-fs export`, which this build does not have yet\n".into(),
     )
+}
+
+/// Browsers ask for it on pages that name no icon (the Session page).
+async fn favicon() -> Response {
+    asset(Path("icon.svg".into())).await
 }
 
 async fn asset(Path(name): Path<String>) -> Response {

@@ -164,9 +164,9 @@ fn results(out: &mut String, a: &Answer) {
     }
     out.push_str("<ol class=\"hits\">\n");
     for h in &a.hits {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<li><a class=\"hit\" href=\"{}\"><span class=\"title\">{}</span> <span class=\"meta\">{} · {} · {} · {}{}</span><span class=\"snippet\">{}</span></a></li>\n",
+            "<li><a class=\"hit\" href=\"{}\"><span class=\"title\">{}</span> <span class=\"meta\">{} · {} · {} · {}{}</span><span class=\"snippet\">{}</span></a></li>",
             esc(&h.href),
             esc(&h.title),
             when(h.updated_at.as_deref()),

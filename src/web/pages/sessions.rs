@@ -123,9 +123,9 @@ pub fn page(app: &Arc<App>, f: &Filters) -> String {
 
     out.push_str("<h1>Sessions</h1>\n");
     filters_form(&mut out, &all, f);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<p class=\"count\" id=\"count\">{} of {} sessions{}</p>\n",
+        "<p class=\"count\" id=\"count\">{} of {} sessions{}</p>",
         count(shown.len() as u64),
         count(all.len() as u64),
         if shown.is_empty() {
@@ -218,9 +218,9 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
     match usage {
         Some(u) => match u.by_id.get(&l.id) {
             Some(c) => {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                    "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                     count(c.tokens),
                     dollars(c.cost)
                 );
@@ -230,9 +230,9 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
             }
         },
         None => {
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<td class=\"num pending\" data-usage=\"{0}\" data-what=\"tokens\">…</td><td class=\"num pending\" data-usage=\"{0}\" data-what=\"cost\">…</td></tr>\n",
+                "<td class=\"num pending\" data-usage=\"{0}\" data-what=\"tokens\">…</td><td class=\"num pending\" data-usage=\"{0}\" data-what=\"cost\">…</td></tr>",
                 esc(&l.id)
             );
         }

@@ -132,12 +132,16 @@ pub fn page(app: &Arc<App>, r: &Range, usage: Option<Arc<Usage>>) -> String {
         }
     };
     range_form(&mut out, r);
-    let q = r.query();
+    // This range's query, to follow `report=…&` in the links.
+    let q = match r.query() {
+        q if q.is_empty() => "range=30".to_string(),
+        q => q,
+    };
     let daily = report(&usage, Kind::Daily, zone, first, last);
     let t = &daily.total;
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<p class=\"total\" id=\"total\">{} to {}: <strong>{}</strong>, {} tokens in {} responses (days in {}; prices: {})</p>\n",
+        "<p class=\"total\" id=\"total\">{} to {}: <strong>{}</strong>, {} tokens in {} responses (days in {}; prices: {})</p>",
         first,
         last,
         esc(&match t.cost() {
@@ -164,9 +168,9 @@ pub fn page(app: &Arc<App>, r: &Range, usage: Option<Arc<Usage>>) -> String {
             ),
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<figure class=\"chart\"><img src=\"/usage/chart.svg?report=daily&amp;{}\" alt=\"cost per day\" width=\"960\" height=\"440\"></figure>\n",
+        "<figure class=\"chart\"><img src=\"/usage/chart.svg?report=daily&amp;{}\" alt=\"cost per day\" width=\"960\" height=\"440\"></figure>",
         esc(&q)
     );
     let by_project = report(&usage, Kind::Project, zone, first, last);
@@ -207,11 +211,11 @@ fn range_form(out: &mut String, r: &Range) {
         r.range.as_str()
     };
     let by_model = r.stack == "model";
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<form class=\"filters\" method=\"get\" action=\"/usage\" id=\"range\"><label>Days <select name=\"range\">{}{}{}</select></label> \
 <label>from <input type=\"date\" name=\"since\" value=\"{}\"></label> <label>to <input type=\"date\" name=\"until\" value=\"{}\"></label> \
-<label>Stacked by <select name=\"stack\">{}{}</select></label> <button type=\"submit\">Show</button></form>\n",
+<label>Stacked by <select name=\"stack\">{}{}</select></label> <button type=\"submit\">Show</button></form>",
         opt("30", range == "30", "last 30"),
         opt("90", range == "90", "last 90"),
         opt("custom", range == "custom", "from … to …"),
@@ -223,9 +227,9 @@ fn range_form(out: &mut String, r: &Range) {
 }
 
 fn table(out: &mut String, title: &str, kind: &str, rep: &Report, q: &str) {
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<section class=\"report\" id=\"by-{kind}\"><h2>{title} <a class=\"json\" href=\"/api/usage?report={kind}&amp;{}\">as JSON</a></h2>\n",
+        "<section class=\"report\" id=\"by-{kind}\"><h2>{title} <a class=\"json\" href=\"/api/usage?report={kind}&amp;{}\">as JSON</a></h2>",
         esc(q)
     );
     if rep.rows.is_empty() {
@@ -233,9 +237,9 @@ fn table(out: &mut String, title: &str, kind: &str, rep: &Report, q: &str) {
         out.push_str("</section>\n");
         return;
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<table class=\"usage\"><thead><tr><th>{}</th><th class=\"num\">Input</th><th class=\"num\">Output</th><th class=\"num\">Cache write</th><th class=\"num\">Cache read</th><th class=\"num\">Total tokens</th><th class=\"num\">Cost</th></tr></thead><tbody>\n",
+        "<table class=\"usage\"><thead><tr><th>{}</th><th class=\"num\">Input</th><th class=\"num\">Output</th><th class=\"num\">Cache write</th><th class=\"num\">Cache read</th><th class=\"num\">Total tokens</th><th class=\"num\">Cost</th></tr></thead><tbody>",
         esc(match kind {
             "daily" => "Day",
             "project" => "Project",
@@ -250,9 +254,9 @@ fn table(out: &mut String, title: &str, kind: &str, rep: &Report, q: &str) {
     };
     for row in rows {
         let s = &row.sum;
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             esc(&row.key),
             count(s.tokens.input),
             count(s.tokens.output),
