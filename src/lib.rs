@@ -31,6 +31,8 @@ pub mod daemon;
 #[cfg(feature = "full")]
 pub mod dates;
 #[cfg(feature = "full")]
+pub mod export;
+#[cfg(feature = "full")]
 pub mod fuse;
 #[cfg(feature = "full")]
 pub mod history;
@@ -43,6 +45,8 @@ pub mod mcp;
 pub mod mount_table;
 #[cfg(feature = "full")]
 pub mod neutral;
+#[cfg(feature = "full")]
+pub mod redact;
 #[cfg(feature = "full")]
 pub mod resume;
 #[cfg(feature = "full")]

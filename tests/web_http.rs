@@ -9,7 +9,9 @@ mod mcp_support;
 mod support;
 mod web_support;
 
-use web_support::{A, A_TITLE, ATTACKS, HOSTILE, LONG, PLANTED, Server, World, session_path};
+use web_support::{
+    A, A_TITLE, ATTACKS, B, HOSTILE, LONG, PLANTED, SECRET, Server, World, session_path,
+};
 
 fn world_server() -> (World, Server) {
     let w = World::new(130);
@@ -380,6 +382,59 @@ fn every_page_answers_over_the_history_and_a_hostile_session_is_text() {
     let md = s.get(&format!("{a}/conversation.md"));
     assert_eq!(md.status, 200);
     assert!(md.body.contains(PLANTED));
+
+    // Export: the file `fen-fs export` writes, its secrets redacted (the page itself
+    // shows the owner's data as it is); by the link (GET) or by a form (POST).
+    let b = session_path(&s, B);
+    assert!(
+        s.get(&b).body.contains(SECRET),
+        "the owner sees the session as it is"
+    );
+    let exported = s.get(&format!("{b}/export"));
+    assert_eq!(exported.status, 200, "{}", exported.body);
+    assert_eq!(
+        exported.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(
+        exported
+            .header("content-disposition")
+            .unwrap()
+            .contains(&format!("claude-{B}.html"))
+    );
+    assert!(
+        !exported.body.contains(SECRET),
+        "the secret left through Export"
+    );
+    assert!(exported.body.contains("[REDACTED:anthropic-key]"));
+    assert!(
+        exported
+            .header("x-fen-fs-redacted")
+            .unwrap()
+            .contains("anthropic-key")
+    );
+    let cli = support::fen_fs()
+        .args(["export", B, "-o", "-"])
+        .args(w.args())
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert_eq!(
+        exported.body.as_bytes(),
+        cli.stdout,
+        "the same file as fen-fs export"
+    );
+    let posted = s.raw(&format!(
+        "POST {b}/export HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nOrigin: http://{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        s.host(),
+        s.cookie(),
+        s.host()
+    ));
+    assert_eq!(posted.status, 200);
 
     // Machines, assets, and a session that is not there.
     let machines = s.get("/machines");

@@ -1,6 +1,7 @@
 //! The `fen-fs` command line: with `main.rs`, the only users of `clap`. Each command
 //! parses its options here and calls the library; the work is done there.
 
+pub mod export;
 pub mod keep;
 pub mod list;
 pub mod mcp;
@@ -402,6 +403,32 @@ enum Command {
         /// Run the printed command (in the session's working directory).
         #[arg(long)]
         exec: bool,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
+    },
+    /// Write one session as a file to share: one self-contained HTML page (default),
+    /// conversation.md or conversation.json, with every secret replaced by
+    /// [REDACTED:<kind>] (stderr says what). Exit 2 when no session matches.
+    Export {
+        /// A session of any source: id, unique prefix of one, folder name, or file path.
+        session: String,
+        /// html (one file, no request when opened), md (conversation.md) or json
+        /// (conversation.json).
+        #[arg(long, value_parser = export::parse_format, default_value = "html")]
+        format: crate::export::Format,
+        /// Write to FILE (replaced only once the export is whole) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Leave secrets in (stderr still says which were found).
+        #[arg(long)]
+        no_redact: bool,
+        /// Also replace the home folder by ~ and the user name by `user`.
+        #[arg(long, conflicts_with = "no_redact")]
+        redact_paths: bool,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -815,6 +842,29 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             target,
             cwd,
             exec,
+            store_named: store.store.is_some()
+                || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty()),
+            store_root: store.root(),
+            foreign: sources.options(),
+            peers: peers.options(),
+        }),
+        Command::Export {
+            session,
+            format,
+            output,
+            no_redact,
+            redact_paths,
+            store,
+            sources,
+            peers,
+        } => export::run(export::Args {
+            session,
+            options: crate::export::Options {
+                format,
+                redact: !no_redact,
+                redact_paths,
+            },
+            output,
             store_named: store.store.is_some()
                 || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty()),
             store_root: store.root(),

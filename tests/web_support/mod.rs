@@ -18,6 +18,9 @@ pub const HOSTILE: &str = "0d0d0d0d-0000-4000-8000-00000000000d";
 pub const LONG: &str = "0e0e0e0e-0000-4000-8000-00000000000e";
 /// The word planted in A's eighth message.
 pub const PLANTED: &str = "zephyrine";
+/// A secret in B's first prompt: shown to the owner, redacted in an export.
+pub const SECRET: &str = "sk-ant-api03-6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po_799NksnRH9ucAUsdMlHUvTCQCyEZDz-TddJ8HyS5SUkCnD8zRA9a9SkpXz9AA";
+pub const B: &str = "0b0b0b0b-0000-4000-8000-00000000000b";
 /// A's title (its first prompt).
 pub const A_TITLE: &str = "Fix the flaky login test";
 
@@ -328,9 +331,12 @@ impl World {
         super::mcp_support::claude_session(
             &claude,
             "/home/u/api",
-            "0b0b0b0b-0000-4000-8000-00000000000b",
+            B,
             "2026-02-01T09:00:00Z",
-            &["Deploy the api", "Deployed."],
+            &[
+                &format!("Deploy the api with ANTHROPIC_API_KEY={SECRET}"),
+                "Deployed.",
+            ],
         );
         let texts: Vec<String> = (0..long).map(|i| format!("long message {i}")).collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();

@@ -392,12 +392,71 @@ impl futures_core::Stream for Chunks {
     }
 }
 
+/// The session as one self-contained HTML file, secrets redacted (SPEC §16: what
+/// leaves through the Export button is what `fen-fs export` writes). Made whole in a
+/// temporary file first (a scan that fails sends nothing), then streamed.
 async fn export(State(app): AppState, Path(dir): Path<String>) -> Response {
-    let _ = (&app, &dir);
-    text(
-        StatusCode::NOT_IMPLEMENTED,
-        "fen-fs web: exporting a session as one HTML file comes with `fen-fs export`, which this build does not have yet\n".into(),
-    )
+    let made = tokio::task::spawn_blocking(move || {
+        let found = app.history.find(&dir)?;
+        let agent = found.source.agent().name().to_string();
+        let options = crate::export::Options::default();
+        let (file, report) =
+            crate::export::to_temp(found.source.as_ref(), &found.ns, &found.dir, &options)?;
+        let size = file
+            .metadata()
+            .map_err(|e| crate::Error::io("export", &e))?
+            .len();
+        Ok::<_, crate::Error>((file, report, size, agent))
+    })
+    .await;
+    let (file, report, size, agent) = match made {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => return text(status_of(&e), format!("fen-fs web: export: {}\n", e.reason)),
+        Err(e) => {
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("fen-fs web: export: {e}\n"),
+            );
+        }
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut file = file;
+        loop {
+            let mut chunk = vec![0u8; 256 * 1024];
+            match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    chunk.truncate(n);
+                    if tx.blocking_send(Ok(chunk)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    break;
+                }
+            }
+        }
+    });
+    let format = crate::export::Format::Html;
+    let mut resp = Body::from_stream(Chunks(rx)).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+    let name = crate::export::file_name(&agent, &report.id, format);
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    // What was redacted, as `fen-fs export` says it on stderr.
+    if let Ok(v) = HeaderValue::from_str(&report.summary()) {
+        h.insert("x-fen-fs-redacted", v);
+    }
+    resp
 }
 
 /// Browsers ask for it on pages that name no icon (the Session page).
