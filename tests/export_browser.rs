@@ -355,4 +355,10 @@ fn an_exported_page_reads_offline_and_runs_nothing() {
         json!(["rgb(255, 255, 255)", "none"]),
         "print: light, no anchors"
     );
+    // Folded parts print unfolded (a closed <details>' content is visible in print).
+    let folded =
+        "return document.querySelector('details.tool.result:not([open]) pre').checkVisibility();";
+    assert_eq!(d.script(folded), true, "a folded tool result prints");
+    d.cdp("Emulation.setEmulatedMedia", json!({"media": "screen"}));
+    assert_eq!(d.script(folded), false, "and stays folded on screen");
 }
