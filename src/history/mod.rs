@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 
 /// How long a search waits for the index to be brought up to date.
 const UPDATE_WAIT: Duration = Duration::from_secs(10);
+/// A search that does not wait starts an update at most this often.
+const UPDATE_EVERY: Duration = Duration::from_secs(1);
 /// The index is closed this long after the last search.
 const KEEP: Duration = Duration::from_secs(10);
 /// At exit, how long an update still running has to stop and commit.
@@ -51,6 +53,8 @@ pub struct History {
     usage: Arc<Mutex<Option<OpenUsage>>>,
     /// Set while an update of the index runs.
     updating: Arc<(Mutex<bool>, Condvar)>,
+    /// When the last update of the index ended.
+    updated_at: Arc<Mutex<Option<Instant>>>,
     /// `--store`, `--source`, `--no-detect`, `--peers` and `--map` as the server was
     /// started with, for the commands it prints (`fen-fs resume ... --in AGENT`).
     pub store_args: Vec<String>,
@@ -95,6 +99,7 @@ impl History {
             index: Arc::new(Mutex::new(None)),
             usage: Arc::new(Mutex::new(None)),
             updating: Arc::new((Mutex::new(false), Condvar::new())),
+            updated_at: Arc::new(Mutex::new(None)),
             store_args,
         })
     }
@@ -313,12 +318,25 @@ impl History {
     }
 
     /// Brings the index up to date in the background; waits for it at most `wait`.
+    /// A caller that does not wait (a key typed in the web page's box) starts no new
+    /// update within `UPDATE_EVERY` of the last one's end: a word typed a letter at a
+    /// time looks at the sessions once.
     fn update(&self, search: &Arc<Search>, wait: Duration) {
         let (lock, done) = &*self.updating;
         let mut busy = lock.lock().unwrap();
-        if !*busy {
+        let recent = wait.is_zero()
+            && self
+                .updated_at
+                .lock()
+                .unwrap()
+                .is_some_and(|t| t.elapsed() < UPDATE_EVERY);
+        if !*busy && !recent {
             *busy = true;
-            let (search, updating) = (search.clone(), self.updating.clone());
+            let (search, updating, updated_at) = (
+                search.clone(),
+                self.updating.clone(),
+                self.updated_at.clone(),
+            );
             let (foreign, indexed) = (
                 self.foreign_sources().to_vec(),
                 self.foreign_indexed.clone(),
@@ -330,6 +348,7 @@ impl History {
                 if let Err(e) = search.update(&mut |_| {}) {
                     log::warn!("search index: {}", e.reason);
                 }
+                *updated_at.lock().unwrap() = Some(Instant::now());
                 *updating.0.lock().unwrap() = false;
                 updating.1.notify_all();
             });

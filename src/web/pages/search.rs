@@ -75,7 +75,10 @@ pub fn answer(app: &Arc<App>, text: &str, limit: usize) -> Answer {
     };
     match app.history.search_waiting(&request, Duration::ZERO) {
         Ok(a) => {
-            out.partial = a.answer.building.is_some() || app.history.index_updating();
+            // The index's first build (or a check of it against the sessions after
+            // a mount) is partial; a routine update started by this question is not
+            // (what it finds shows at the next key).
+            out.partial = a.answer.building.is_some();
             out.notes = a.notes;
             out.hits = a
                 .answer
