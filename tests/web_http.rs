@@ -440,6 +440,11 @@ fn every_page_answers_over_the_history_and_a_hostile_session_is_text() {
     let machines = s.get("/machines");
     assert_eq!(machines.status, 200);
     assert!(machines.body.contains("this machine"));
+    assert!(machines.body.contains("desktop"), "the peer's machine");
+    assert!(
+        home.body.contains("Port the login form"),
+        "the peer's session listed"
+    );
     for (asset, kind) in [
         ("app.js", "text/javascript"),
         ("app.css", "text/css"),

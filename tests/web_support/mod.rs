@@ -348,6 +348,21 @@ impl World {
             &texts,
         );
         hostile_session(&claude);
+        // Another machine's store, as Syncthing delivers it (§12): one fen session.
+        let peer = tmp.path().join("peers").join("desktop");
+        let cwd = "/home/u/web";
+        let ns = fen_fs::store::naming::slug(cwd);
+        std::fs::create_dir_all(peer.join(&ns)).unwrap();
+        let id = "0190a000-0000-7000-8000-0000000000f1";
+        let header = json!({"type":"session","version":2,"id":id,"timestamp":"2026-02-20T08:00:00.000Z","cwd":cwd});
+        let entry = json!({"type":"message","id":"0190a000-0000-7000-8000-000000000001","parent-id":null,
+            "timestamp":"2026-02-20T08:01:00.000Z","message":{"role":"user","content":"Port the login form to the desktop build"}});
+        std::fs::write(
+            peer.join(&ns)
+                .join(format!("2026-02-20T08-00-00-000Z_{id}.jsonl")),
+            format!("{header}\n{entry}\n"),
+        )
+        .unwrap();
         World { tmp, store, claude }
     }
 
@@ -358,6 +373,8 @@ impl World {
             "--no-detect".into(),
             "--source".into(),
             format!("claude={}", self.claude.display()),
+            "--peers".into(),
+            self.tmp.path().join("peers").display().to_string(),
         ]
     }
 
