@@ -34,6 +34,8 @@ pub mod dates;
 pub mod export;
 #[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
+pub mod history;
 pub mod host;
 #[cfg(feature = "full")]
 pub mod keep;
@@ -61,3 +63,5 @@ pub mod usage;
 pub mod usage_record;
 #[cfg(feature = "full")]
 pub mod views;
+#[cfg(feature = "full")]
+pub mod web;

@@ -11,6 +11,7 @@ pub mod status;
 pub mod sync;
 pub mod trash;
 pub mod usage;
+pub mod web;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
@@ -68,6 +69,30 @@ impl StoreArg {
             ))),
         }
     }
+}
+
+/// The `--store`, `--source`, `--no-detect`, `--peers` and `--map` options again, for
+/// the commands a server prints (run elsewhere: folders absolute).
+fn server_store_args(store: &StoreArg, sources: &SourceArgs, peers: &PeerArgs) -> Vec<String> {
+    let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+    let mut args = Vec::new();
+    if let Some(dir) = &store.store {
+        args.extend(["--store".to_string(), absolute(dir).display().to_string()]);
+    }
+    for r in &sources.sources {
+        args.push("--source".into());
+        args.push(format!("{}={}", r.agent.name(), r.root.display()));
+    }
+    if sources.no_detect {
+        args.push("--no-detect".into());
+    }
+    if let Some(dir) = &peers.peers {
+        args.extend(["--peers".to_string(), absolute(dir).display().to_string()]);
+    }
+    for m in &peers.maps {
+        args.extend(["--map".to_string(), format!("{}={}", m.from, m.to)]);
+    }
+    args
 }
 
 fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
@@ -505,6 +530,27 @@ enum Command {
     /// tools search_sessions, list_sessions, read_session, usage and resume_command
     /// (`claude mcp add fen -- fen-fs mcp`).
     Mcp {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
+    },
+    /// Serve the history as pages in a browser (sessions, search, each session,
+    /// usage, machines) on 127.0.0.1, until SIGINT or SIGTERM; prints the address
+    /// with its token.
+    Web {
+        /// The port (0: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// The address to listen on: 127.0.0.1 unless given; any other is reachable
+        /// from elsewhere (warned; the token still guards every request).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+        listen: std::net::IpAddr,
+        /// Open the page in the desktop's browser (xdg-open).
+        #[arg(long)]
+        open: bool,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -1013,27 +1059,25 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             sources,
             peers,
         } => {
-            // The options again, for the commands the server prints (run elsewhere:
-            // folders absolute).
-            let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
-            let mut args = Vec::new();
-            if let Some(dir) = &store.store {
-                args.extend(["--store".to_string(), absolute(dir).display().to_string()]);
-            }
-            for r in &sources.sources {
-                args.push("--source".into());
-                args.push(format!("{}={}", r.agent.name(), r.root.display()));
-            }
-            if sources.no_detect {
-                args.push("--no-detect".into());
-            }
-            if let Some(dir) = &peers.peers {
-                args.extend(["--peers".to_string(), absolute(dir).display().to_string()]);
-            }
-            for m in &peers.maps {
-                args.extend(["--map".to_string(), format!("{}={}", m.from, m.to)]);
-            }
+            let args = server_store_args(&store, &sources, &peers);
             mcp::run(store.existing()?, sources.options(), &peers.options(), args)
+        }
+        Command::Web {
+            port,
+            listen,
+            open,
+            store,
+            sources,
+            peers,
+        } => {
+            let args = server_store_args(&store, &sources, &peers);
+            web::run(
+                store.existing()?,
+                sources.options(),
+                &peers.options(),
+                args,
+                crate::web::Options { listen, port, open },
+            )
         }
         Command::Sync {
             action,
