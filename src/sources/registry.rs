@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    aider, amp, claude, codex, continue_cli, copilot, crush, cursor, droid, fen, gemini, goose,
-    openclaw, opencode, pi, qwen, warp, zed,
+    aider, amp, claude, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid, fen,
+    gemini, goose, openclaw, opencode, pi, qwen, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -30,6 +30,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Amp => &amp::kind::Amp,
         Agent::Zed => &zed::kind::Zed,
         Agent::Warp => &warp::kind::Warp,
+        Agent::CursorIde => &cursor_ide::kind::CursorIde,
     }
 }
 
