@@ -57,3 +57,5 @@ pub mod usage;
 pub mod usage_record;
 #[cfg(feature = "full")]
 pub mod views;
+#[cfg(feature = "full")]
+pub mod workers;

@@ -17,6 +17,7 @@
 //! the new bytes of grown ones), saved to the ledgers `fen-fs usage` keeps, dropped
 //! `KEEP` after the last call.
 
+use crate::background::Class;
 use crate::error::Result;
 use crate::resume::find::Found;
 use crate::search::hits::Answer;
@@ -27,6 +28,7 @@ use crate::sources::{ForeignOptions, SessionSource};
 use crate::store::Store;
 use crate::usage::Usage;
 use crate::views::listing::Listing;
+use crate::workers::Workers;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -37,6 +39,8 @@ const UPDATE_WAIT: Duration = Duration::from_secs(10);
 const KEEP: Duration = Duration::from_secs(10);
 /// At exit, how long an update still running has to stop and commit.
 const STOP_WAIT: Duration = Duration::from_secs(5);
+/// The idle index and usage counts are looked at this often (to close them).
+const LOOK_EVERY: Duration = Duration::from_secs(5);
 
 pub struct History {
     store: Arc<Store>,
@@ -50,6 +54,9 @@ pub struct History {
     usage: Arc<Mutex<Option<OpenUsage>>>,
     /// Set while an update of the index runs.
     updating: Arc<(Mutex<bool>, Condvar)>,
+    /// The server's background work (`workers`): the index's updates, and closing
+    /// what is idle; stopped at exit.
+    workers: Workers,
     /// `--store`, `--source`, `--no-detect`, `--peers` and `--map` as the server was
     /// started with, for the commands it prints (`fen-fs resume ... --in AGENT`).
     pub store_args: Vec<String>,
@@ -94,6 +101,7 @@ impl History {
             index: Arc::new(Mutex::new(None)),
             usage: Arc::new(Mutex::new(None)),
             updating: Arc::new((Mutex::new(false), Condvar::new())),
+            workers: Workers::new(),
             store_args,
         })
     }
@@ -180,10 +188,9 @@ impl History {
     /// Drops the usage counts `KEEP` after their last use (saved already: the next
     /// call loads them again).
     fn drop_usage_when_idle(&self) {
-        let usage = self.usage.clone();
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(KEEP / 2);
+        let (usage, bg) = (self.usage.clone(), self.workers.background().clone());
+        let closer = self.workers.spawn("fen-mcp-usage", Class::Idle, move || {
+            while bg.sleep(LOOK_EVERY) {
                 let mut slot = usage.lock().unwrap();
                 let Some(open) = slot.as_ref() else { return };
                 // Not while a call counts with it (it holds another reference).
@@ -197,6 +204,9 @@ impl History {
                 }
             }
         });
+        if let Err(e) = closer {
+            log::warn!("{}", e.reason);
+        }
     }
 
     /// Where the store is mounted by a live daemon, if it is.
@@ -271,9 +281,9 @@ impl History {
     /// Closes the index `KEEP` after its last use (not while an update runs).
     fn close_when_idle(&self) {
         let (index, updating) = (self.index.clone(), self.updating.clone());
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(KEEP / 2);
+        let bg = self.workers.background().clone();
+        let closer = self.workers.spawn("fen-mcp-index", Class::Idle, move || {
+            while bg.sleep(LOOK_EVERY) {
                 let mut slot = index.lock().unwrap();
                 let Some(open) = slot.as_ref() else { return };
                 if open.last_use.elapsed() >= KEEP && !*updating.0.lock().unwrap() {
@@ -287,6 +297,9 @@ impl History {
                 }
             }
         });
+        if let Err(e) = closer {
+            log::warn!("{}", e.reason);
+        }
     }
 
     /// Brings the index up to date in the background; waits for it at most
@@ -301,16 +314,25 @@ impl History {
                 self.foreign_sources().to_vec(),
                 self.foreign_indexed.clone(),
             );
-            std::thread::spawn(move || {
-                // The other agents' sources are indexed first, here: the call's wait
-                // covers it.
-                indexed.get_or_init(|| crate::sources::build_indexes(&foreign));
-                if let Err(e) = search.update(&mut |_| {}) {
-                    log::warn!("search index: {}", e.reason);
-                }
-                *updating.0.lock().unwrap() = false;
-                updating.1.notify_all();
-            });
+            // Awaited work: the call waits for it (a first build of a large history
+            // goes on after the call's wait, at the same priority).
+            let started = self
+                .workers
+                .spawn("fen-mcp-update", Class::Awaited, move || {
+                    // The other agents' sources are indexed first, here: the call's wait
+                    // covers it.
+                    indexed.get_or_init(|| crate::sources::build_indexes(&foreign));
+                    if let Err(e) = search.update(&mut |_| {}) {
+                        log::warn!("search index: {}", e.reason);
+                    }
+                    *updating.0.lock().unwrap() = false;
+                    updating.1.notify_all();
+                });
+            if let Err(e) = started {
+                log::warn!("{}", e.reason);
+                *busy = false;
+                return;
+            }
         }
         let deadline = Instant::now() + UPDATE_WAIT;
         while *busy {
@@ -325,7 +347,7 @@ impl History {
 
 impl History {
     /// Before the server exits: an update still running stops at its next session
-    /// and commits what it indexed (waiting for it at most `STOP_WAIT`).
+    /// and commits what it indexed; every worker is waited for at most `STOP_WAIT`.
     pub fn stop(&self) {
         let open = self
             .index
@@ -333,19 +355,9 @@ impl History {
             .unwrap()
             .as_ref()
             .map(|o| o.search.clone());
-        let Some(search) = open else { return };
-        let (lock, done) = &*self.updating;
-        let mut busy = lock.lock().unwrap();
-        if !*busy {
-            return;
+        if let Some(search) = open {
+            search.stop();
         }
-        search.stop();
-        let deadline = Instant::now() + STOP_WAIT;
-        while *busy && Instant::now() < deadline {
-            busy = done
-                .wait_timeout(busy, deadline.saturating_duration_since(Instant::now()))
-                .unwrap()
-                .0;
-        }
+        self.workers.stop_and_wait(STOP_WAIT);
     }
 }
