@@ -394,10 +394,13 @@ impl Keeper {
         // What is unchanged since it was last found up to date costs nothing more; the
         // rest is kept by a few workers at once (copying is reading and compressing:
         // one core each).
-        let todo: Vec<&ToKeep> = items
+        let mut todo: Vec<&ToKeep> = items
             .iter()
             .filter(|i| !self.up_to_date(agent, i))
             .collect();
+        // Largest first: a big session copied (and compressed) last would leave the
+        // other workers idle while one core does it alone.
+        todo.sort_by_key(|i| std::cmp::Reverse(i.stamp.size));
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, KEEP_WORKERS)
@@ -668,8 +671,10 @@ impl Keeper {
             );
             return Ok(self
                 .store
-                // Copied as it is, at disk speed; compressed by a later pass once quiet.
-                .stage_new(&name, record, &file, len, false, ctl)?
+                // A quiet session is written compressed at once (a first keep of a
+                // quiet history never needs room for its bytes whole); one still being
+                // written to is copied as it is, and compressed once quiet.
+                .stage_new(&name, record, &file, len, quiet(stamp.mtime_ns), ctl)?
                 .map(|s| (s, Kind::New, Some(stamp), line)));
         };
         let old = c.record.clone();
@@ -807,7 +812,15 @@ impl Keeper {
         };
         Ok(self
             .store
-            .stage_generation(&c.name, r, &file, len, dropped.then_some(why), false, ctl)?
+            .stage_generation(
+                &c.name,
+                r,
+                &file,
+                len,
+                dropped.then_some(why),
+                quiet(stamp.mtime_ns),
+                ctl,
+            )?
             .map(|s| (s, kind, Some(stamp), line)))
     }
 
