@@ -158,7 +158,7 @@ impl KeptRecord {
 
     /// Whether every file it names is a plain name of a generation (a record is read
     /// from a store that may be damaged or synced from elsewhere).
-    fn sane(&self) -> bool {
+    pub fn sane(&self) -> bool {
         self.format == RECORD_FORMAT
             && !self.generations.is_empty()
             && self
