@@ -9,6 +9,7 @@
 //! | the search indexer | `fen-search` (a big pass's threads and writer: idle) | fresh |
 //! | the keeper | `fen-keep` and its copying workers | idle |
 //! | the usage counter | `fen-usage` | idle |
+//! | the trimmer: memory workers freed, back to the system | `fen-trim` | fresh |
 //! | one-off work a call waits for (the MCP server's index update) | its own name | awaited |
 //!
 //! Above every module whose work it starts (sources, search, keep, usage); the
@@ -110,9 +111,20 @@ impl Workers {
         let (usage, bg) = (usage.clone(), self.bg.clone());
         self.spawn("fen-usage", Class::Idle, move || {
             let stop = || bg.should_stop();
-            let pause = || bg.pause();
+            let pause = || {
+                bg.trim_soon();
+                bg.pause()
+            };
             crate::usage::count_in_background(&usage, &stop, &pause);
         })
+    }
+
+    /// Gives the memory workers freed back to the system when they ask
+    /// (`Background::trim_soon`): a trim holds malloc's locks, so it is made here, on
+    /// a thread at nice 10, never by idle work.
+    pub fn trimmer(&self) -> Result<()> {
+        let bg = self.bg.clone();
+        self.spawn("fen-trim", Class::Fresh, move || bg.run_trimmer())
     }
 
     /// The workers started so far: (thread name, class), in order.

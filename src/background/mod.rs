@@ -35,6 +35,9 @@ const QUIET: Duration = Duration::from_millis(150);
 const STEP: Duration = Duration::from_millis(10);
 /// ...for at most this much of every second (per worker thread).
 const SHARE: Duration = Duration::from_millis(500);
+/// Memory freed by workers is given back at most this often (a trim of a daemon's
+/// arenas takes a few ms, during which a request's allocation may wait).
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 
 /// The daemon's background work: its stop signal, its yielding to the mount, and its
 /// running workers. Cheap to clone (one shared state).
@@ -44,6 +47,8 @@ pub struct Background(Arc<Inner>);
 #[derive(Default)]
 struct Inner {
     stopping: AtomicBool,
+    /// A worker freed a lot of memory: the trimmer gives it back (`trim_soon`).
+    trim_wanted: AtomicBool,
     /// Foreground requests being served now.
     serving: AtomicUsize,
     /// When the last foreground request ended (ms after `epoch`, +1; 0: never).
@@ -102,6 +107,26 @@ impl Background {
         }
         for wake in self.0.wakers.lock().unwrap().iter() {
             wake();
+        }
+    }
+
+    /// Asks for the memory freed so far to go back to the system soon (glibc keeps
+    /// it in its arenas otherwise): after a batch of work that freed a lot. The trim
+    /// is made by the trimmer's thread (`run_trimmer`), not by the worker: a trim
+    /// holds the arenas' locks while it walks them, and an idle thread holding them
+    /// could keep a request's allocation waiting. Without a trimmer, nothing happens.
+    pub fn trim_soon(&self) {
+        self.0.trim_wanted.store(true, Ordering::Relaxed);
+    }
+
+    /// The trimmer: gives memory back when a worker asked, at most every
+    /// `TRIM_EVERY`, until asked to stop. Run on a thread that is not idle.
+    pub fn run_trimmer(&self) {
+        while self.sleep(TRIM_EVERY) {
+            if self.0.trim_wanted.swap(false, Ordering::Relaxed) {
+                // SAFETY: glibc call with no preconditions.
+                unsafe { libc::malloc_trim(0) };
+            }
         }
     }
 

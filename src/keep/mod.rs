@@ -240,8 +240,9 @@ fn is_disk_full(e: &Error) -> bool {
 /// Whether `a[..len]` and `b[..len]` hold the same bytes.
 fn same_bytes(a: &File, b: &File, len: u64) -> std::io::Result<bool> {
     use std::os::unix::fs::FileExt;
-    let mut x = vec![0u8; 1 << 20];
-    let mut y = vec![0u8; 1 << 20];
+    let size = (len as usize).min(1 << 20);
+    let mut x = vec![0u8; size];
+    let mut y = vec![0u8; size];
     let mut at = 0u64;
     while at < len {
         let n = ((len - at) as usize).min(x.len());
@@ -1064,9 +1065,14 @@ pub fn run(
     let test_pause = test_pause();
     let ctl = Control {
         stop: &|| bg.should_stop(),
-        pause: &|| match test_pause {
-            Some(d) => std::thread::sleep(d),
-            None => bg.pause(),
+        pause: &|| {
+            // Copying frees what each copy held (its chunk, its zstd context): given
+            // back every few seconds while it goes on.
+            bg.trim_soon();
+            match test_pause {
+                Some(d) => std::thread::sleep(d),
+                None => bg.pause(),
+            }
         },
     };
     let mut first = true;

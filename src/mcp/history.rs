@@ -189,21 +189,24 @@ impl History {
     /// call loads them again).
     fn drop_usage_when_idle(&self) {
         let (usage, bg) = (self.usage.clone(), self.workers.background().clone());
-        let closer = self.workers.spawn("fen-mcp-usage", Class::Idle, move || {
-            while bg.sleep(LOOK_EVERY) {
-                let mut slot = usage.lock().unwrap();
-                let Some(open) = slot.as_ref() else { return };
-                // Not while a call counts with it (it holds another reference).
-                if open.last_use.elapsed() >= KEEP && Arc::strong_count(&open.usage) == 1 {
-                    let dropped = slot.take();
-                    drop(slot);
-                    drop(dropped);
-                    // SAFETY: glibc call with no preconditions.
-                    unsafe { libc::malloc_trim(0) };
-                    return;
+        // Not idle: its trim holds malloc's locks, which a call's thread may wait for.
+        let closer = self
+            .workers
+            .spawn("fen-mcp-usage", Class::Awaited, move || {
+                while bg.sleep(LOOK_EVERY) {
+                    let mut slot = usage.lock().unwrap();
+                    let Some(open) = slot.as_ref() else { return };
+                    // Not while a call counts with it (it holds another reference).
+                    if open.last_use.elapsed() >= KEEP && Arc::strong_count(&open.usage) == 1 {
+                        let dropped = slot.take();
+                        drop(slot);
+                        drop(dropped);
+                        // SAFETY: glibc call with no preconditions.
+                        unsafe { libc::malloc_trim(0) };
+                        return;
+                    }
                 }
-            }
-        });
+            });
         if let Err(e) = closer {
             log::warn!("{}", e.reason);
         }
@@ -282,21 +285,24 @@ impl History {
     fn close_when_idle(&self) {
         let (index, updating) = (self.index.clone(), self.updating.clone());
         let bg = self.workers.background().clone();
-        let closer = self.workers.spawn("fen-mcp-index", Class::Idle, move || {
-            while bg.sleep(LOOK_EVERY) {
-                let mut slot = index.lock().unwrap();
-                let Some(open) = slot.as_ref() else { return };
-                if open.last_use.elapsed() >= KEEP && !*updating.0.lock().unwrap() {
-                    let closed = slot.take();
-                    drop(slot);
-                    drop(closed);
-                    // What the index's maps and the writer freed goes back at once.
-                    // SAFETY: glibc call with no preconditions.
-                    unsafe { libc::malloc_trim(0) };
-                    return;
+        // Not idle: its trim holds malloc's locks, which a call's thread may wait for.
+        let closer = self
+            .workers
+            .spawn("fen-mcp-index", Class::Awaited, move || {
+                while bg.sleep(LOOK_EVERY) {
+                    let mut slot = index.lock().unwrap();
+                    let Some(open) = slot.as_ref() else { return };
+                    if open.last_use.elapsed() >= KEEP && !*updating.0.lock().unwrap() {
+                        let closed = slot.take();
+                        drop(slot);
+                        drop(closed);
+                        // What the index's maps and the writer freed goes back at once.
+                        // SAFETY: glibc call with no preconditions.
+                        unsafe { libc::malloc_trim(0) };
+                        return;
+                    }
                 }
-            }
-        });
+            });
         if let Err(e) = closer {
             log::warn!("{}", e.reason);
         }
