@@ -532,6 +532,7 @@ fn start_keeper(
     };
     let options = crate::keep::KeepOptions {
         agents: args.keep_agents.clone(),
+        lines: false,
     };
     if let Err(e) = workers.keeper(root.to_path_buf(), live, options, said) {
         log::error!("{}", e.reason);

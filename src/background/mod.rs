@@ -126,6 +126,16 @@ impl Background {
             if self.0.trim_wanted.swap(false, Ordering::Relaxed) {
                 // SAFETY: glibc call with no preconditions.
                 unsafe { libc::malloc_trim(0) };
+                // SAFETY: glibc call with no preconditions.
+                let m = unsafe { libc::mallinfo2() };
+                log::debug!(
+                    "memory given back: malloc's arenas hold {} MB, {} MB in use, {} MB \
+                     free; {} MB in blocks of their own",
+                    m.arena >> 20,
+                    m.uordblks >> 20,
+                    m.fordblks >> 20,
+                    m.hblkhd >> 20
+                );
             }
         }
     }

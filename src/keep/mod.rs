@@ -58,6 +58,9 @@ pub fn off_by_env() -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct KeepOptions {
     pub agents: Option<Vec<Agent>>,
+    /// A line per copy changed in the report (`fen-fs keep` prints them; the daemon,
+    /// whose first pass may change 10,000 copies, logs only the summary).
+    pub lines: bool,
 }
 
 impl KeepOptions {
@@ -935,7 +938,7 @@ impl Keeper {
                 Kind::Back => report.back += 1,
                 Kind::Record => {}
             }
-            if !line.is_empty() {
+            if !line.is_empty() && self.options.lines {
                 report.lines.push(line);
             }
             // A copy cut short by a stop is not up to date: the next pass goes on.

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// A copy folder's stamp: inode, mtime and ctime (ns).
 pub(super) type FolderStamp = (u64, i128, i128);
 
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// A cache larger than this is not read (records are ~1 KB: 64 MB is ~60,000 copies).
 const MAX_BYTES: u64 = 64 << 20;
 /// A folder whose mtime is this much older than its reading is settled.
@@ -31,7 +31,8 @@ struct Head {
     version: u32,
     /// The copies' folder it lists.
     dir: PathBuf,
-    /// `store::atomic::checksum` of the body (the line after this one).
+    /// `store::atomic::checksum` of the body (the lines after this one: a copy a
+    /// line, read one at a time, so that 10,000 records are never in memory twice).
     checksum: u64,
 }
 
@@ -91,14 +92,17 @@ pub(super) fn load(
         {
             return None;
         }
-        serde_json::from_slice::<Vec<Cached>>(body).ok()
+        let mut out = HashMap::new();
+        for line in body.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let c: Cached = serde_json::from_slice(line).ok()?;
+            if c.record.agent == agent && c.record.sane() {
+                out.insert(c.name, (c.stamp, c.record));
+            }
+        }
+        Some(out)
     })();
     match parsed {
-        Some(entries) => entries
-            .into_iter()
-            .filter(|c| c.record.agent == agent && c.record.sane())
-            .map(|c| (c.name, (c.stamp, c.record)))
-            .collect(),
+        Some(entries) => entries,
         None => {
             log::info!(
                 "{}: not a listing of {} (damaged, or of another version): rebuilt",
@@ -112,10 +116,13 @@ pub(super) fn load(
 
 /// Writes the listing of `dir`'s copies (best effort, as befits a cache).
 pub(super) fn save(cache: &CacheFile, dir: &Path, entries: &[CachedRef<'_>]) {
-    let body = match serde_json::to_vec(entries) {
-        Ok(b) => b,
-        Err(_) => return,
-    };
+    let mut body = Vec::new();
+    for e in entries {
+        if serde_json::to_writer(&mut body, e).is_err() {
+            return;
+        }
+        body.push(b'\n');
+    }
     let head = Head {
         version: VERSION,
         dir: dir.to_path_buf(),
