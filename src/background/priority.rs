@@ -160,7 +160,10 @@ mod tests {
     fn an_idle_thread_runs_in_sched_idle_and_the_idle_io_class_and_its_threads_too() {
         let pid = std::process::id();
         let before = of_thread(pid, this_thread()).expect("this thread's scheduling");
-        assert_eq!(before.policy, 0, "tests run at SCHED_OTHER");
+        assert!(
+            !before.is_idle(),
+            "the tests themselves run idle: {before:?}"
+        );
         let (seen, child) = std::thread::spawn(move || {
             enter(Class::Idle);
             let me = of_thread(pid, this_thread()).unwrap();
@@ -185,7 +188,8 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert_eq!((fresh.policy, fresh.nice), (0, 10), "{fresh:?}");
+        assert_eq!(fresh.policy, before.policy, "{fresh:?}");
+        assert!(fresh.nice >= 10, "{fresh:?}");
         assert!(!fresh.is_idle());
     }
 
