@@ -19,6 +19,7 @@ pub mod gemini;
 pub mod growth;
 pub mod json_text;
 pub mod kept;
+pub mod kilo;
 pub mod openclaw;
 pub mod opencode;
 pub mod peers;

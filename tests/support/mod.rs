@@ -438,6 +438,8 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "opencode" => ("1.18.33", "opencode"),
         "opencode-json" => ("1.1.65", "opencode"),
         "gemini" => ("0.61.0", "gemini"),
+        "kilo" => ("7.7.7", "kilo"),
+        "cline" => ("3.0.65", "cline"),
         // Not an agent: the usage report's oracle.
         "ccusage" => ("20.0.24", "ccusage"),
         _ => panic!("agent_bin: unknown agent {name}"),
@@ -459,4 +461,34 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "\n*** SKIPPED {test}: {name} {version} not installed (scripts/install-agents {name}) ***\n"
     );
     None
+}
+
+/// Every file under `dir`, links not followed: (size, mtime, ctime, content hash) —
+/// what "reading changed nothing in another agent's folder" compares, a database's
+/// `-shm` and `-wal` included.
+pub fn folder_state(dir: &Path) -> std::collections::BTreeMap<PathBuf, (u64, i128, i128, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+                continue;
+            }
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
+            out.insert(
+                e.path(),
+                (
+                    m.len(),
+                    ns(m.mtime(), m.mtime_nsec()),
+                    ns(m.ctime(), m.ctime_nsec()),
+                    fen_fs::store::atomic::checksum(&[&bytes]),
+                ),
+            );
+        }
+    }
+    out
 }
