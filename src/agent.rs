@@ -42,6 +42,7 @@ agents! {
     Copilot = "copilot",
     Cursor = "cursor",
     Openclaw = "openclaw",
+    Kilo = "kilo",
 }
 
 impl Agent {

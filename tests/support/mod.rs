@@ -31,6 +31,8 @@ pub fn fen_fs() -> Command {
     // OpenCode's data folder ($XDG_DATA_HOME/opencode) and its $OPENCODE_DB.
     cmd.env("XDG_DATA_HOME", "/nonexistent/fen-fs-tests");
     cmd.env("OPENCODE_DB", "/nonexistent/fen-fs-tests/opencode.db");
+    // Kilo's ($XDG_DATA_HOME/kilo) and its $KILO_DB.
+    cmd.env("KILO_DB", "/nonexistent/fen-fs-tests/kilo.db");
     // Nor its state folder: a daemon without --log-file logs there by default.
     let state = std::env::temp_dir().join(format!("fen-fs-tests-state-{}", std::process::id()));
     // Nor its cache folder: usage and resume without a store keep their caches there.

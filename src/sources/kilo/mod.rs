@@ -9,11 +9,13 @@
 //! (plus tables of its own that hold no conversation), and a session resumes with
 //! what OpenCode's rules give.
 
+pub mod kind;
+
 use super::foreign::ForeignReader;
 use super::opencode::{Flavor, OpencodeReader, OpencodeUnits, generation_of};
 use super::units::Units;
 use crate::usage_record::{UnitFacts, UsageReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use super::opencode::to_neutral;
 
@@ -23,22 +25,6 @@ pub const KILO: Flavor = Flavor {
     db_prefix: "kilo",
     db_env: "KILO_DB",
 };
-
-/// The kind name (`--source kilo=DIR`, `meta.json`'s `agent`).
-pub const KIND: &str = "kilo";
-
-/// Kilo's data folder as Kilo finds it: `$XDG_DATA_HOME/kilo`, else
-/// `~/.local/share/kilo` (xdg-basedir, as OpenCode, on every platform).
-pub fn default_root() -> Option<PathBuf> {
-    let var = |v: &str| {
-        std::env::var_os(v)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-    };
-    var("XDG_DATA_HOME")
-        .or_else(|| var("HOME").map(|h| h.join(".local/share")))
-        .map(|d| d.join("kilo"))
-}
 
 /// Whether `root` holds Kilo's sessions: a database there (or `$KILO_DB`), or the
 /// `storage/session/` folder of the JSON files.
@@ -61,10 +47,4 @@ pub fn reader_for(file_name: &str) -> Box<dyn ForeignReader> {
 /// `tokens` and `cost`), keyed by Kilo's message ids.
 pub fn usage_reader(facts: UnitFacts) -> Box<dyn UsageReader> {
     Box::new(super::opencode::usage::OpencodeUsage::of(&KILO, facts))
-}
-
-/// How Kilo itself continues a session: `kilo --session ID` in the session's folder
-/// (`kilo --continue` takes the newest one).
-pub fn resume_args(id: &str) -> Vec<String> {
-    vec!["kilo".into(), "--session".into(), id.into()]
 }
