@@ -43,6 +43,7 @@ agents! {
     Cursor = "cursor",
     Openclaw = "openclaw",
     Kilo = "kilo",
+    Cline = "cline",
 }
 
 impl Agent {

@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod all;
 pub mod claude;
+pub mod cline;
 pub mod codex;
 pub mod convert;
 pub mod copilot;
@@ -29,6 +30,7 @@ pub mod registry;
 pub mod sqlite_ro;
 pub mod units;
 pub mod watch;
+pub mod whole_json;
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};

@@ -3,7 +3,7 @@
 //! exhaustive, so an agent without a kind does not compile.
 
 use super::kind::AgentKind;
-use super::{claude, codex, copilot, cursor, fen, gemini, kilo, openclaw, opencode, pi};
+use super::{claude, cline, codex, copilot, cursor, fen, gemini, kilo, openclaw, opencode, pi};
 use crate::agent::Agent;
 
 /// What fen-fs knows of `agent`.
@@ -19,6 +19,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Cursor => &cursor::kind::Cursor,
         Agent::Openclaw => &openclaw::kind::Openclaw,
         Agent::Kilo => &kilo::kind::Kilo,
+        Agent::Cline => &cline::kind::Cline,
     }
 }
 
