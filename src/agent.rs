@@ -44,6 +44,7 @@ agents! {
     Openclaw = "openclaw",
     Kilo = "kilo",
     Cline = "cline",
+    Roo = "roo",
 }
 
 impl Agent {

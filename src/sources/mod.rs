@@ -27,6 +27,7 @@ pub mod opencode;
 pub mod peers;
 pub mod pi;
 pub mod registry;
+pub mod roo;
 pub mod sqlite_ro;
 pub mod units;
 pub mod watch;

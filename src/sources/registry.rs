@@ -3,7 +3,9 @@
 //! exhaustive, so an agent without a kind does not compile.
 
 use super::kind::AgentKind;
-use super::{claude, cline, codex, copilot, cursor, fen, gemini, kilo, openclaw, opencode, pi};
+use super::{
+    claude, cline, codex, copilot, cursor, fen, gemini, kilo, openclaw, opencode, pi, roo,
+};
 use crate::agent::Agent;
 
 /// What fen-fs knows of `agent`.
@@ -20,6 +22,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Openclaw => &openclaw::kind::Openclaw,
         Agent::Kilo => &kilo::kind::Kilo,
         Agent::Cline => &cline::kind::Cline,
+        Agent::Roo => &roo::kind::Roo,
     }
 }
 

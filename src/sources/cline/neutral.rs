@@ -4,7 +4,7 @@
 //! as `{type: "image", data, mediaType}`, tool results holding the tool's own JSON;
 //! its stored prompts are wrapped (`<user_input mode="act">…</user_input>`) and read
 //! as Cline shows them. The task folders (Cline before 3.x, Roo Code): the first
-//! prompt in `<task>…</task>`, and `<environment_details>` blocks the agent adds to
+//! prompt in `<task>…</task>` (Roo Code: `<user_message>`), and `<environment_details>` blocks the agent adds to
 //! user messages (context, not what anyone wrote: left out, and a message of nothing
 //! else is `injected`); Roo Code's summaries (`isSummary`).
 
@@ -15,16 +15,16 @@ use serde_json::Value;
 
 const ENVIRONMENT: &str = "<environment_details>";
 
-/// `<task>\n…\n</task>` as the text inside.
+/// The first prompt in Cline's `<task>\n…\n</task>` or Roo Code's
+/// `<user_message>\n…\n</user_message>`, as the text inside.
 fn without_task_tag(text: &str) -> String {
     let t = text.trim();
-    match t
-        .strip_prefix("<task>")
-        .and_then(|r| r.strip_suffix("</task>"))
-    {
-        Some(inner) => inner.trim().to_string(),
-        None => text.to_string(),
+    for (open, close) in [("<task>", "</task>"), ("<user_message>", "</user_message>")] {
+        if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
+            return inner.trim().to_string();
+        }
     }
+    text.to_string()
 }
 
 /// One message of `conversation.json` (`None`: not a message object).

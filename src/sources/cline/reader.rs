@@ -247,6 +247,14 @@ impl ClineReader {
         ClineReader::default()
     }
 
+    /// A reader of Roo Code's task folders (its resume rules, whatever files exist).
+    pub fn roo() -> Self {
+        ClineReader {
+            roo: true,
+            ..ClineReader::default()
+        }
+    }
+
     fn line(&mut self, start: u64, bytes: &[u8]) {
         self.lines += 1;
         if bytes.iter().all(u8::is_ascii_whitespace) {
