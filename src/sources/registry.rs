@@ -4,7 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    claude, cline, codex, copilot, cursor, fen, gemini, kilo, openclaw, opencode, pi, roo,
+    amp, claude, cline, codex, copilot, cursor, fen, gemini, goose, kilo, openclaw, opencode, pi,
+    roo, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -20,6 +21,10 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Copilot => &copilot::kind::Copilot,
         Agent::Cursor => &cursor::kind::Cursor,
         Agent::Openclaw => &openclaw::kind::Openclaw,
+        Agent::Goose => &goose::kind::Goose,
+        Agent::Amp => &amp::kind::Amp,
+        Agent::Zed => &zed::kind::Zed,
+        Agent::Warp => &warp::kind::Warp,
         Agent::Kilo => &kilo::kind::Kilo,
         Agent::Cline => &cline::kind::Cline,
         Agent::Roo => &roo::kind::Roo,
