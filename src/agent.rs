@@ -49,6 +49,7 @@ agents! {
     Kilo = "kilo",
     Cline = "cline",
     Roo = "roo",
+    VscodeCopilot = "vscode-copilot",
 }
 
 impl Agent {

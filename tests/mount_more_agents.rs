@@ -1,5 +1,5 @@
 //! The agents whose sessions are units of a store (Kilo's database, Cline's and Roo
-//! Code's JSON files) through a real mount and the real command line, from their
+//! Code's JSON files, VS Code's chat sessions) through a real mount and the real command line, from their
 //! fixtures (`tests/fixtures/<kind>/`): each shows in the namespace of its cwd with
 //! every view readable, `fen-fs usage` counts what each recorded, a session its agent
 //! deletes stays kept, and nothing in their folders changes.
@@ -39,7 +39,14 @@ fn roots(tmp: &Path) -> Vec<(&'static str, PathBuf)> {
     let roo = tmp.join("roo");
     copy_dir(&fixture("roo"), &roo);
     std::fs::remove_file(roo.join("README.md")).unwrap();
-    vec![("kilo", kilo), ("cline", cline), ("roo", roo)]
+    let code = tmp.join("Code/User");
+    copy_dir(&fixture("vscode-copilot").join("User"), &code);
+    vec![
+        ("kilo", kilo),
+        ("cline", cline),
+        ("roo", roo),
+        ("vscode-copilot", code),
+    ]
 }
 
 fn source_args(roots: &[(&str, PathBuf)]) -> Vec<String> {
@@ -78,7 +85,7 @@ fn folder(mp: &Path, cwd: &str, agent: &str, id: &str) -> Option<PathBuf> {
 }
 
 /// One session of each agent: (kind, cwd, id, title, a word its conversation holds).
-const SESSIONS: [(&str, &str, &str, &str, &str); 3] = [
+const SESSIONS: [(&str, &str, &str, &str, &str); 4] = [
     (
         "kilo",
         "/home/u/proj",
@@ -99,6 +106,13 @@ const SESSIONS: [(&str, &str, &str, &str, &str); 3] = [
         "r-parent",
         "Refactor the parser",
         "Delegating the tests",
+    ),
+    (
+        "vscode-copilot",
+        "/home/u/vs proj",
+        "3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d",
+        "Cache explained",
+        "last 32 dumps",
     ),
 ];
 
@@ -260,6 +274,10 @@ fn a_session_its_agent_deletes_stays_kept() {
     drop(db);
     std::fs::remove_dir_all(root("cline").join("sessions/1795792383814_xzqel")).unwrap();
     std::fs::remove_dir_all(root("roo").join("tasks/r-parent")).unwrap();
+    std::fs::remove_file(root("vscode-copilot").join(
+        "workspaceStorage/5f1e0c2d9a7b3e4f/chatSessions/3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d.jsonl",
+    ))
+    .unwrap();
     for (kind, dir, was) in kept {
         let meta = wait(&format!("{kind} kept"), || {
             let v: Value =

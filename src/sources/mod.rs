@@ -34,6 +34,8 @@ pub mod registry;
 pub mod roo;
 pub mod sqlite_ro;
 pub mod units;
+pub mod vscode_copilot;
+pub mod vscode_state;
 pub mod warp;
 pub mod watch;
 pub mod whole_json;

@@ -5,7 +5,7 @@
 use super::kind::AgentKind;
 use super::{
     amp, claude, cline, codex, copilot, cursor, fen, gemini, goose, kilo, openclaw, opencode, pi,
-    roo, warp, zed,
+    roo, vscode_copilot, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -28,6 +28,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Kilo => &kilo::kind::Kilo,
         Agent::Cline => &cline::kind::Cline,
         Agent::Roo => &roo::kind::Roo,
+        Agent::VscodeCopilot => &vscode_copilot::kind::VscodeCopilot,
     }
 }
 

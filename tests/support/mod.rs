@@ -31,8 +31,13 @@ pub fn fen_fs() -> Command {
     // OpenCode's data folder ($XDG_DATA_HOME/opencode) and its $OPENCODE_DB.
     cmd.env("XDG_DATA_HOME", "/nonexistent/fen-fs-tests");
     cmd.env("OPENCODE_DB", "/nonexistent/fen-fs-tests/opencode.db");
-    // Kilo's ($XDG_DATA_HOME/kilo) and its $KILO_DB.
+    // Kilo's ($XDG_DATA_HOME/kilo) and its $KILO_DB; Cline's data folder; VS Code's
+    // and its forks' user folders ($XDG_CONFIG_HOME/<product>/User: Roo Code,
+    // Copilot Chat, Cursor).
     cmd.env("KILO_DB", "/nonexistent/fen-fs-tests/kilo.db");
+    cmd.env("CLINE_DIR", "/nonexistent/fen-fs-tests");
+    cmd.env("CLINE_DATA_DIR", "/nonexistent/fen-fs-tests");
+    cmd.env("XDG_CONFIG_HOME", "/nonexistent/fen-fs-tests");
     // Nor its state folder: a daemon without --log-file logs there by default.
     let state = std::env::temp_dir().join(format!("fen-fs-tests-state-{}", std::process::id()));
     // Nor its cache folder: usage and resume without a store keep their caches there.

@@ -4,25 +4,12 @@
 use crate::agent::Agent;
 use crate::sources::cline::{ClineReader, TaskUnits, usage::ClineUsage};
 use crate::sources::foreign::ForeignReader;
-use crate::sources::kind::{AgentKind, env_path, home};
+use crate::sources::kind::AgentKind;
 use crate::sources::units::Units;
 use crate::usage_record::{UnitFacts, UsageReader};
 use std::path::{Path, PathBuf};
 
 pub struct Roo;
-
-/// VS Code's user folder: `$XDG_CONFIG_HOME/Code/User` (Electron's appData on Linux),
-/// else `~/.config/Code/User`; on macOS `~/Library/Application Support/Code/User`
-/// when that exists.
-pub fn vscode_user() -> Option<PathBuf> {
-    let mac = home().map(|h| h.join("Library/Application Support/Code/User"));
-    if let Some(m) = mac.filter(|m| crate::sources::kind::is_dir(m)) {
-        return Some(m);
-    }
-    env_path(&["XDG_CONFIG_HOME"])
-        .or_else(|| home().map(|h| h.join(".config")))
-        .map(|c| c.join("Code/User"))
-}
 
 impl AgentKind for Roo {
     fn agent(&self) -> Agent {
@@ -38,7 +25,8 @@ impl AgentKind for Roo {
     }
 
     fn default_root(&self) -> Option<PathBuf> {
-        vscode_user().map(|u| u.join("globalStorage").join(super::STORAGE))
+        crate::sources::vscode_state::user_dir("Code")
+            .map(|u| u.join("globalStorage").join(super::STORAGE))
     }
 
     fn root_hint(&self) -> &'static str {
