@@ -50,6 +50,7 @@ agents! {
     Cline = "cline",
     Roo = "roo",
     VscodeCopilot = "vscode-copilot",
+    CursorIde = "cursor-ide",
 }
 
 impl Agent {
