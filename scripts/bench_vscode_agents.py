@@ -1,20 +1,22 @@
-"""Rows of scripts/bench for Kilo Code CLI, Cline and Roo Code (issue 34), over
-scripts/gen_vscode_agents.py's stores: 500 sessions of each (quick: 50), about 75 MB
-(quick: 8 MB).
+"""Rows of scripts/bench for Kilo Code CLI, Cline, Roo Code, VS Code Copilot Chat and
+Cursor (IDE) (issue 34), over scripts/gen_vscode_agents.py's stores: 500 sessions of
+each (quick: 50), about 125 MB (quick: 13 MB).
 
   #    scenario (fen-fs side)                        baseline (same run)          target
   V1   first mount (caches deleted) + `ls` + one     cold `cat` of every file of  <= 1.5x time
-       `cat` of every index.json, cold               the three stores
+       `cat` of every index.json, cold               the five stores
   V2   daemon peak RSS (VmHWM) after V1 and one      -                            <= 150 MB
        `cat meta.json` of every session
   V3   a new message in one session of each agent    -                            <= 1 s
        (Kilo: a row added; Cline and Roo Code: the
-       session's JSON file rewritten): until a fresh
+       session's JSON file rewritten; VS Code: an
+       entry appended to a log): until a fresh
        `cat conversation.json` shows it (the worst)
 
-These stores are a database and whole-JSON files: a change is read as the session's
+These stores are databases and whole-JSON files: a change is read as the session's
 whole dump again (the agents rewrite rows and files whole), so V3 measures one
-session's re-read, not an append's bytes.
+session's re-read; VS Code's operation log is the exception (only the appended entry
+is parsed, then the dump is written again).
 """
 
 import hashlib
@@ -31,10 +33,11 @@ IDS = ["V1", "V2", "V3"]
 
 
 def add_rows(add):
-    add("V1", "kilo/cline/roo: first mount + ls + index.json", "s", "<=", 1.5, "fen/base",
-        "cold cat of every file of the three stores")
-    add("V2", "kilo/cline/roo: daemon VmHWM after every meta.json", "MB", "<=", 150, "value", "")
-    add("V3", "kilo/cline/roo: new message seen in conv.json", "s", "<=", 1, "value", "")
+    add("V1", "kilo/cline/roo/vscode: first mount + ls + index.json", "s", "<=", 1.5,
+        "fen/base", "cold cat of every file of the five stores")
+    add("V2", "kilo/cline/roo/vscode: daemon VmHWM after every meta.json", "MB", "<=", 150,
+        "value", "")
+    add("V3", "kilo/cline/roo/vscode: new message seen in conv.json", "s", "<=", 1, "value", "")
 
 
 def stores(B, P):
@@ -61,7 +64,8 @@ def stores(B, P):
 
 def sources(root):
     return ["--source", "kilo=%s" % (root / "kilo"), "--source", "cline=%s" % (root / "cline"),
-            "--source", "roo=%s" % (root / "roo")]
+            "--source", "roo=%s" % (root / "roo"), "--source", "vscode-copilot=%s" % (root / "code"),
+            "--source", "cursor-ide=%s" % (root / "cursor")]
 
 
 def meta_files(B):
@@ -110,7 +114,7 @@ def scenario(B, P, R_costly, rows, want):
                 v2.fen_samples.append(B.kb_field(st, "VmHWM") / 1024)
             m.down()
         v1.notes.append("%d sessions in %d files, %.0f MB" % (
-            3 * man["sessions_per_agent"], len(files), man["total_bytes"] / 1e6))
+            5 * man["sessions_per_agent"], len(files), man["total_bytes"] / 1e6))
     finally:
         m.down()
     if "V3" not in want:
@@ -151,6 +155,12 @@ def scenario(B, P, R_costly, rows, want):
         api.append({"role": "user", "ts": now, "content": [{"type": "text", "text": word.decode()}]})
         rfile.write_text(json.dumps(api))
         targets.append(("roo", rdir.name))
+        logs = sorted((copy / "code/workspaceStorage").glob("*/chatSessions/*.jsonl"))
+        with open(logs[0], "a") as f:
+            f.write(json.dumps({"kind": 2, "k": ["requests"], "v": [{
+                "requestId": "zbench", "timestamp": now,
+                "message": {"text": word.decode(), "parts": []}}]}) + "\n")
+        targets.append(("vscode-copilot", logs[0].stem))
         for agent, sid in targets:
             conv = None
             for p in meta_files(B):
@@ -164,6 +174,6 @@ def scenario(B, P, R_costly, rows, want):
                 return
             worst = max(worst, took)
         v3.fen_samples.append(worst)
-        v3.notes.append("the worst of Kilo (a row added), Cline and Roo Code (a file rewritten)")
+        v3.notes.append("the worst of Kilo (a row added), Cline and Roo Code (a file rewritten), VS Code (a log entry appended)")
     finally:
         m.down()
