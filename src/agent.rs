@@ -50,7 +50,6 @@ agents! {
     Cline = "cline",
     Roo = "roo",
     VscodeCopilot = "vscode-copilot",
-    CursorIde = "cursor-ide",
 }
 
 impl Agent {

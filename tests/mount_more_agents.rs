@@ -1,10 +1,9 @@
 //! The agents whose sessions are units of a store (Kilo's database, Cline's and Roo
-//! Code's JSON files, VS Code's chat sessions, Cursor's state.vscdb) through a real mount and the real command line, from their
+//! Code's JSON files, VS Code's chat sessions) through a real mount and the real command line, from their
 //! fixtures (`tests/fixtures/<kind>/`): each shows in the namespace of its cwd with
 //! every view readable, `fen-fs usage` counts what each recorded, a session its agent
 //! deletes stays kept, and nothing in their folders changes.
 
-mod cursor_ide_support;
 mod support;
 
 use serde_json::Value;
@@ -42,14 +41,11 @@ fn roots(tmp: &Path) -> Vec<(&'static str, PathBuf)> {
     std::fs::remove_file(roo.join("README.md")).unwrap();
     let code = tmp.join("Code/User");
     copy_dir(&fixture("vscode-copilot").join("User"), &code);
-    let cursor = tmp.join("Cursor/User");
-    drop(cursor_ide_support::CursorIde::create(&cursor));
     vec![
         ("kilo", kilo),
         ("cline", cline),
         ("roo", roo),
         ("vscode-copilot", code),
-        ("cursor-ide", cursor),
     ]
 }
 
@@ -89,7 +85,7 @@ fn folder(mp: &Path, cwd: &str, agent: &str, id: &str) -> Option<PathBuf> {
 }
 
 /// One session of each agent: (kind, cwd, id, title, a word its conversation holds).
-const SESSIONS: [(&str, &str, &str, &str, &str); 5] = [
+const SESSIONS: [(&str, &str, &str, &str, &str); 4] = [
     (
         "kilo",
         "/home/u/proj",
@@ -117,13 +113,6 @@ const SESSIONS: [(&str, &str, &str, &str, &str); 5] = [
         "3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d",
         "Cache explained",
         "last 32 dumps",
-    ),
-    (
-        "cursor-ide",
-        "/home/u/cursor-proj",
-        cursor_ide_support::NEW,
-        "Fix the tokenizer",
-        "code points, not graphemes",
     ),
 ];
 
@@ -285,15 +274,6 @@ fn a_session_its_agent_deletes_stays_kept() {
     drop(db);
     std::fs::remove_dir_all(root("cline").join("sessions/1795792383814_xzqel")).unwrap();
     std::fs::remove_dir_all(root("roo").join("tasks/r-parent")).unwrap();
-    let cursor =
-        rusqlite::Connection::open(root("cursor-ide").join("globalStorage/state.vscdb")).unwrap();
-    cursor
-        .execute(
-            "DELETE FROM cursorDiskKV WHERE key LIKE ?1",
-            [format!("%{}%", cursor_ide_support::NEW)],
-        )
-        .unwrap();
-    drop(cursor);
     std::fs::remove_file(root("vscode-copilot").join(
         "workspaceStorage/5f1e0c2d9a7b3e4f/chatSessions/3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d.jsonl",
     ))

@@ -12,7 +12,6 @@ pub mod codex;
 pub mod convert;
 pub mod copilot;
 pub mod cursor;
-pub mod cursor_ide;
 pub mod cursor_store;
 pub mod db_units;
 pub mod digest;

@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    amp, claude, cline, codex, copilot, cursor, cursor_ide, fen, gemini, goose, kilo, openclaw,
-    opencode, pi, roo, vscode_copilot, warp, zed,
+    amp, claude, cline, codex, copilot, cursor, fen, gemini, goose, kilo, openclaw, opencode, pi,
+    roo, vscode_copilot, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -29,7 +29,6 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Cline => &cline::kind::Cline,
         Agent::Roo => &roo::kind::Roo,
         Agent::VscodeCopilot => &vscode_copilot::kind::VscodeCopilot,
-        Agent::CursorIde => &cursor_ide::kind::CursorIde,
     }
 }
 
