@@ -1,10 +1,10 @@
-"""Rows of scripts/bench for Kilo Code CLI, Cline, Roo Code, VS Code Copilot Chat and
-Cursor (IDE) (issue 34), over scripts/gen_vscode_agents.py's stores: 500 sessions of
-each (quick: 50), about 125 MB (quick: 13 MB).
+"""Rows of scripts/bench for Kilo Code CLI, Cline, Roo Code and VS Code Copilot Chat
+(issue 34), over scripts/gen_vscode_agents.py's stores: 500 sessions of each (quick:
+50), about 100 MB (quick: 10 MB).
 
   #    scenario (fen-fs side)                        baseline (same run)          target
   V1   first mount (caches deleted) + `ls` + one     cold `cat` of every file of  <= 1.5x time
-       `cat` of every index.json, cold               the five stores
+       `cat` of every index.json, cold               the four stores
   V2   daemon peak RSS (VmHWM) after V1 and one      -                            <= 150 MB
        `cat meta.json` of every session
   V3   a new message in one session of each agent    -                            <= 1 s
@@ -34,7 +34,7 @@ IDS = ["V1", "V2", "V3"]
 
 def add_rows(add):
     add("V1", "kilo/cline/roo/vscode: first mount + ls + index.json", "s", "<=", 1.5,
-        "fen/base", "cold cat of every file of the five stores")
+        "fen/base", "cold cat of every file of the four stores")
     add("V2", "kilo/cline/roo/vscode: daemon VmHWM after every meta.json", "MB", "<=", 150,
         "value", "")
     add("V3", "kilo/cline/roo/vscode: new message seen in conv.json", "s", "<=", 1, "value", "")
@@ -64,8 +64,7 @@ def stores(B, P):
 
 def sources(root):
     return ["--source", "kilo=%s" % (root / "kilo"), "--source", "cline=%s" % (root / "cline"),
-            "--source", "roo=%s" % (root / "roo"), "--source", "vscode-copilot=%s" % (root / "code"),
-            "--source", "cursor-ide=%s" % (root / "cursor")]
+            "--source", "roo=%s" % (root / "roo"), "--source", "vscode-copilot=%s" % (root / "code")]
 
 
 def meta_files(B):
@@ -114,7 +113,7 @@ def scenario(B, P, R_costly, rows, want):
                 v2.fen_samples.append(B.kb_field(st, "VmHWM") / 1024)
             m.down()
         v1.notes.append("%d sessions in %d files, %.0f MB" % (
-            5 * man["sessions_per_agent"], len(files), man["total_bytes"] / 1e6))
+            4 * man["sessions_per_agent"], len(files), man["total_bytes"] / 1e6))
     finally:
         m.down()
     if "V3" not in want:

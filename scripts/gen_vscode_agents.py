@@ -1,16 +1,15 @@
 #!/usr/bin/env python3
-"""Stores of Kilo Code CLI, Cline, Roo Code, VS Code Copilot Chat and Cursor (IDE) for
-scripts/bench's V rows (issue 34): N sessions of each, shaped as each agent writes
+"""Stores of Kilo Code CLI, Cline, Roo Code and VS Code Copilot Chat for scripts/bench's
+V rows (issue 34): N sessions of each, shaped as each agent writes
 them (Kilo: OpenCode's SQLite tables in kilo.db; Cline 3.x: sessions/<id>/<id>.json
 and <id>.messages.json, pretty printed as Cline writes them; Roo Code: tasks/<id>/
 with history_item.json, api_conversation_history.json and ui_messages.json; VS Code:
-workspaceStorage/<hash>/chatSessions/, half documents, half operation logs; Cursor:
-globalStorage/state.vscdb's cursorDiskKV composers and bubbles). Standard library
-only.
+workspaceStorage/<hash>/chatSessions/, half documents, half operation logs).
+Standard library only.
 
     scripts/gen_vscode_agents.py OUT [--sessions N] [--seed S]
 
-OUT gets kilo/, cline/, roo/, code/ and cursor/ (each the DIR of --source
+OUT gets kilo/, cline/, roo/ and code/ (each the DIR of --source
 KIND=DIR) and manifest.json (every file's size).
 """
 
@@ -194,41 +193,12 @@ def code(out, n, rng):
                     f.write(json.dumps({"kind": 2, "k": ["requests"], "v": [r]}) + "\n")
 
 
-def cursor(out, n, rng):
-    d = os.path.join(out, "globalStorage")
-    os.makedirs(d, exist_ok=True)
-    db = sqlite3.connect(os.path.join(d, "state.vscdb"))
-    db.executescript("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);"
-                     "CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);")
-    for s in range(n):
-        cid = "c0000000-0000-4000-8000-%012d" % s
-        ts = BASE_MS + s * 3_600_000
-        headers = []
-        for i, (prompt, answer, _tool) in enumerate(turns(rng)):
-            for j, (kind, text_) in enumerate(((1, prompt), (2, answer))):
-                bid = "b%d_%d" % (i, j)
-                headers.append({"bubbleId": bid, "type": kind})
-                bubble = {"_v": 2, "type": kind, "bubbleId": bid, "text": text_,
-                          "createdAt": ts + i * 1000 + j,
-                          "workspaceProjectDir": "/home/u/cursor-%d" % (s % 20),
-                          "tokenCount": {"inputTokens": 1000 if kind == 2 else 0,
-                                         "outputTokens": 500 if kind == 2 else 0}}
-                db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)",
-                           ("bubbleId:%s:%s" % (cid, bid), json.dumps(bubble)))
-        db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", ("composerData:" + cid, json.dumps(
-            {"_v": 10, "composerId": cid, "name": "Composer %d" % s, "createdAt": ts,
-             "lastUpdatedAt": ts + 60_000, "fullConversationHeadersOnly": headers})))
-    db.commit()
-    db.close()
-
-
 def generate(out, n, seed):
     rng = random.Random(seed)
     kilo(os.path.join(out, "kilo"), n, rng)
     cline(os.path.join(out, "cline"), n, rng)
     roo(os.path.join(out, "roo"), n, rng)
     code(os.path.join(out, "code"), n, rng)
-    cursor(os.path.join(out, "cursor"), n, rng)
     sizes = {}
     for d, _, names in os.walk(out):
         for name in names:
