@@ -46,6 +46,7 @@ agents! {
     Amp = "amp",
     Zed = "zed",
     Warp = "warp",
+    CursorIde = "cursor-ide",
     Kilo = "kilo",
     Cline = "cline",
     Roo = "roo",

@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    amp, claude, cline, codex, copilot, cursor, fen, gemini, goose, kilo, openclaw, opencode, pi,
-    roo, vscode_copilot, warp, zed,
+    amp, claude, cline, codex, copilot, cursor, cursor_ide, fen, gemini, goose, kilo, openclaw,
+    opencode, pi, roo, vscode_copilot, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -25,6 +25,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Amp => &amp::kind::Amp,
         Agent::Zed => &zed::kind::Zed,
         Agent::Warp => &warp::kind::Warp,
+        Agent::CursorIde => &cursor_ide::kind::CursorIde,
         Agent::Kilo => &kilo::kind::Kilo,
         Agent::Cline => &cline::kind::Cline,
         Agent::Roo => &roo::kind::Roo,

@@ -25,7 +25,7 @@ impl AgentKind for Roo {
     }
 
     fn default_root(&self) -> Option<PathBuf> {
-        crate::sources::vscode_state::user_dir("Code")
+        crate::sources::vscdb::user_dir("Code")
             .map(|u| u.join("globalStorage").join(super::STORAGE))
     }
 

@@ -24,7 +24,7 @@ impl AgentKind for VscodeCopilot {
     }
 
     fn default_root(&self) -> Option<PathBuf> {
-        crate::sources::vscode_state::user_dir("Code")
+        crate::sources::vscdb::user_dir("Code")
     }
 
     fn root_hint(&self) -> &'static str {

@@ -237,7 +237,7 @@ impl UnitSource for ChatUnits {
                 if files.is_empty() {
                     continue;
                 }
-                let cwd = super::vscode_state::workspace_folder(&ws);
+                let cwd = super::vscdb::workspace_folder(&ws);
                 out.extend(files.into_iter().map(|key| UnitInfo {
                     key,
                     cwd: cwd.clone(),
@@ -267,7 +267,7 @@ impl UnitSource for ChatUnits {
         let mut out = Vec::new();
         let folder = self
             .workspace_of(key)
-            .and_then(|ws| super::vscode_state::workspace_folder(&ws));
+            .and_then(|ws| super::vscdb::workspace_folder(&ws));
         whole_json::push_header(
             &mut out,
             "workspace.json",
