@@ -217,10 +217,48 @@ impl Cline {
         self.tmux(&["capture-pane", "-p", "-t", "c"])
     }
 
+    /// Whether Cline's input line (the one line starting with `❯ `; the transcript's
+    /// prompts are indented) holds `text`.
+    fn input_holds(&self, text: &str) -> bool {
+        self.screen().lines().any(|l| {
+            l.strip_prefix("❯ ")
+                .is_some_and(|rest| rest.trim_end() == text)
+        })
+    }
+
+    /// Types `text` into Cline's input and submits it: waits until the input shows
+    /// it (keys sent while the interface starts can be lost), then presses Enter
+    /// until the input no longer holds it.
     fn type_line(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "c", "-l", text]);
-        std::thread::sleep(Duration::from_millis(300));
-        self.tmux(&["send-keys", "-t", "c", "Enter"]);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !self.input_holds(text) {
+            assert!(
+                Instant::now() < deadline,
+                "Cline never showed {text:?}:\n{}",
+                self.screen()
+            );
+            if self
+                .screen()
+                .lines()
+                .any(|l| l.starts_with("❯ Ask anything"))
+            {
+                self.tmux(&["send-keys", "-t", "c", "-l", text]);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let mut last_enter: Option<Instant> = None;
+        while self.input_holds(text) {
+            assert!(
+                Instant::now() < deadline,
+                "Cline never took {text:?}:\n{}",
+                self.screen()
+            );
+            if last_enter.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+                self.tmux(&["send-keys", "-t", "c", "Enter"]);
+                last_enter = Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// The terminal interface and the hub gone (Cline then reads the session from
