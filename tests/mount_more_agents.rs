@@ -1,7 +1,7 @@
 //! The agents whose sessions are units of a store (Kilo's database, Cline's and Roo
 //! Code's JSON files, VS Code's chat sessions) through a real mount and the real command line, from their
 //! fixtures (`tests/fixtures/<kind>/`): each shows in the namespace of its cwd with
-//! every view readable, `fen-fs usage` counts what each recorded, a session its agent
+//! every view readable and its words found by search, `fen-fs usage` counts what each recorded, a session its agent
 //! deletes stays kept, and nothing in their folders changes.
 
 mod support;
@@ -165,6 +165,23 @@ fn each_agents_session_shows_every_view_in_the_namespace_of_its_cwd() {
         // Read-only.
         let err = std::fs::write(dir.join("conversation.json"), b"[]").unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{kind}");
+    }
+    // Search finds each agent's words (its neutral messages are indexed).
+    for (kind, word) in [
+        ("kilo", "compaction"),
+        ("cline", "fourth"),
+        ("roo", "Delegating"),
+        ("vscode-copilot", "dumps"),
+    ] {
+        let hits = m.path("search").join(word).join("hits.jsonl");
+        wait(&format!("a search hit of {kind} for {word}"), || {
+            std::fs::read_to_string(&hits)
+                .ok()?
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .any(|h| h["agent"] == kind)
+                .then_some(())
+        });
     }
     // A Roo subtask is a session of its own, naming its parent.
     let child = wait("roo's subtask", || {
