@@ -52,6 +52,10 @@ agents! {
     Zed = "zed",
     Warp = "warp",
     CursorIde = "cursor-ide",
+    Kilo = "kilo",
+    Cline = "cline",
+    Roo = "roo",
+    VscodeCopilot = "vscode-copilot",
 }
 
 impl Agent {

@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    aider, amp, claude, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid, fen,
-    gemini, goose, openclaw, opencode, pi, qwen, warp, zed,
+    aider, amp, claude, cline, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid,
+    fen, gemini, goose, kilo, openclaw, opencode, pi, qwen, roo, vscode_copilot, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -31,6 +31,10 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Zed => &zed::kind::Zed,
         Agent::Warp => &warp::kind::Warp,
         Agent::CursorIde => &cursor_ide::kind::CursorIde,
+        Agent::Kilo => &kilo::kind::Kilo,
+        Agent::Cline => &cline::kind::Cline,
+        Agent::Roo => &roo::kind::Roo,
+        Agent::VscodeCopilot => &vscode_copilot::kind::VscodeCopilot,
     }
 }
 
