@@ -11,10 +11,13 @@
 //! (and each line after 1,000 characters), with what was left out said below it;
 //! thinking or reasoning as one line saying it is left out; an image as
 //! `[image: TYPE, N bytes]`; context the agent injected left out with a one-line note.
+//! A subagent's session names its parent in the head, a session that started
+//! subagents lists them there, and below each tool call that started one a line says
+//! so, linking to the subagent's `conversation.md` when it is shown.
 //! A fence is longer than any run of backticks in what it holds, so content with
 //! ```` ``` ```` never ends it.
 
-use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
+use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages, SubagentLink};
 use crate::store::index::FileStamp;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -34,7 +37,7 @@ pub fn render(sm: &SessionMessages) -> String {
 /// The same, letting go of each message once it is written (a large session's
 /// messages and its document are not both whole in memory).
 pub fn render_owned(sm: SessionMessages) -> String {
-    let mut w = MarkdownWriter::new(None);
+    let mut w = MarkdownWriter::new(None).with_subagents(&sm.facts.subagents);
     for m in sm.messages {
         w.push(&m);
     }
@@ -57,6 +60,8 @@ pub struct MarkdownWriter {
     messages: bool,
     scratch: String,
     failed: Option<std::io::Error>,
+    /// The subagents started by a tool call, by the call's id.
+    calls: HashMap<String, SubagentLink>,
 }
 
 /// Where the body goes.
@@ -74,7 +79,18 @@ impl MarkdownWriter {
             messages: false,
             scratch: String::new(),
             failed: None,
+            calls: HashMap::new(),
         }
+    }
+
+    /// Marks each tool call that started one of `subagents` where it is written.
+    pub fn with_subagents(mut self, subagents: &[SubagentLink]) -> Self {
+        for l in subagents {
+            if let Some(call) = &l.call_id {
+                self.calls.entry(call.clone()).or_insert_with(|| l.clone());
+            }
+        }
+        self
     }
 
     /// The next message, in conversation order.
@@ -85,7 +101,7 @@ impl MarkdownWriter {
         }
         self.messages = true;
         self.scratch.clear();
-        message(&mut self.scratch, m);
+        message(&mut self.scratch, m, &self.calls);
         self.write_body();
     }
 
@@ -172,7 +188,7 @@ pub fn one_message(m: &Message) -> String {
     if m.summary {
         summary(&mut out, m);
     } else {
-        message(&mut out, m);
+        message(&mut out, m, &HashMap::new());
     }
     out
 }
@@ -200,7 +216,48 @@ fn header(out: &mut String, f: &SessionFacts) {
     if let Some(t) = &f.updated_at {
         let _ = writeln!(out, "- updated: {}", super::local_time(t));
     }
+    if let Some(parent) = &f.parent_id {
+        let agent = f
+            .agent_id
+            .as_deref()
+            .map(|a| format!(" (as subagent `{}`)", inline(a)))
+            .unwrap_or_default();
+        match &f.parent {
+            Some(dir) => {
+                let _ = writeln!(
+                    out,
+                    "- subagent of: [{}](../{dir}/conversation.md){agent}",
+                    link_text(dir)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "- subagent of: {parent}{agent}");
+            }
+        }
+    }
+    for l in &f.subagents {
+        let _ = writeln!(
+            out,
+            "- subagent `{}`: {}",
+            inline(&l.id),
+            subagent_target(l)
+        );
+    }
     out.push('\n');
+}
+
+/// Where a subagent's session is: a link to its `conversation.md`, or that it is not
+/// shown.
+fn subagent_target(l: &SubagentLink) -> String {
+    match &l.dir {
+        Some(dir) => format!("[{}](../{dir}/conversation.md)", link_text(dir)),
+        None => "(its transcript is not shown)".into(),
+    }
+}
+
+/// A folder name as a link's text (brackets would end it).
+fn link_text(dir: &str) -> String {
+    dir.replace(['[', ']'], "")
 }
 
 fn summary(out: &mut String, m: &Message) {
@@ -230,7 +287,7 @@ fn role_heading(m: &Message) -> &str {
     if results_only { "tool" } else { m.role.name() }
 }
 
-fn message(out: &mut String, m: &Message) {
+fn message(out: &mut String, m: &Message, calls: &HashMap<String, SubagentLink>) {
     if m.injected {
         let chars = m.plain_text().chars().count();
         let role = match m.role {
@@ -266,6 +323,16 @@ fn message(out: &mut String, m: &Message) {
         }
         last_reasoning = false;
         part(out, p);
+        if let Part::ToolCall { id, .. } = p
+            && let Some(l) = calls.get(id)
+        {
+            let _ = writeln!(
+                out,
+                "↳ subagent `{}` ran here: {}\n",
+                inline(&l.id),
+                subagent_target(l)
+            );
+        }
     }
 }
 
@@ -559,7 +626,8 @@ impl MarkdownCache {
                 return Ok(e.text.clone());
             }
         }
-        let mut w = MarkdownWriter::new(self.spill_root.as_deref());
+        let mut w =
+            MarkdownWriter::new(self.spill_root.as_deref()).with_subagents(&facts.subagents);
         make(&mut |m| w.push(&m))?;
         // The facts the key was checked against: they describe the state `stamp`.
         let text = w.finish(facts)?;

@@ -343,7 +343,9 @@ impl ForeignSource {
         } else if !self.is_unit(path) {
             agents::complete_summary(self.agent, &self.root, path, &mut summary);
         }
+        // A subagent's transcript is never resumed on its own: nothing to warn of.
         if !summary.resumable
+            && summary.subagent.is_none()
             && let Some(why) = &summary.not_resumable_reason
         {
             log::warn!(
