@@ -250,8 +250,8 @@ fn a_deleted_parent_and_its_subagents_are_kept_and_shown_linked() {
     let said = run(fen_fs().arg("keep").args(args).arg(&store));
     let said = String::from_utf8_lossy(&said.stdout);
     assert!(
-        said.contains("3 new"),
-        "the parent and two subagents: {said}"
+        said.contains("4 new"),
+        "the parent, two subagents and the side question's run: {said}"
     );
     let listed = |store: &Path| -> Vec<Value> {
         let out = run(fen_fs()

@@ -8,6 +8,7 @@
 //! (`chain.rs`), so an append only parses and walks the new lines.
 
 mod chain;
+mod helper;
 pub mod kind;
 mod neutral;
 pub mod usage;

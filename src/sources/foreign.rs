@@ -58,6 +58,11 @@ pub struct ForeignSummary {
     /// the parent's (see `foreign_source/index.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<SubagentFacts>,
+    /// Not shown as a session, only kept (§11) and its usage counted: a forked
+    /// helper run that replays its parent's messages before its one request (Claude
+    /// Code's side questions and compactions, where a version recorded them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
     /// The subagents this session started, as its own file records them (Claude
     /// Code: a tool result whose `toolUseResult` names an `agentId`), in file order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -51,11 +51,14 @@ impl AgentKind for Claude {
         }
     }
 
+    /// Sessions, subagents' transcripts and forked helper runs' (indexed to be kept,
+    /// never shown: `helper.rs`).
     fn is_session_entry(&self, _: &SessionsFolder, level: usize, parent: &str, name: &str) -> bool {
+        let agent = super::subagent_file_id(name).is_some();
         match level {
-            2 => super::is_session_file_name(name) || super::is_subagent_file_name(name),
-            4 => parent == "subagents" && super::is_subagent_file_name(name),
-            6 => super::is_subagent_file_name(name),
+            2 => super::is_session_file_name(name) || agent,
+            4 => parent == "subagents" && agent,
+            6 => agent,
             _ => false,
         }
     }
@@ -72,12 +75,18 @@ impl AgentKind for Claude {
     /// above `subagents/`; beside the parent, the lines' `sessionId`).
     fn reader_for_path(&self, path: &Path) -> Box<dyn ForeignReader> {
         match subagent_file(path) {
+            Some(f) if super::is_forked_helper_id(&f.agent_id) => {
+                Box::new(super::helper::HelperRun::new(f))
+            }
             Some(f) => Box::new(ClaudeReader::subagent(f)),
             None => self.reader_for(&path.file_name().unwrap_or_default().to_string_lossy()),
         }
     }
 
     fn complete_summary(&self, _root: &Path, path: &Path, s: &mut ForeignSummary) {
+        if s.hidden {
+            return;
+        }
         if s.subagent.is_some() {
             complete_from_sidecar(path, s);
             return;
@@ -116,14 +125,11 @@ impl AgentKind for Claude {
     }
 }
 
-/// What a subagent transcript's path says of it: `agent-<id>.jsonl` in
-/// `<parent>/subagents/`, in `<parent>/subagents/workflows/<run>/`, or elsewhere (an
-/// older version's, beside its parent's file). `None`: not a subagent's transcript.
+/// What a subagent (or forked helper run) transcript's path says of it:
+/// `agent-<id>.jsonl` in `<parent>/subagents/`, in `<parent>/subagents/workflows/<run>/`,
+/// or elsewhere (an older version's, beside its parent's file). `None`: not one.
 pub fn subagent_file(path: &Path) -> Option<SubagentFile> {
     let name = path.file_name()?.to_str()?;
-    if !super::is_subagent_file_name(name) {
-        return None;
-    }
     let agent_id = super::subagent_file_id(name)?.to_string();
     let up: Vec<&str> = path
         .ancestors()

@@ -188,7 +188,8 @@ impl ForeignSource {
     }
 
     fn place_nested(&self, idx: &mut Index, path: PathBuf, depth: usize) {
-        let Some(e) = idx.files.get(&path) else {
+        let Some(e) = idx.files.get(&path).filter(|e| !e.summary.hidden) else {
+            // A hidden file is indexed (kept, its usage counted), never shown.
             return;
         };
         let id = e.summary.id.clone();
