@@ -239,6 +239,8 @@ pub struct SessionFacts {
 
 /// A subagent a session started: its id, the tool call that started it (when known)
 /// and its session's folder relative to the parent's namespace folder (when shown).
+/// `inline`: its messages are in the session's own history (Claude Code 1.0's
+/// sidechain lines), from entry `id`; it is no session of its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubagentLink {
     pub id: String,
@@ -246,6 +248,8 @@ pub struct SubagentLink {
     pub call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inline: bool,
 }
 
 /// A session's messages as neutral values, with its facts.

@@ -338,10 +338,51 @@ fn inline_sidechains_are_the_parents_history() {
         out.iter()
             .any(|m| rendered(m).contains("Create React components for the TODO app"))
     );
+    let summary = r.summary(tail);
     assert_eq!(
         r.conversation(tail).len() as u64,
-        r.summary(tail).messages,
+        summary.messages,
         "the conversation holds none of them"
+    );
+    // Each Task call is linked to the sidechain whose first text is its prompt.
+    let pairs: Vec<(&str, &str)> = summary
+        .spawned
+        .iter()
+        .map(|s| (s.call_id.as_str(), s.entry.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            (
+                "toolu_014i9ThHMNShCHocf9xMKasf",
+                "60dade70-20bb-4edb-9dad-9f08267e0cc2"
+            ),
+            (
+                "toolu_01EbxY94wRUAGyMLj5wh699C",
+                "f4546a51-ea10-47e0-b4e0-76802974f8a9"
+            ),
+            (
+                "toolu_01LS6tcVd796SbQKmZqeVnWY",
+                "6690d10e-f521-4ac0-800d-e5eb7a2d8072"
+            ),
+            (
+                "toolu_017rjDpjVPeNFmAEXNTkoP55",
+                "0d692b0f-17cb-4fd0-94fb-215dabcef803"
+            ),
+            (
+                "toolu_01EPom7jESzNbU8coiKjzVGS",
+                "f4ab2bf6-d642-431a-85cb-66691f24c404"
+            ),
+        ]
+    );
+    let s = source(&public());
+    let ns = ns_of("/path/to/Demo");
+    let dir = dir_ending(&s, &ns, "fe5e1c67-53e7-4862-81ae-d0e013e3270b");
+    let md = text(&s, &ns, &dir, ViewKind::Markdown);
+    assert_eq!(md.matches("↳ a subagent ran here: its messages are in this session's history (transcript.jsonl, from entry `").count(), 5, "{md}");
+    assert!(
+        meta(&s, &ns, &dir).get("subagents").is_none(),
+        "no session of their own"
     );
 }
 

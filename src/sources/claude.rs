@@ -176,6 +176,11 @@ struct Listing {
     /// `(tool_use_id, agentId)` of each tool result whose `toolUseResult` names an
     /// `agentId` (the subagent that call started), the first per agent.
     spawned: Vec<(String, String)>,
+    /// Each Task/Agent call's id and a hash of its prompt, and each inline sidechain
+    /// root's uuid and a hash of its text (Claude Code 1.0 wrote a subagent's lines
+    /// into the session's file): a root whose text is a call's prompt is that call's.
+    task_calls: Vec<(String, u64)>,
+    sidechain_roots: Vec<(String, u64)>,
 }
 
 /// A subagent's transcript, as its name and place say: `agent-<agent_id>.jsonl`, in
@@ -668,7 +673,14 @@ impl ClaudeReader {
                 .map(|(call_id, agent_id)| Spawned {
                     call_id: call_id.clone(),
                     agent_id: agent_id.clone(),
+                    entry: None,
                 })
+                .chain(
+                    (sub.is_none())
+                        .then(|| inline_spawned(list, &list.spawned))
+                        .into_iter()
+                        .flatten(),
+                )
                 .collect(),
             cwd: head(&list.cwd),
             title,
@@ -901,6 +913,10 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
                 e.model = boxed(string(last(&msg, "model")).filter(|s| !s.is_empty()));
             }
             let content = last(&msg, "content");
+            if let Some(c) = content {
+                let uid = e.uuid.clone();
+                note_subagent_prompts(list, &obj, kind, &uid, c);
+            }
             for b in content.map(blocks).unwrap_or_default() {
                 match b.ty.as_deref() {
                     Some("tool_use") if kind == Kind::Assistant => {
@@ -962,6 +978,74 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         list.spawned.push((call.to_string(), agent));
     }
     Some(e)
+}
+
+/// Notes a Task/Agent call's prompt (an assistant line) or an inline sidechain's
+/// first text (a user line starting a sidechain), as hashes.
+fn note_subagent_prompts(list: &mut Listing, obj: &Fields, kind: Kind, uuid: &str, content: &str) {
+    let hash = |t: &str| crate::store::atomic::checksum(&[t.trim().as_bytes()]);
+    let finder = memchr::memmem::find;
+    if kind == Kind::Assistant {
+        let b = content.as_bytes();
+        if finder(b, b"\"Task\"").is_none() && finder(b, b"\"Agent\"").is_none() {
+            return;
+        }
+        for item in array_items(content).unwrap_or_default() {
+            let Some(f) = object_fields(item) else {
+                continue;
+            };
+            let named = matches!(string(last(&f, "name")).as_deref(), Some("Task" | "Agent"));
+            if string(last(&f, "type")).as_deref() != Some("tool_use") || !named {
+                continue;
+            }
+            let prompt = last(&f, "input")
+                .and_then(object_fields)
+                .and_then(|i| string(last(&i, "prompt")));
+            if let (Some(id), Some(p)) = (string(last(&f, "id")), prompt) {
+                list.task_calls.push((id, hash(&p)));
+            }
+        }
+    } else if truthy(last(obj, "isSidechain"))
+        && string(last(obj, "parentUuid")).is_none_or(|p| p.is_empty())
+    {
+        let text = string(Some(content)).or_else(|| {
+            let texts: Vec<String> = blocks(content)
+                .into_iter()
+                .filter(|b| b.ty.as_deref() == Some("text"))
+                .filter_map(|b| string(b.text))
+                .collect();
+            (texts.len() == 1).then(|| texts.concat())
+        });
+        if let Some(t) = text {
+            list.sidechain_roots.push((uuid.to_string(), hash(&t)));
+        }
+    }
+}
+
+/// The subagents whose lines are inline in the file: each Task/Agent call paired,
+/// in order, with the first unpaired sidechain root whose text is its prompt.
+fn inline_spawned(list: &Listing, known: &[(String, String)]) -> Vec<Spawned> {
+    let mut used = vec![false; list.sidechain_roots.len()];
+    let mut out = Vec::new();
+    for (call, h) in &list.task_calls {
+        if known.iter().any(|(c, _)| c == call) {
+            continue;
+        }
+        let found = list
+            .sidechain_roots
+            .iter()
+            .enumerate()
+            .find(|(i, (_, r))| !used[*i] && r == h);
+        if let Some((i, (root, _))) = found {
+            used[i] = true;
+            out.push(Spawned {
+                call_id: call.clone(),
+                agent_id: String::new(),
+                entry: Some(root.clone()),
+            });
+        }
+    }
+    out
 }
 
 /// The `agentId` a tool result's `toolUseResult` names: the subagent its call

@@ -96,11 +96,16 @@ pub struct SubagentFacts {
     pub workflow: Option<String>,
 }
 
-/// A subagent a session started: the tool call and the subagent's id.
+/// A subagent a session started: the tool call, and the subagent's id (its transcript
+/// a session of its own) or, for a subagent whose lines are inline in the session's
+/// own file (Claude Code 1.0's sidechain lines), the entry they start at.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spawned {
     pub call_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub agent_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
 }
 
 /// A reader of one agent's session file, fed the file from its start in order, whole

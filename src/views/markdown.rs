@@ -235,7 +235,7 @@ fn header(out: &mut String, f: &SessionFacts) {
             }
         }
     }
-    for l in &f.subagents {
+    for l in f.subagents.iter().filter(|l| !l.inline) {
         let _ = writeln!(
             out,
             "- subagent `{}`: {}",
@@ -326,12 +326,20 @@ fn message(out: &mut String, m: &Message, calls: &HashMap<String, SubagentLink>)
         if let Part::ToolCall { id, .. } = p
             && let Some(l) = calls.get(id)
         {
-            let _ = writeln!(
-                out,
-                "↳ subagent `{}` ran here: {}\n",
-                inline(&l.id),
-                subagent_target(l)
-            );
+            if l.inline {
+                let _ = writeln!(
+                    out,
+                    "↳ a subagent ran here: its messages are in this session's history (transcript.jsonl, from entry `{}`), not in its conversation\n",
+                    inline(&l.id)
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "↳ subagent `{}` ran here: {}\n",
+                    inline(&l.id),
+                    subagent_target(l)
+                );
+            }
         }
     }
 }
@@ -947,6 +955,70 @@ mod tests {
         let d = mem(get(grown, &renamed));
         assert!(String::from_utf8_lossy(&d).starts_with("# New\n"));
         assert_eq!(calls.get(), 3);
+    }
+
+    #[test]
+    fn subagents_are_named_in_the_head_and_marked_below_their_calls() {
+        let mut parent = facts();
+        parent.subagents = vec![
+            SubagentLink {
+                id: "a1".into(),
+                call_id: Some("call_1".into()),
+                dir: Some("d.agent-a1".into()),
+                inline: false,
+            },
+            SubagentLink {
+                id: "a2".into(),
+                call_id: Some("call_2".into()),
+                dir: None,
+                inline: false,
+            },
+        ];
+        let call = |id: &str| Part::ToolCall {
+            id: id.into(),
+            name: "Agent".into(),
+            input: json!({"prompt": "look"}),
+        };
+        let d = render(&SessionMessages {
+            facts: parent,
+            messages: vec![msg(
+                Role::Assistant,
+                vec![call("call_1"), call("call_3"), call("call_2")],
+            )],
+        });
+        assert!(
+            d.contains("- subagent `a1`: [d.agent-a1](../d.agent-a1/conversation.md)\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("- subagent `a2`: (its transcript is not shown)\n"),
+            "{d}"
+        );
+        let one = d
+            .find("↳ subagent `a1` ran here: [d.agent-a1](../d.agent-a1/conversation.md)")
+            .unwrap();
+        let two = d
+            .find("↳ subagent `a2` ran here: (its transcript is not shown)")
+            .unwrap();
+        assert!(one < two, "{d}");
+        assert_eq!(
+            d.matches("↳ subagent").count(),
+            2,
+            "call_3 started none: {d}"
+        );
+        // A subagent's own document names its parent.
+        let mut child = facts();
+        child.parent_id = Some("p-id".into());
+        child.parent = Some("p-dir".into());
+        child.agent_id = Some("a1".into());
+        let d = render(&SessionMessages {
+            facts: child,
+            messages: vec![],
+        });
+        assert!(
+            d.contains("- subagent of: [p-dir](../p-dir/conversation.md) (as subagent `a1`)\n"),
+            "{d}"
+        );
     }
 }
 

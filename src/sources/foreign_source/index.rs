@@ -312,9 +312,10 @@ impl ForeignSource {
             .spawned
             .iter()
             .map(|sp| crate::neutral::SubagentLink {
-                id: sp.agent_id.clone(),
+                id: sp.entry.clone().unwrap_or_else(|| sp.agent_id.clone()),
                 call_id: Some(sp.call_id.clone()),
                 dir: None,
+                inline: sp.entry.is_some(),
             })
             .collect();
         let kids = (!s.id.is_empty())
@@ -332,13 +333,14 @@ impl ForeignSource {
                 .subagent
                 .as_ref()
                 .map_or_else(|| k.summary.id.clone(), |a| a.agent_id.clone());
-            match subagents.iter_mut().find(|l| l.id == agent_id) {
+            match subagents.iter_mut().find(|l| !l.inline && l.id == agent_id) {
                 Some(l) if l.dir.is_none() => l.dir = Some(dir),
                 Some(_) => {}
                 None => subagents.push(crate::neutral::SubagentLink {
                     id: agent_id,
                     call_id: k.summary.subagent.as_ref().and_then(|a| a.call_id.clone()),
                     dir: Some(dir),
+                    inline: false,
                 }),
             }
         }

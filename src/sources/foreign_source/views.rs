@@ -130,8 +130,11 @@ impl ForeignSource {
             field("subagent", &format!("{} ({kind})", sub.agent_id));
         }
         for l in &links.subagents {
-            let shown = l.dir.as_deref().unwrap_or("(no transcript shown)");
-            field("spawned", &format!("{} {shown}", l.id));
+            match (&l.dir, l.inline) {
+                (_, true) => field("spawned", &format!("inline, from entry {}", l.id)),
+                (Some(dir), _) => field("spawned", &format!("{} {dir}", l.id)),
+                (None, _) => field("spawned", &format!("{} (no transcript shown)", l.id)),
+            }
         }
         if s.archived {
             field("archived", "yes");
