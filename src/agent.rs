@@ -42,6 +42,10 @@ agents! {
     Copilot = "copilot",
     Cursor = "cursor",
     Openclaw = "openclaw",
+    Goose = "goose",
+    Amp = "amp",
+    Zed = "zed",
+    Warp = "warp",
 }
 
 impl Agent {

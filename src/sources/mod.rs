@@ -5,17 +5,20 @@
 
 pub mod agents;
 pub mod all;
+pub mod amp;
 pub mod claude;
 pub mod codex;
 pub mod convert;
 pub mod copilot;
 pub mod cursor;
 pub mod cursor_store;
+pub mod db_units;
 pub mod digest;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
 pub mod gemini;
+pub mod goose;
 pub mod growth;
 pub mod json_text;
 pub mod kept;
@@ -24,10 +27,13 @@ pub mod openclaw;
 pub mod opencode;
 pub mod peers;
 pub mod pi;
+pub mod protobuf_wire;
 pub mod registry;
 pub mod sqlite_ro;
 pub mod units;
+pub mod warp;
 pub mod watch;
+pub mod zed;
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};
