@@ -326,3 +326,56 @@ fn a_deleted_parent_and_its_subagents_are_kept_and_shown_linked() {
     assert_eq!(cm["parent"], parent.as_str());
     assert_eq!(cm["kept"], true);
 }
+
+/// A peer's kept copies (§12): its subagents show beside its parent there too, their
+/// links naming that machine's folders (`<dir>@host`).
+#[test]
+fn a_peers_kept_subagents_link_to_the_peers_folders() {
+    use fen_fs::sources::SessionSource;
+    use fen_fs::views::ViewKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = claude_root(tmp.path());
+    let other = tmp.path().join("other-store");
+    let source = format!("claude={}", root.display());
+    run(fen_fs()
+        .args(["keep", "--no-detect", "--source", &source, "--store"])
+        .arg(&other));
+    let peer = tmp.path().join("peers/laptop");
+    std::fs::create_dir_all(&peer).unwrap();
+    copy_tree(&other.join(".kept"), &peer.join(".kept"));
+    let here = tmp.path().join("store");
+    std::fs::create_dir_all(&here).unwrap();
+    let sources = fen_fs::sources::peers::peer_kept_sources("laptop", &peer, &here, &[], false);
+    let kept: Vec<_> = sources
+        .iter()
+        .filter_map(|p| p.kept_index().cloned())
+        .collect();
+    fen_fs::sources::build_indexes(&kept);
+    let s = &sources[0];
+    let ns = "--home-user-project--";
+    let rows = s.listings(ns).unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let parent = rows.iter().find(|r| r.id == PARENT).unwrap().dir.clone();
+    assert!(parent.ends_with("@laptop"), "{parent}");
+    let child = rows.iter().find(|r| r.id == CHILD).unwrap();
+    assert_eq!(child.parent.as_deref(), Some(parent.as_str()));
+    let meta = |dir: &str| -> Value {
+        let snap = s.snapshot(ns, dir, ViewKind::Meta, 0).unwrap();
+        serde_json::from_slice(&snap.read_at(0, 1 << 20).unwrap()).unwrap()
+    };
+    assert_eq!(meta(&child.dir)["parent"], parent.as_str());
+    let kids = meta(&parent)["subagents"].clone();
+    let kids: Vec<&str> = kids
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert!(kids.contains(&child.dir.as_str()), "{kids:?}");
+    let md = s.snapshot(ns, &parent, ViewKind::Markdown, 0).unwrap();
+    let md = String::from_utf8(md.read_at(0, 1 << 22).unwrap()).unwrap();
+    assert!(
+        md.contains(&format!("](../{}/conversation.md)", child.dir)),
+        "{md}"
+    );
+}

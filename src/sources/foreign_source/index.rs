@@ -295,11 +295,16 @@ impl ForeignSource {
     /// call its file records, else its subagent's), relative to namespace `ns`'s
     /// folder.
     pub(super) fn links(&self, idx: &Index, path: &Path, e: &FileEntry, ns: &str) -> Links {
+        // A peer's kept copies show as `<dir>@host` (`peers.rs`): so do their links.
+        let suffix = (self.kept.as_ref())
+            .and_then(|k| k.host())
+            .map(crate::sources::peers::dir_suffix)
+            .unwrap_or_default();
         let rel = |(n, d): (String, String)| {
             if n == ns {
-                d
+                format!("{d}{suffix}")
             } else {
-                format!("../{}/{d}", naming::mount_name(&n))
+                format!("../{}/{d}{suffix}", naming::mount_name(&n))
             }
         };
         let s = &e.summary;
