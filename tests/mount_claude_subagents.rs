@@ -313,18 +313,31 @@ fn a_deleted_parent_and_its_subagents_are_kept_and_shown_linked() {
     );
 
     // Mounted: the same folders, from the copies.
-    let Some(m) = Mount::on_store(
+    if let Some(m) = Mount::on_store(
         "a_deleted_parent_and_its_subagents_are_kept_and_shown_linked",
         &store,
         &["--no-detect", "--source", &source],
-    ) else {
-        return;
-    };
-    let ns = m.path(NS);
-    assert_eq!(ls(&ns), dirs(&after));
-    let cm = json_of(&ns.join(format!("{parent}.agent-{CHILD}")).join("meta.json"));
-    assert_eq!(cm["parent"], parent.as_str());
-    assert_eq!(cm["kept"], true);
+    ) {
+        let ns = m.path(NS);
+        assert_eq!(ls(&ns), dirs(&after));
+        let cm = json_of(&ns.join(format!("{parent}.agent-{CHILD}")).join("meta.json"));
+        assert_eq!(cm["parent"], parent.as_str());
+        assert_eq!(cm["kept"], true);
+    }
+
+    // Restored: the subagent's file goes back into `<session>/subagents/` (made
+    // again); only the session is given Claude Code's resume command.
+    let said = run(fen_fs().args(["restore", CHILD]).args(args).arg(&store));
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(!said.contains("resume it with"), "{said}");
+    let file = project(&root).join(format!("{PARENT}/subagents/agent-{CHILD}.jsonl"));
+    assert_eq!(std::fs::read(&file).unwrap(), child_transcript);
+    let said = run(fen_fs().args(["restore", PARENT]).args(args).arg(&store));
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(
+        said.contains(&format!("claude --resume {PARENT}")),
+        "{said}"
+    );
 }
 
 /// A peer's kept copies (§12): its subagents show beside its parent there too, their
