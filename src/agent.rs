@@ -46,6 +46,7 @@ agents! {
     Amp = "amp",
     Zed = "zed",
     Warp = "warp",
+    CursorIde = "cursor-ide",
 }
 
 impl Agent {

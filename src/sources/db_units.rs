@@ -133,6 +133,14 @@ impl<R: SessionRows> DbUnits<R> {
         }
     }
 
+    /// Has the next access read the listing again though the database did not change
+    /// (something the rows are read with changed elsewhere: Cursor's workspaces).
+    pub fn invalidate(&self) {
+        if let Some(l) = self.listing.lock().unwrap().as_mut() {
+            l.at = (None, None);
+        }
+    }
+
     /// Re-reads the listing if the database or its WAL changed since.
     fn refresh(&self, slot: &mut Option<Listing>) {
         let at = stamps(&self.db);

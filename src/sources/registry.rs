@@ -4,7 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    amp, claude, codex, copilot, cursor, fen, gemini, goose, openclaw, opencode, pi, warp, zed,
+    amp, claude, codex, copilot, cursor, cursor_ide, fen, gemini, goose, openclaw, opencode, pi,
+    warp, zed,
 };
 use crate::agent::Agent;
 
@@ -24,6 +25,7 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Amp => &amp::kind::Amp,
         Agent::Zed => &zed::kind::Zed,
         Agent::Warp => &warp::kind::Warp,
+        Agent::CursorIde => &cursor_ide::kind::CursorIde,
     }
 }
 

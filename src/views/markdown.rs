@@ -85,11 +85,7 @@ impl MarkdownWriter {
 
     /// Marks each tool call that started one of `subagents` where it is written.
     pub fn with_subagents(mut self, subagents: &[SubagentLink]) -> Self {
-        for l in subagents {
-            if let Some(call) = &l.call_id {
-                self.calls.entry(call.clone()).or_insert_with(|| l.clone());
-            }
-        }
+        self.calls = SubagentCalls::of(subagents).0;
         self
     }
 
@@ -134,12 +130,7 @@ impl MarkdownWriter {
 
     /// The document's head (title line, facts, summaries) and its body.
     fn parts(mut self, facts: &SessionFacts) -> (String, Body) {
-        let mut prefix = String::new();
-        header(&mut prefix, facts);
-        prefix.push_str(&std::mem::take(&mut self.summaries));
-        if !self.messages {
-            prefix.push_str("_(no messages)_\n");
-        }
+        let prefix = document_head(facts, &std::mem::take(&mut self.summaries), self.messages);
         (prefix, self.body)
     }
 
@@ -182,13 +173,49 @@ pub fn head(facts: &SessionFacts) -> String {
     out
 }
 
+/// What comes before the messages: the head, the compaction summaries (each as
+/// `one_message` renders it), and a line saying there are none when `messages` is
+/// false. `fen-fs export --format md` puts the body after it, as this writer does.
+pub fn document_head(facts: &SessionFacts, summaries: &str, messages: bool) -> String {
+    let mut prefix = String::new();
+    header(&mut prefix, facts);
+    prefix.push_str(summaries);
+    if !messages {
+        prefix.push_str("_(no messages)_\n");
+    }
+    prefix
+}
+
 /// One message as the document shows it (a compaction's summary as its quoted block).
 pub fn one_message(m: &Message) -> String {
+    one_message_marked(m, &SubagentCalls::default())
+}
+
+/// The tool calls of a session that started its subagents, by call id: where the
+/// document marks that one ran (`SessionFacts::subagents`).
+#[derive(Debug, Clone, Default)]
+pub struct SubagentCalls(HashMap<String, SubagentLink>);
+
+impl SubagentCalls {
+    pub fn of(subagents: &[SubagentLink]) -> Self {
+        let mut calls = HashMap::new();
+        for l in subagents {
+            if let Some(call) = &l.call_id {
+                calls.entry(call.clone()).or_insert_with(|| l.clone());
+            }
+        }
+        SubagentCalls(calls)
+    }
+}
+
+/// `one_message`, marking below each tool call that started one of `calls`' subagents
+/// that it ran there, as the whole document does.
+pub fn one_message_marked(m: &Message, calls: &SubagentCalls) -> String {
     let mut out = String::new();
     if m.summary {
         summary(&mut out, m);
     } else {
-        message(&mut out, m, &HashMap::new());
+        message(&mut out, m, &calls.0);
     }
     out
 }
