@@ -397,6 +397,7 @@ impl Search {
                     score: f.score,
                     kept: f.session.kept.then_some(true),
                     source_deleted: f.session.kept.then_some(f.session.source_deleted),
+                    parent: f.session.parent.clone(),
                 }
             })
             .collect();

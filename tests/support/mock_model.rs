@@ -266,6 +266,67 @@ pub fn anthropic_message(reply: &str, stream: bool) -> Response {
     ])
 }
 
+/// Anthropic Messages API with any content blocks (`text`, `tool_use`): message `id`,
+/// `stop_reason` (`end_turn`, `tool_use`), streamed when asked (a tool call's input
+/// as one `input_json_delta`).
+pub fn anthropic_blocks(
+    id: &str,
+    blocks: &[serde_json::Value],
+    stop_reason: &str,
+    stream: bool,
+) -> Response {
+    use serde_json::json;
+    let usage = json!({"input_tokens": 10, "output_tokens": 5});
+    if !stream {
+        return Response::json(&json!({
+            "id": id, "type": "message", "role": "assistant", "model": "claude-mock",
+            "content": blocks, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+        }));
+    }
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": "claude-mock",
+            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
+    )];
+    for (i, b) in blocks.iter().enumerate() {
+        if b["type"] == "tool_use" {
+            let start = json!({"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}});
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": i, "content_block": start}),
+            ));
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i, "delta":
+                       {"type": "input_json_delta", "partial_json": b["input"].to_string()}}),
+            ));
+        } else {
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": i,
+                       "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i,
+                       "delta": {"type": "text_delta", "text": b["text"]}}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        ));
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": 5}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    Response::sse(&events)
+}
+
 /// OpenAI Responses API (`POST /v1/responses`), always streamed (Codex streams).
 pub fn openai_response(reply: &str) -> Response {
     use serde_json::json;
