@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    aider, amp, claude, cline, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid,
-    fen, gemini, goose, kilo, openclaw, opencode, pi, qwen, roo, vscode_copilot, warp, zed,
+    aider, amp, claude, cline, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid, fen,
+    gemini, goose, kilo, openclaw, opencode, pi, qwen, roo, vscode_copilot, warp, zed,
 };
 use crate::agent::Agent;
 

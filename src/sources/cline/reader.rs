@@ -673,6 +673,7 @@ impl ForeignReader for ClineReader {
             archived: self.archived,
             parent_id: self.parent_id.clone(),
             resume_rules: None,
+            ..ForeignSummary::default()
         }
     }
 

@@ -170,6 +170,7 @@ impl ForeignReader for ChatReader {
             archived: false,
             parent_id: None,
             resume_rules: Some("best effort".into()),
+            ..ForeignSummary::default()
         }
     }
 
