@@ -605,6 +605,19 @@ fn current_dir() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }
 
+/// What `fen-fs list` says when it found nothing: where it looked, and how to see more.
+fn no_sessions_message(cwd: Option<&str>, host: Option<&str>) -> String {
+    let of_host = host.map(|h| format!(" of {h}")).unwrap_or_default();
+    match cwd {
+        Some(dir) => format!(
+            "no sessions{of_host} in {dir} (`fen-fs list --all` lists every session, `--cwd DIR` another folder's)"
+        ),
+        None => format!(
+            "no sessions{of_host} at all: none in the store, nor in other agents' stores found"
+        ),
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> crate::Result<ExitCode> {
     match cli.command {
@@ -691,6 +704,13 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             let mut list = list::list_among(&store, &all_sources, cwd.as_deref())?;
             if let Some(h) = &host {
                 list.retain(|l| l.host.as_deref() == Some(h.as_str()));
+            }
+            if list.is_empty() && !json {
+                // A header alone reads as a broken listing: say what was looked at
+                // and how to see more (on stderr, as `kubectl get` does; stdout stays
+                // empty for pipes).
+                eprintln!("{}", no_sessions_message(cwd.as_deref(), host.as_deref()));
+                return Ok(ExitCode::SUCCESS);
             }
             let out = if json {
                 listing::render_json(&list)
