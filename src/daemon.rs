@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::mount_table::{self, MountEntry};
 use crate::sources::SessionSource;
 use crate::sources::fen::FenSource;
+use crate::sources::set::SourceSet;
 use crate::store::Store;
 use crate::store::durability::FsyncMode;
 use crate::tree::Tree;
@@ -317,25 +318,24 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             .map_err(|e| Error::io("index thread", &e))?;
         sources.push(foreign);
     }
-    // Other machines' stores (§12), read-only, their caches in this store's.
+    // Other machines' stores (§12), read-only, their caches in this store's; peers
+    // that come or go while the mount runs are followed (`watch_peers`).
+    let mut peer_hosts = Vec::new();
     match crate::sources::peers::peer_sources(&args.peers, &root, true) {
         Ok(peers) => {
             for p in peers {
-                // A peer's kept copies (§11) are indexed as the agents' stores are.
-                if let Some(kept) = p.kept_index().cloned() {
-                    let bg = background.clone();
-                    background
-                        .spawn(
-                            &format!("fen-index-{}@{}", kept.agent().name(), p.host_name()),
-                            move || kept.build_index_with(&bg),
-                        )
-                        .map_err(|e| Error::io("index thread", &e))?;
+                index_kept_copies(&p, &background).map_err(|e| Error::io("index thread", &e))?;
+                if !peer_hosts.iter().any(|h| h == p.host_name()) {
+                    peer_hosts.push(p.host_name().to_string());
                 }
                 sources.push(p as Arc<dyn SessionSource>);
             }
         }
         Err(e) => return fail(&mut ready, e),
     }
+    // One set of sources, which the tree, the search indexer and the usage counter
+    // share: a peer added to it shows everywhere at once.
+    let sources = SourceSet::new(sources);
     // The search index is opened, checked and brought up to date in the background.
     let search = Arc::new(crate::search::Search::open_deferred(
         &root,
@@ -390,7 +390,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let on_end = || unsafe {
         libc::kill(libc::getpid(), libc::SIGUSR1);
     };
-    let mounted = match crate::fuse::mount(tree, &args.mountpoint, &config, on_end) {
+    let mounted = match crate::fuse::mount(tree.clone(), &args.mountpoint, &config, on_end) {
         Ok(m) => m,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
             return fail(&mut ready, stale_mount(&args.mountpoint));
@@ -454,6 +454,17 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
             log::error!("usage thread: {e}");
         }
     }
+    let peers = PeersFollowed {
+        options: args.peers.clone(),
+        root: root.clone(),
+        sources: sources.clone(),
+        tree,
+        search: search.clone(),
+        background: background.clone(),
+    };
+    if let Err(e) = watch_peers(peers, peer_hosts) {
+        log::error!("peers watch thread: {e}");
+    }
     if let Some(mut r) = ready.take() {
         let _ = writeln!(r, "ready");
     }
@@ -477,7 +488,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         );
     }
     // Indexes, so the next mount need not re-read unchanged files.
-    for s in &sources {
+    for s in sources.current().iter() {
         s.persist();
     }
     usage.persist();
@@ -499,6 +510,96 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Error::io("fuse session", &e)),
     }
+}
+
+/// Builds the first index of a peer's kept copies (§11), if it is a source over
+/// them, in the background, as the agents' stores are.
+fn index_kept_copies(
+    p: &crate::sources::peers::PeerSource,
+    background: &Background,
+) -> std::io::Result<()> {
+    if let Some(kept) = p.kept_index().cloned() {
+        let bg = background.clone();
+        background.spawn(
+            &format!("fen-index-{}@{}", kept.agent().name(), p.host_name()),
+            move || kept.build_index_with(&bg),
+        )?;
+    }
+    Ok(())
+}
+
+/// What following the peers folder changes: the shared set of sources, and who must
+/// hear of a change.
+struct PeersFollowed {
+    options: crate::sources::peers::PeerOptions,
+    root: PathBuf,
+    sources: SourceSet,
+    tree: Arc<Tree>,
+    search: Arc<crate::search::Search>,
+    background: Background,
+}
+
+/// Follows the peers folder (§12) while the mount runs: a peer's folder that appears
+/// adds its sources to the set (the tree, search and usage show it at once; the
+/// indexer indexes it now), one that goes takes them out (its names leave the
+/// kernel's caches, its sessions the index). `shown`: the peers shown at mount.
+fn watch_peers(f: PeersFollowed, mut shown: Vec<String>) -> std::io::Result<()> {
+    let dir = f.options.peers_dir();
+    let mut watch = crate::sources::peers_watch::PeersWatch::new(&dir)?;
+    let waker = watch.waker();
+    f.background.on_stop(move || waker.wake());
+    let bg = f.background.clone();
+    bg.spawn("fen-peers", move || {
+        while !f.background.should_stop() {
+            watch.wait();
+            if f.background.should_stop() {
+                break;
+            }
+            let now = watch.names();
+            if now == shown {
+                continue;
+            }
+            let gone: Vec<String> = shown.iter().filter(|h| !now.contains(h)).cloned().collect();
+            let new: Vec<String> = now.iter().filter(|h| !shown.contains(h)).cloned().collect();
+            let removed = f
+                .sources
+                .remove(|s| s.host().is_some_and(|h| gone.iter().any(|g| g == h)));
+            for s in &removed {
+                log::info!(
+                    "peer {} is gone: its sessions leave the mount",
+                    s.host().unwrap_or("?")
+                );
+            }
+            if !new.is_empty() {
+                // The path map as config.toml says it now (a rule for the new peer may
+                // have been written with it).
+                let rules = f.options.rules().unwrap_or_else(|e| {
+                    log::warn!("{}: the peers' paths are not mapped", e.reason);
+                    f.options.maps.clone()
+                });
+                for name in &new {
+                    log::info!("peer {name} arrived in {}: showing it", dir.display());
+                    let made = crate::sources::peers::one_peer_sources(
+                        name,
+                        watch.dir(),
+                        &rules,
+                        &f.root,
+                        true,
+                    );
+                    for p in made {
+                        if let Err(e) = index_kept_copies(&p, &f.background) {
+                            log::warn!("index thread of peer {name}: {e}");
+                        }
+                        f.sources.add(p as Arc<dyn SessionSource>);
+                    }
+                }
+            }
+            shown = now;
+            f.tree.sources_changed(&gone);
+            f.search.sources_changed();
+        }
+    })?;
+    Ok(())
 }
 
 /// What `fen-fs status` says of keeping before the keeper says more.

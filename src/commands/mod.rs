@@ -558,6 +558,13 @@ enum SyncCommand {
         #[arg(long, value_name = "SECS")]
         watch_delay: Option<u32>,
     },
+    /// Remove a peer: its store is no longer received, this store no longer shared
+    /// with it, and its copy under PEERS/NAME is deleted (its sessions stay on that
+    /// machine). A running mount drops its sessions.
+    Remove {
+        /// The peer's name (as given to `sync add`; `sync status` lists them).
+        name: String,
+    },
     /// Each peer: connected, last synced, sessions.
     Status {
         /// One JSON object per peer and line.
@@ -613,7 +620,7 @@ fn no_sessions_message(cwd: Option<&str>, host: Option<&str>) -> String {
             "no sessions{of_host} in {dir} (`fen-fs list --all` lists every session, `--cwd DIR` another folder's)"
         ),
         None => format!(
-            "no sessions{of_host} at all: none in the store, nor in other agents' stores found"
+            "no sessions{of_host} at all (none in the store, in the other agents' stores found, or from peers)"
         ),
     }
 }
@@ -1028,6 +1035,9 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     address.as_deref(),
                     watch_delay,
                 ),
+                SyncCommand::Remove { name } => {
+                    sync::remove(home, &store.root(), &peers_dir, &name)
+                }
                 SyncCommand::Status { json } => sync::status(home, json),
             }
         }
