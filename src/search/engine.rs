@@ -108,6 +108,10 @@ pub struct Engine {
     writer: RwLock<Option<IndexWriter>>,
     /// Bumped whenever what a search sees may have changed.
     generation: AtomicU64,
+    /// The commit searched (its opstamp) and when this process first searched it:
+    /// what a search sees changes only with a commit (a merge rewrites files, not
+    /// what they hold).
+    commit_seen: Mutex<(Option<u64>, std::time::SystemTime)>,
     /// The commit payload as of the reader's last reload.
     stamp: RwLock<Option<Stamp>>,
     /// meta.json's stamp at the last reload (a reader follows another writer).
@@ -132,11 +136,9 @@ impl Engine {
                 .try_into()
                 .map_err(|e| index_error("open a reader", e))?,
         };
-        let stamp = storage
-            .index
-            .load_metas()
-            .ok()
-            .and_then(|m| Stamp::parse(m.payload.as_deref()));
+        let metas = storage.index.load_metas().ok();
+        let opstamp = metas.as_ref().map(|m| m.opstamp);
+        let stamp = metas.and_then(|m| Stamp::parse(m.payload.as_deref()));
         // The writer, made later, cuts text with the analyzer registered now.
         let taken = std::sync::Arc::new(AtomicU64::new(0));
         storage.index.tokenizers().register(
@@ -149,6 +151,7 @@ impl Engine {
             reader,
             writer: RwLock::new(None),
             generation: AtomicU64::new(1),
+            commit_seen: Mutex::new((opstamp, std::time::SystemTime::now())),
             stamp: RwLock::new(stamp),
             meta_seen: Mutex::new(None),
             recheck_at: Mutex::new(None),
@@ -167,6 +170,12 @@ impl Engine {
 
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Since when what a search sees is what it is: when the commit it searches was
+    /// first searched here (the index's opening, or the reload after that commit).
+    pub fn changed_at(&self) -> std::time::SystemTime {
+        self.commit_seen.lock().unwrap().1
     }
 
     pub fn stamp(&self) -> Option<Stamp> {
@@ -198,16 +207,26 @@ impl Engine {
     /// stamp never speaks for another commit than the one searched.
     fn reload(&self) -> Result<()> {
         let mut tries = 0;
-        let stamp = loop {
+        let (stamp, opstamp) = loop {
             let before = self.meta_stat();
             self.reader.reload().map_err(|e| index_error("reload", e))?;
             let metas = self.storage.index.load_metas().ok();
             tries += 1;
             if self.meta_stat() == before || tries == 20 {
-                break metas.and_then(|m| Stamp::parse(m.payload.as_deref()));
+                let opstamp = metas.as_ref().map(|m| m.opstamp);
+                break (
+                    metas.and_then(|m| Stamp::parse(m.payload.as_deref())),
+                    opstamp,
+                );
             }
         };
         *self.stamp.write().unwrap() = stamp;
+        {
+            let mut seen = self.commit_seen.lock().unwrap();
+            if seen.0 != opstamp {
+                *seen = (opstamp, std::time::SystemTime::now());
+            }
+        }
         self.generation.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

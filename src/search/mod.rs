@@ -117,8 +117,10 @@ pub struct Search {
     fields: Fields,
     /// The sources searched; the set can change while a mount runs (§12: peers).
     set: SourceSet,
-    /// `set` as the index files it, as of the set's generation.
+    /// `set` as the index files it, as of the set's generation, and when that
+    /// changed (answers leave out the sessions of sources taken out at once).
     refs: Mutex<(u64, Arc<Vec<SourceRef>>)>,
+    refs_changed: Mutex<std::time::SystemTime>,
     /// Sources taken out of the set while this process ran: their sessions leave the
     /// index at the next pass (answers leave them out at once).
     dropped: Mutex<HashSet<u64>>,
@@ -204,6 +206,7 @@ impl Search {
             fields,
             set,
             refs: Mutex::new(refs),
+            refs_changed: Mutex::new(std::time::UNIX_EPOCH),
             dropped: Mutex::new(HashSet::new()),
             engine: RwLock::new(Arc::new(engine)),
             progress: Mutex::new(None),
@@ -253,6 +256,7 @@ impl Search {
         dropped.extend(refs.1.iter().map(|r| r.src).filter(|s| !now.contains(s)));
         dropped.retain(|s| !now.contains(s));
         *refs = (generation, Arc::new(next));
+        *self.refs_changed.lock().unwrap() = std::time::SystemTime::now();
         refs.1.clone()
     }
 
@@ -449,6 +453,15 @@ impl Search {
             hits,
             building: self.building(),
         })
+    }
+
+    /// Since when the index's answers are what they are (the time of the commit they
+    /// come from, as this process saw it, or of the last change of the sources
+    /// searched): the time of `search/`'s folders and files.
+    pub fn changed_at(&self) -> std::time::SystemTime {
+        self.sources();
+        let sources = *self.refs_changed.lock().unwrap();
+        self.engine().changed_at().max(sources)
     }
 
     /// A mount's query: the folder name `text` as a query with the default limit. The

@@ -974,9 +974,9 @@ impl Tree {
                 Some(self.attr(entry.ino, entry.kind, 0o444, size, SystemTime::UNIX_EPOCH))
             }
             // Likewise `usage/`'s files: a listing counts nothing.
-            Node::UsageFile(_) => Some(Attr {
+            Node::UsageFile(f) => Some(Attr {
                 volatile: true,
-                ..self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::now())
+                ..self.attr(entry.ino, entry.kind, 0o444, 0, self.usage_listed_mtime(f))
             }),
             // Likewise `conversation.md`: its size is known once it is rendered (a
             // pass over the session), which a plain `ls` should not cost.
@@ -1050,11 +1050,14 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
-        if let Ok(Node::RootCtl) = self.node_of(ino)
-            && let Some(search) = &self.search
-        {
-            // A new session: searchable at once, not at the next look at every one.
-            search.sweep_soon();
+        if let Ok(Node::RootCtl) = self.node_of(ino) {
+            // A new session: the root's mtime (and, for a new namespace, its listing)
+            // moved, so its cached attributes go at once; and it is searchable at
+            // once, not at the next look at every one.
+            self.stale.mark(ROOT);
+            if let Some(search) = &self.search {
+                search.sweep_soon();
+            }
         }
         if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
             if let Some(s) = self.sources.current().iter().find(|s| s.writable()) {

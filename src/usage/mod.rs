@@ -302,6 +302,11 @@ impl Usage {
         entries
     }
 
+    /// The time of the newest response counted (milliseconds since the epoch).
+    pub fn newest_response_ms(&self) -> Option<i64> {
+        self.entries().iter().map(|e| e.time_ms).max()
+    }
+
     pub fn report(&self, q: &Query) -> Report {
         report::build(&self.entries(), q)
     }
