@@ -200,9 +200,50 @@ pub trait UsageReader: Send {
     fn follows_appends(&self) -> bool {
         true
     }
-    /// Its state, for a mark; `restore` takes it back on a fresh reader.
+    /// What it keeps between lines (a header's session id and cwd, running totals),
+    /// which a mark saves and a fresh reader of the grown unit takes back to read on
+    /// from it: any borsh value. `None` (the default): each line stands alone.
+    fn state(&mut self) -> Option<&mut dyn SavedState> {
+        None
+    }
+}
+
+impl dyn UsageReader {
+    /// Its state, for a mark.
+    pub fn save(&mut self) -> Vec<u8> {
+        self.state().map_or_else(Vec::new, |s| s.save())
+    }
+
+    /// Takes back, on a fresh reader, what `save` gave (false: bytes it does not
+    /// understand, and the unit is read from its start).
+    pub fn restore(&mut self, bytes: &[u8]) -> bool {
+        match self.state() {
+            Some(s) => s.restore(bytes),
+            None => bytes.is_empty(),
+        }
+    }
+}
+
+/// A reader's state as one borsh value (every type that derives borsh is one).
+pub trait SavedState {
     fn save(&self) -> Vec<u8>;
-    fn restore(&mut self, state: &[u8]) -> bool;
+    fn restore(&mut self, bytes: &[u8]) -> bool;
+}
+
+impl<T: borsh::BorshSerialize + borsh::BorshDeserialize> SavedState for T {
+    fn save(&self) -> Vec<u8> {
+        borsh::to_vec(self).unwrap_or_default()
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> bool {
+        match borsh::from_slice::<T>(bytes) {
+            Ok(v) => {
+                *self = v;
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 /// Runs `line` on each complete line of `bytes` (which starts at `offset`); returns the

@@ -1,6 +1,7 @@
 //! The layering rules of docs/architecture.md, checked on the source:
 //! no import cycle between the crate's top-level modules, `fuser` named only in
-//! `src/fuse/`, `clap` only in `src/main.rs` and `src/commands/`.
+//! `src/fuse/`, `clap` only in `src/main.rs` and `src/commands/`; and that a new
+//! agent is one folder: no code outside `src/sources/<agent>/` names an agent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -196,4 +197,136 @@ fn only_main_and_commands_name_clap() {
         "the check found no use of clap at all: it is not looking"
     );
     assert!(!files_naming("fuser").is_empty(), "no use of fuser found");
+}
+
+/// A file's code before its `#[cfg(test)]` module (the crate's tests sit last in
+/// their files), so that unit tests may name any agent.
+fn without_tests(code: &str) -> &str {
+    code.find("#[cfg(test)]").map_or(code, |i| &code[..i])
+}
+
+/// The module an agent's code lives in (`cursor-ide` → `cursor_ide`).
+fn module_of(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// Whether `rel` (relative to src/) is one agent's own place: `sources/<m>.rs`,
+/// `sources/<m>/…`, or a module of its beside them (`sources/<m>_store.rs`, …).
+fn agents_own_place(rel: &str) -> bool {
+    let Some(rest) = rel.strip_prefix("sources/") else {
+        return false;
+    };
+    let top = rest.split('/').next().unwrap().trim_end_matches(".rs");
+    fen_fs::agent::Agent::ALL.iter().any(|a| {
+        let m = module_of(a.name());
+        top == m || top.starts_with(&format!("{m}_"))
+    })
+}
+
+/// Where code outside an agent's folder may still name one agent, and why: the list
+/// is the seam's whole exception.
+const MAY_NAME_AN_AGENT: &[(&str, &str)] = &[
+    ("agent.rs", "declares each agent and its name"),
+    ("sources/registry.rs", "lists each agent's kind"),
+    // fen-fs writes sessions for these agents (SPEC §10): the writers, their
+    // dispatch and the conversion's rules are about the target agents by name.
+    (
+        "resume/mod.rs",
+        "resume --in: the targets and their writers",
+    ),
+    (
+        "resume/convert.rs",
+        "the conversion's rules per source and target",
+    ),
+    ("resume/claude.rs", "the writer of Claude Code sessions"),
+    ("resume/codex.rs", "the writer of Codex sessions"),
+    ("resume/pi.rs", "the writer of pi sessions"),
+    ("resume/fen.rs", "the writer of fen sessions"),
+];
+
+/// Names that are something else where they stand: (file, what it names).
+const NOT_THE_AGENT: &[(&str, &str)] = &[
+    // LiteLLM's provider `gemini` (Google's models), not Gemini CLI.
+    ("usage/prices.rs", "\"gemini\""),
+];
+
+/// What names agent `name` (variant `variant`) in `code`: `Agent::Variant`, a path
+/// into its module (`sources::m::`, `super::m::`, `sources::{…, m, …}`), or its name
+/// as a string literal.
+fn names_agent(code: &str, name: &str, variant: &str) -> Option<String> {
+    let word_end = |s: &str| !s.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    let word_start = |before: &str| !before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+    let m = module_of(name);
+    let variant_pat = format!("Agent::{variant}");
+    for (i, _) in code.match_indices(&variant_pat) {
+        if word_start(&code[..i]) && word_end(&code[i + variant_pat.len()..]) {
+            return Some(variant_pat);
+        }
+    }
+    for prefix in ["sources::", "super::"] {
+        for (i, _) in code.match_indices(prefix) {
+            let rest = &code[i + prefix.len()..];
+            let items: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+                None => vec![rest],
+            };
+            for item in items {
+                let module: String = item
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if module == m || module.starts_with(&format!("{m}_")) {
+                    return Some(format!("{prefix}{module}"));
+                }
+            }
+        }
+    }
+    let literal = format!("\"{name}\"");
+    code.contains(&literal).then_some(literal)
+}
+
+#[test]
+fn a_new_agent_is_one_folder() {
+    let mut found = Vec::new();
+    for (rel, code) in sources() {
+        if agents_own_place(&rel) || MAY_NAME_AN_AGENT.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        let code = without_tests(&code);
+        for a in fen_fs::agent::Agent::ALL {
+            if a == fen_fs::agent::Agent::Fen {
+                // fen is the writable store: fen-specific code names it anywhere.
+                continue;
+            }
+            if let Some(how) = names_agent(code, a.name(), &format!("{a:?}"))
+                && !NOT_THE_AGENT.contains(&(rel.as_str(), how.as_str()))
+            {
+                found.push(format!("{rel}: {how}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "code outside an agent's folder (src/sources/<agent>/) names that agent; ask its \
+         kind (src/sources/kind.rs) instead, or say in MAY_NAME_AN_AGENT why not: {found:#?}"
+    );
+}
+
+#[test]
+fn the_seam_check_sees_agents_named() {
+    let named = |code: &str| names_agent(code, "cursor-ide", "CursorIde");
+    assert!(named("if a == Agent::CursorIde {").is_some());
+    assert!(named("Agent::CursorIdeX").is_none());
+    assert!(named("crate::sources::cursor_ide::read(x)").is_some());
+    assert!(named("use super::{pi, cursor_ide};").is_some());
+    assert!(named("super::cursor_ide_store::X").is_some());
+    assert!(named("let k = \"cursor-ide\";").is_some());
+    assert!(named("crate::sources::registry::kind(agent)").is_none());
+    assert!(agents_own_place("sources/claude/kind.rs"));
+    assert!(agents_own_place("sources/cursor_store/reader.rs"));
+    assert!(!agents_own_place("sources/foreign_source/usage.rs"));
+    assert!(without_tests("a\n#[cfg(test)]\nAgent::Claude").ends_with("a\n"));
 }

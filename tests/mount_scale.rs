@@ -108,13 +108,15 @@ fn transcripts_are_read_as_the_files_are_and_by_the_kernel_where_it_can() {
 
     // One handle held open (`tail -f`), the agent appends: the size is true, the next
     // read and the follower see the new line.
+    // From the byte after the present end, so whenever tail starts (a loaded machine
+    // may start it after the append) it follows from the same place.
+    let from = format!("+{}", std::fs::metadata(&transcript).unwrap().len() + 1);
     let mut tail = std::process::Command::new("tail")
-        .args(["-c", "0", "-f", "-s", "0.1"])
+        .args(["-c", &from, "-f", "-s", "0.1"])
         .arg(&transcript)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
     let line = serde_json::json!({
         "type": "user", "uuid": "new", "parentUuid": "00000000-0000-4000-8000-000000000000",
         "sessionId": ID, "cwd": "/w", "timestamp": "2025-07-01T11:00:00.000Z",
@@ -132,7 +134,7 @@ fn transcripts_are_read_as_the_files_are_and_by_the_kernel_where_it_can() {
     );
     let mut seen = Vec::new();
     let mut out = tail.stdout.take().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let mut buf = [0u8; 4096];
     while !String::from_utf8_lossy(&seen).contains("appended by the agent")
         && std::time::Instant::now() < deadline

@@ -208,13 +208,16 @@ fn appends_interleaved_with_reads_are_always_current() {
     interleaved(&m, 250, 25, Duration::from_secs(60));
 }
 
-/// (3, full size) 2,000 appends interleaved with reads, a shell every 100th.
+/// (3, full size) 2,000 appends interleaved with reads, a shell every 100th. What it
+/// checks is that every read sees every append; the bound only catches a hang or a
+/// cost that grows with the session (here: 10 s idle, 25-35 s beside a build on both
+/// cores). How fast appends and reads are is the benchmark's (rows 1, 4b, 5, 15).
 #[test]
 fn two_thousand_appends_interleaved_with_reads() {
     let Some(m) = support::Mount::new("two_thousand_appends_interleaved_with_reads") else {
         return;
     };
-    interleaved(&m, 2000, 100, Duration::from_secs(20));
+    interleaved(&m, 2000, 100, Duration::from_secs(180));
 }
 
 fn interleaved(m: &support::Mount, n: usize, shell_every: usize, budget: Duration) {
@@ -295,6 +298,15 @@ fn interleaved(m: &support::Mount, n: usize, shell_every: usize, budget: Duratio
     let elapsed = started.elapsed();
     eprintln!("{n} appends with reads took {elapsed:?}");
     assert!(elapsed < budget, "{n} appends took {elapsed:?}");
+}
+
+/// Polls `done` every 20 ms until it holds or `limit` has passed (then the caller's
+/// assertions say what is missing).
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn newline_count(bytes: &[u8]) -> usize {
@@ -513,13 +525,29 @@ fn tail_follows_the_transcript() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // What tail prints, gathered as it comes.
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut stdout = tail.stdout.take().unwrap();
+    let gather = {
+        let printed = printed.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                printed.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let has = |what: &str| String::from_utf8_lossy(&printed.lock().unwrap()).contains(what);
+    wait_until(Duration::from_secs(60), || has("before tail"));
     for i in 0..3 {
         ctl_ok(
             &s,
             &format!(r#"{{"role":"user","content":"after tail {i}"}}"#),
         );
-        std::thread::sleep(Duration::from_millis(300));
+        wait_until(Duration::from_secs(60), || has(&format!("after tail {i}")));
     }
     // A line an agent appends to the store directly (a custom entry) shows up too.
     let mut f = std::fs::OpenOptions::new()
@@ -529,10 +557,11 @@ fn tail_follows_the_transcript() {
     f.write_all(b"{\"type\":\"bash\",\"output\":\"written directly\"}\n")
         .unwrap();
     drop(f);
-    std::thread::sleep(Duration::from_millis(2000));
+    wait_until(Duration::from_secs(60), || has("written directly"));
     tail.kill().unwrap();
     let out = tail.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    gather.join().unwrap();
+    let text = String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
     assert!(text.contains("before tail"), "{text}");
     for i in 0..3 {
         assert!(

@@ -22,7 +22,11 @@ pub struct Args {
 /// `KIND` of `--keep-agent` (any agent fen-fs reads but fen itself).
 pub fn parse_agent(s: &str) -> Result<Agent, String> {
     Agent::from_kind(s).ok_or_else(|| {
-        "one of pi, claude, codex, opencode, gemini, copilot, cursor, openclaw".into()
+        let kinds: Vec<&str> = (Agent::ALL.iter())
+            .filter(|a| **a != Agent::Fen)
+            .map(|a| a.name())
+            .collect();
+        format!("one of {}", kinds.join(", "))
     })
 }
 

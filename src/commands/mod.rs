@@ -89,8 +89,9 @@ fn parse_view(s: &str) -> Result<ViewKind, String> {
 /// Which other agents' stores to show (`mount`, `list`, `show`).
 #[derive(clap::Args, Debug, Clone, Default)]
 struct SourceArgs {
-    /// Show KIND's sessions from DIR (KIND: pi, claude, codex, gemini, copilot, cursor,
-    /// openclaw); repeatable; replaces the detected root of that agent.
+    /// Show KIND's sessions from DIR (KIND: an agent's name, e.g. claude, codex, pi,
+    /// gemini; a wrong one lists them all); repeatable; replaces the detected root of
+    /// that agent.
     #[arg(long = "source", value_name = "KIND=DIR", value_parser = agents::parse_source)]
     sources: Vec<AgentRoot>,
     /// Do not look for other agents' stores ($PI_CODING_AGENT_DIR or ~/.pi/agent,

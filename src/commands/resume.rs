@@ -35,11 +35,7 @@ pub struct Args {
 /// agent's own (its variable, else its folder in the home folder) unless detection is
 /// off. It must exist: fen-fs creates only the session's own folders inside it.
 fn target_root(agent: Agent, foreign: &ForeignOptions) -> Result<PathBuf> {
-    let variable = match agent {
-        Agent::Claude => "$CLAUDE_CONFIG_DIR, else ~/.claude",
-        Agent::Codex => "$CODEX_HOME, else ~/.codex",
-        _ => "$PI_CODING_AGENT_DIR, else ~/.pi/agent",
-    };
+    let variable = crate::sources::registry::kind(agent).root_hint();
     let (root, given) = match foreign.explicit.iter().rev().find(|r| r.agent == agent) {
         Some(AgentRoot { root, .. }) => (root.clone(), true),
         None if foreign.detect => (

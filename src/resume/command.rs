@@ -20,15 +20,10 @@ impl ResumeCommand {
     /// `agent`'s own resume command for session `id`, or `None` for an agent fen-fs
     /// knows no such command of (and for fen, whose sessions go on through `ctl`).
     pub fn of(agent: Agent, id: &str, cwd: Option<&str>) -> Option<ResumeCommand> {
-        let (program, args): (&str, Vec<&str>) = match agent {
-            Agent::Claude => ("claude", vec!["--resume", id]),
-            Agent::Codex => ("codex", vec!["resume", id]),
-            Agent::Pi => ("pi", vec!["--session", id]),
-            _ => return None,
-        };
+        let own = crate::sources::registry::kind(agent).resume_command(id)?;
         Some(ResumeCommand {
-            program: program.into(),
-            args: args.into_iter().map(String::from).collect(),
+            program: own.program.into(),
+            args: own.args,
             cwd: cwd.map(String::from),
         })
     }

@@ -49,13 +49,7 @@ pub fn parse_target(s: &str) -> std::result::Result<Agent, String> {
 
 /// How people call each agent.
 pub fn display_name(agent: Agent) -> &'static str {
-    match agent {
-        Agent::Claude => "Claude Code",
-        Agent::Codex => "Codex",
-        Agent::Pi => "pi",
-        Agent::Fen => "fen",
-        other => other.name(),
-    }
+    crate::sources::registry::kind(agent).display_name()
 }
 
 /// Where the new session goes.

@@ -8,9 +8,10 @@
 //! (`chain.rs`), so an append only parses and walks the new lines.
 
 mod chain;
+pub mod kind;
 mod neutral;
 pub mod usage;
-pub use neutral::{content_parts, is_injected_text, to_neutral};
+pub use neutral::{is_injected_text, to_neutral};
 
 use crate::json::strict::{valid_array_items, valid_object_fields};
 use crate::json::{RawObject, offset_in};

@@ -2,6 +2,7 @@
 //! following codex-cli 0.169 / openai/codex@4e7399c6b987 (AGENT-FORMATS.md section 2):
 //! which lines deserialize, how the resumed history is rebuilt, and what the picker lists.
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;

@@ -2,6 +2,9 @@
 //! several formats use (a string or text blocks, data URLs, JSON as readable text).
 //! Each agent's own shapes stay in its module (`claude/neutral.rs`, ...).
 
+pub mod anthropic;
+pub mod openai;
+
 use crate::neutral::{Part, Role};
 use serde_json::Value;
 
@@ -67,7 +70,7 @@ pub fn parse_message(bytes: &[u8]) -> Option<Value> {
         return Some(v);
     }
     let text = String::from_utf8_lossy(bytes);
-    serde_json::from_str(&super::pi::replace_surrogate_escapes(&text)).ok()
+    serde_json::from_str(&super::json_text::replace_surrogate_escapes(&text)).ok()
 }
 
 /// Whether a message is made of text parts only, each passing `test` (and at least one).

@@ -18,6 +18,7 @@
 //! not resumable. Lines of NUL bytes left by a crash are skipped, as Copilot does
 //! since 1.0.57.
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;

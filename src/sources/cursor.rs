@@ -15,6 +15,7 @@
 //! found by [`transcript_path`] is its `transcript.jsonl`. The `store.db` reader is
 //! not this module's.
 
+pub mod kind;
 mod neutral;
 pub use neutral::to_neutral;
 

@@ -149,14 +149,11 @@ pub fn save_borsh<T: borsh::BorshSerialize>(state: &T) -> Option<Vec<u8>> {
 
 /// `restore_state` for a reader whose state is one borsh value: the whole of `bytes`
 /// must be one value of `T`.
-pub fn restore_borsh<T: borsh::BorshDeserialize>(into: &mut T, bytes: &[u8]) -> bool {
-    match borsh::from_slice::<T>(bytes) {
-        Ok(v) => {
-            *into = v;
-            true
-        }
-        Err(_) => false,
-    }
+pub fn restore_borsh<T: borsh::BorshSerialize + borsh::BorshDeserialize>(
+    into: &mut T,
+    bytes: &[u8],
+) -> bool {
+    crate::usage_record::SavedState::restore(into, bytes)
 }
 
 /// One message a reader found: its JSON object as pieces, and what the file says of

@@ -14,6 +14,7 @@
 //! record the agent rewrites in place: it is parsed whole, its pieces re-emitted
 //! without the pretty-printing's whitespace.
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::to_neutral;

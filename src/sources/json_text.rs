@@ -202,6 +202,34 @@ impl ObjectWriter {
     }
 }
 
+/// Rewrites `\uD800`-style escapes to `\uFFFD` (same length, so offsets hold).
+pub fn replace_surrogate_escapes(t: &str) -> String {
+    let b = t.as_bytes();
+    let mut out = String::with_capacity(t.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() {
+            if b[i + 1] == b'u' && i + 6 <= b.len() {
+                let hex = &t[i + 2..i + 6];
+                if let Ok(n) = u16::from_str_radix(hex, 16)
+                    && (0xD800..=0xDFFF).contains(&n)
+                {
+                    out.push_str("\\uFFFD");
+                    i += 6;
+                    continue;
+                }
+            }
+            out.push_str(&t[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        let ch = t[i..].chars().next().unwrap_or('\u{FFFD}');
+        out.push(ch);
+        i += ch.len_utf8().max(1);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 //! where the files are (`agents/<agent>/sessions/`) and which of them are sessions
 //! (OCL `src/config/sessions/artifacts.ts`, `isPrimarySessionTranscriptFileName`).
 
+pub mod kind;
+
 /// OpenClaw's messages are pi's AgentMessages: pi's conversion.
 pub use super::pi::to_neutral;
 

@@ -17,6 +17,7 @@
 //! last read from it.
 
 mod db;
+pub mod kind;
 mod neutral;
 mod reader;
 mod storage;

@@ -7,6 +7,7 @@
 //! duplicate keys: last wins) and reads the file as lossily decoded UTF-8; the quirks
 //! that make pi throw or start over are mapped to `resumable: false`.
 
+pub mod kind;
 mod neutral;
 pub mod usage;
 pub use neutral::{to_neutral, vendor_of};
@@ -17,7 +18,7 @@ use crate::sources::foreign::{
     Piece,
 };
 use crate::sources::growth::{KeptCell, Resumed};
-use crate::sources::json_text::is_js_ws;
+use crate::sources::json_text::{is_js_ws, replace_surrogate_escapes};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -610,34 +611,6 @@ fn js_str(v: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<String>(&replace_surrogate_escapes(t))
         .ok()
         .map(Cow::Owned)
-}
-
-/// Rewrites `\uD800`-style escapes to `\uFFFD` (same length, so offsets hold).
-pub(crate) fn replace_surrogate_escapes(t: &str) -> String {
-    let b = t.as_bytes();
-    let mut out = String::with_capacity(t.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 1 < b.len() {
-            if b[i + 1] == b'u' && i + 6 <= b.len() {
-                let hex = &t[i + 2..i + 6];
-                if let Ok(n) = u16::from_str_radix(hex, 16)
-                    && (0xD800..=0xDFFF).contains(&n)
-                {
-                    out.push_str("\\uFFFD");
-                    i += 6;
-                    continue;
-                }
-            }
-            out.push_str(&t[i..i + 2]);
-            i += 2;
-            continue;
-        }
-        let ch = t[i..].chars().next().unwrap_or('\u{FFFD}');
-        out.push(ch);
-        i += ch.len_utf8().max(1);
-    }
-    out
 }
 
 fn js_trim(s: &str) -> &str {

@@ -13,17 +13,8 @@ pub const DAYS: usize = 30;
 const SIZE: (u32, u32) = (960, 440);
 
 fn colour(agent: Agent) -> RGBColor {
-    match agent {
-        Agent::Claude => RGBColor(0xd9, 0x77, 0x57),
-        Agent::Codex => RGBColor(0x10, 0xa3, 0x7f),
-        Agent::Gemini => RGBColor(0x42, 0x85, 0xf4),
-        Agent::Pi => RGBColor(0x8e, 0x44, 0xad),
-        Agent::Opencode => RGBColor(0x34, 0x49, 0x5e),
-        Agent::Copilot => RGBColor(0x6e, 0x76, 0x81),
-        Agent::Openclaw => RGBColor(0xe6, 0x7e, 0x22),
-        Agent::Cursor => RGBColor(0x1a, 0xbc, 0x9c),
-        Agent::Fen => RGBColor(0x2c, 0x3e, 0x50),
-    }
+    let (r, g, b) = crate::sources::registry::kind(agent).colour();
+    RGBColor(r, g, b)
 }
 
 /// The chart of `entries` for the 30 days ending `today` (in `zone`).

@@ -16,8 +16,8 @@ pub struct Args {
     /// leave out for every project.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Only sessions of this agent: fen, pi, claude, codex, opencode, gemini, copilot,
-    /// cursor or openclaw.
+    /// Only sessions of this agent, by the name sessions give as their `agent` (fen,
+    /// claude, codex, pi, gemini, ...; an unknown name's error lists them all).
     #[serde(default)]
     pub agent: Option<String>,
     /// Only sessions recorded on this machine: this one's name, or another machine's

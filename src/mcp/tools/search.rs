@@ -16,8 +16,8 @@ pub struct Args {
     /// matter; no stemming: `test` does not find `tests`, `test*` does), "a phrase" in
     /// double quotes, -word to leave out messages with it, word* for a prefix.
     pub query: String,
-    /// Only sessions of this agent: fen, pi, claude, codex, opencode, gemini, copilot,
-    /// cursor or openclaw.
+    /// Only sessions of this agent, by the name sessions give as their `agent` (fen,
+    /// claude, codex, pi, gemini, ...; an unknown name's error lists them all).
     #[serde(default)]
     pub agent: Option<String>,
     /// Only sessions started in this directory (an absolute path, e.g. the project's).

@@ -66,8 +66,8 @@ pub struct Args {
     /// The last day counted, inclusive: 2026-11-30 (or 20261130).
     #[serde(default)]
     pub until: Option<String>,
-    /// Only this agent's usage: claude, codex, gemini, pi, opencode, copilot,
-    /// openclaw (fen and cursor record no tokens).
+    /// Only this agent's usage, by its name (claude, codex, gemini, pi, ...; an
+    /// unknown name's error lists them all; some agents record no tokens).
     #[serde(default)]
     pub agent: Option<String>,
     /// Only the sessions started in this directory (an absolute path, e.g. the

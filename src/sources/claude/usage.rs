@@ -190,12 +190,4 @@ impl UsageReader for ClaudeUsage {
             self.line(at, line, out)
         })
     }
-
-    fn save(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore(&mut self, state: &[u8]) -> bool {
-        state.is_empty()
-    }
 }

@@ -10,8 +10,8 @@
 //!   its parent's lines with their times, and those count once.
 
 use crate::usage_record::{
-    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
-    parse_time_ms, raw_str,
+    Needle, SavedState, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line,
+    field_count, key_of, parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -243,18 +243,8 @@ impl UsageReader for CodexUsage {
         each_line(offset, bytes, |at, line| self.line(at, line, out))
     }
 
-    fn save(&self) -> Vec<u8> {
-        borsh::to_vec(&self.state).unwrap_or_default()
-    }
-
-    fn restore(&mut self, state: &[u8]) -> bool {
-        match borsh::from_slice::<State>(state) {
-            Ok(s) => {
-                self.state = s;
-                self.shared = None;
-                true
-            }
-            Err(_) => false,
-        }
+    /// Restored on a fresh reader, whose `shared` is still to be made from it.
+    fn state(&mut self) -> Option<&mut dyn SavedState> {
+        Some(&mut self.state)
     }
 }

@@ -5,8 +5,8 @@
 //! model and is not counted). One record per run and model, at the event's time.
 
 use crate::usage_record::{
-    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line, field_count, key_of,
-    parse_time_ms, raw_str,
+    Needle, SavedState, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line,
+    field_count, key_of, parse_time_ms, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -178,17 +178,7 @@ impl UsageReader for CopilotUsage {
         each_line(offset, bytes, |at, line| self.line(at, line, out))
     }
 
-    fn save(&self) -> Vec<u8> {
-        borsh::to_vec(&self.state).unwrap_or_default()
-    }
-
-    fn restore(&mut self, state: &[u8]) -> bool {
-        match borsh::from_slice::<State>(state) {
-            Ok(s) => {
-                self.state = s;
-                true
-            }
-            Err(_) => false,
-        }
+    fn state(&mut self) -> Option<&mut dyn SavedState> {
+        Some(&mut self.state)
     }
 }

@@ -5,6 +5,7 @@
 pub mod catalog;
 mod messages;
 pub use messages::session_messages;
+pub mod kind;
 pub mod neutral;
 
 use super::foreign::Agent;

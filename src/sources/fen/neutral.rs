@@ -11,7 +11,7 @@
 //!   message's JSON as text.
 
 use crate::neutral::{Message, Part, Role};
-use crate::sources::convert::{image_from_url, parse_arguments, role_of, str_field, text_of};
+use crate::sources::convert::{anthropic, openai, role_of, str_field};
 use serde_json::Value;
 
 /// The first line of §3's synthetic summary message.
@@ -83,7 +83,7 @@ pub fn to_neutral(v: &Value) -> Option<Message> {
         return super::super::pi::to_neutral(v);
     }
     if obj.contains_key("tool_calls") || (role == "tool" && obj.contains_key("tool_call_id")) {
-        return Some(openai_chat(v));
+        return Some(openai::chat_message(v));
     }
     if has(CODEX_ITEMS) {
         return super::super::codex::to_neutral(v).map(|mut m| {
@@ -98,79 +98,13 @@ pub fn to_neutral(v: &Value) -> Option<Message> {
     if has(ANTHROPIC_BLOCKS) || image_source {
         return Some(Message::new(
             role_of(role),
-            super::super::claude::content_parts(content.unwrap_or(&Value::Null)),
+            anthropic::content_parts(content.unwrap_or(&Value::Null)),
         ));
     }
-    Some(Message::new(role_of(role), plain_parts(v, content)))
-}
-
-/// `content` as text: a string; blocks' texts (`image_url` blocks as images);
-/// otherwise the whole message as JSON.
-fn plain_parts(v: &Value, content: Option<&Value>) -> Vec<Part> {
-    match content {
-        Some(Value::String(s)) => vec![Part::Text { text: s.clone() }],
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|b| !b.is_null())
-            .map(|b| match b {
-                Value::String(s) => Part::Text { text: s.clone() },
-                _ if str_field(b, "type") == Some("image_url") => {
-                    let url = b
-                        .get("image_url")
-                        .and_then(|u| u.get("url").or(Some(u)))
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    image_from_url(url)
-                }
-                _ => match b.get("text") {
-                    Some(t) => Part::Text { text: text_of(t) },
-                    None => Part::Text {
-                        text: b.to_string(),
-                    },
-                },
-            })
-            .collect(),
-        Some(Value::Null) => Vec::new(),
-        _ => vec![Part::Text {
-            text: v.to_string(),
-        }],
-    }
-}
-
-/// An OpenAI chat message: text content, `tool_calls` (arguments a JSON string), or a
-/// `tool` message answering `tool_call_id`.
-fn openai_chat(v: &Value) -> Message {
-    let role = str_field(v, "role").unwrap_or("");
-    let content = v.get("content");
-    if role == "tool" {
-        return Message::new(
-            Role::Tool,
-            vec![Part::ToolResult {
-                call_id: v.get("tool_call_id").map(text_of).unwrap_or_default(),
-                name: str_field(v, "name").map(str::to_string),
-                content: plain_parts(v, content),
-                is_error: false,
-            }],
-        );
-    }
-    let mut parts = match content {
-        None | Some(Value::Null) => Vec::new(),
-        c => plain_parts(v, c),
-    };
-    if let Some(Value::Array(calls)) = v.get("tool_calls") {
-        for c in calls {
-            let f = c.get("function").unwrap_or(&Value::Null);
-            parts.push(Part::ToolCall {
-                id: c.get("id").map(text_of).unwrap_or_default(),
-                name: f.get("name").map(text_of).unwrap_or_default(),
-                input: f
-                    .get("arguments")
-                    .map(parse_arguments)
-                    .unwrap_or(Value::Null),
-            });
-        }
-    }
-    Message::new(role_of(role), parts)
+    Some(Message::new(
+        role_of(role),
+        openai::content_parts(v, content),
+    ))
 }
 
 #[cfg(test)]

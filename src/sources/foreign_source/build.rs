@@ -6,10 +6,10 @@ use super::conversations::{Conversation, tokens_in};
 use super::index::{FileEntry, Index};
 use super::readers::Keep;
 use super::{ForeignSource, PERSIST_MIN, UNKNOWN_CWD_NAMESPACE, file_stamp, read_whole};
-use crate::agent::Agent;
 use crate::error::Result;
 use crate::sources::agents;
 use crate::sources::foreign::ConversationUpdate;
+use crate::sources::registry::kind;
 use crate::store::index::{FileStamp, content_check};
 use crate::store::naming;
 use std::collections::{BTreeMap, HashMap};
@@ -216,8 +216,9 @@ impl ForeignSource {
                     idx.dirty.extend(namespaces);
                 }
             }
-            let renames_changed = self.agent == Agent::Codex
-                && file_stamp(&agents::codex_session_index(&self.root)) != idx.renames_stamp;
+            let renames_changed = kind(self.agent)
+                .renames_file(&self.root)
+                .is_some_and(|f| file_stamp(&f) != idx.renames_stamp);
             // Units see their own changes (a stat of the database files per access).
             let units_changed = self.units.as_ref().is_some_and(|u| u.source().changed());
             if !changed && !renames_changed && !units_changed {
@@ -290,17 +291,17 @@ impl ForeignSource {
     }
 
     pub(super) fn refresh_renames(&self, idx: &mut Index) {
-        if self.agent != Agent::Codex {
+        let k = kind(self.agent);
+        let Some(path) = k.renames_file(&self.root) else {
             return;
-        }
-        let path = agents::codex_session_index(&self.root);
+        };
         let stamp = file_stamp(&path);
         if stamp == idx.renames_stamp {
             return;
         }
         idx.renames_stamp = stamp;
         idx.renames = match read_whole(&path) {
-            Ok(bytes) => crate::sources::codex::CodexReader::read_session_index(&bytes),
+            Ok(bytes) => k.read_renames(&bytes),
             Err(_) => HashMap::new(),
         };
         idx.generation += 1;

@@ -183,8 +183,11 @@ impl ForeignSource {
             .insert(dir.clone(), path.clone());
         idx.dir_of.insert(path, (ns, dir));
         if let Some(cwd) = &e.summary.cwd {
-            // A candidate for placing Cursor stores, which name their cwd by MD5 only.
-            crate::sources::cursor_store::note_cwd(cwd);
+            // A candidate for placing sessions whose store names their cwd by a hash
+            // only (Cursor's `store.db`).
+            for k in crate::sources::registry::foreign() {
+                k.note_cwd(cwd);
+            }
         }
         idx.generation += 1;
     }

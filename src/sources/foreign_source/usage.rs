@@ -8,6 +8,7 @@ use super::ForeignSource;
 use crate::error::{Error, Result};
 use crate::sources::MessageMark;
 use crate::sources::agents;
+use crate::sources::registry::kind;
 use crate::usage_record::{UnitFacts, UnitUsage, UsageLedger, UsageMark, UsageOut, UsageUnit};
 use std::path::{Path, PathBuf};
 
@@ -121,7 +122,7 @@ impl ForeignSource {
     }
 
     /// What `path` says of itself before it is read. A kept copy says what its source
-    /// said (its name, and Gemini's project folder as its record kept it).
+    /// said (its name, and the cwd its place gave, as its record kept it).
     fn usage_facts(&self, path: &Path) -> UnitFacts {
         if let Some(f) = self.kept_facts(path) {
             return UnitFacts {
@@ -131,24 +132,15 @@ impl ForeignSource {
                     .source
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned()),
-                cwd: match self.agent {
-                    crate::agent::Agent::Gemini => f.record.facts.cwd.clone(),
-                    _ => None,
-                },
+                cwd: kind(self.agent)
+                    .usage_cwd_from_place()
+                    .then(|| f.record.facts.cwd.clone())
+                    .flatten(),
                 host: f.host.clone(),
             };
         }
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-        let cwd = match self.agent {
-            // A chat's project folder is its cwd (a subagent's chat sits one deeper).
-            crate::agent::Agent::Gemini => path
-                .ancestors()
-                .find(|a| a.file_name().is_some_and(|n| n == "chats"))
-                .and_then(|chats| {
-                    crate::sources::gemini::project_cwd(&self.root, &chats.join("chat"))
-                }),
-            _ => None,
-        };
+        let cwd = kind(self.agent).usage_cwd(&self.root, path);
         UnitFacts {
             agent: self.agent,
             session: stem,

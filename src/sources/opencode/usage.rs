@@ -153,12 +153,4 @@ impl UsageReader for OpencodeUsage {
     fn follows_appends(&self) -> bool {
         false
     }
-
-    fn save(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn restore(&mut self, _state: &[u8]) -> bool {
-        false
-    }
 }

@@ -5,8 +5,8 @@
 //! once (ccusage 20.0.24 does not de-duplicate pi's entries and counts a copy twice).
 
 use crate::usage_record::{
-    Needle, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line_holding, field_count,
-    key_of, parse_time_ms, raw_number, raw_str,
+    Needle, SavedState, Tokens, UnitFacts, UsageOut, UsageReader, UsageRecord, each_line_holding,
+    field_count, key_of, parse_time_ms, raw_number, raw_str,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -170,17 +170,7 @@ impl UsageReader for PiUsage {
             )
     }
 
-    fn save(&self) -> Vec<u8> {
-        borsh::to_vec(&self.state).unwrap_or_default()
-    }
-
-    fn restore(&mut self, state: &[u8]) -> bool {
-        match borsh::from_slice::<State>(state) {
-            Ok(s) => {
-                self.state = s;
-                true
-            }
-            Err(_) => false,
-        }
+    fn state(&mut self) -> Option<&mut dyn SavedState> {
+        Some(&mut self.state)
     }
 }
