@@ -762,6 +762,9 @@ impl Search {
             // document, and a search until then sees the last commit.
             engine.commit(&self.stamp_now(engine, progress))?;
             engine.trim();
+            // What the last batches wrote (and merged) is checked again as soon as it
+            // may be: readers stop reading it whole during a long build too.
+            engine.upkeep();
             if first || background {
                 *self.progress.lock().unwrap() = Some(progress);
             }
@@ -965,11 +968,20 @@ impl Search {
         let mut last_write = Instant::now();
         let mut sweep_at = Instant::now() + SWEEP;
         let mut touch_after = Instant::now();
+        // When files a reader checks whole are old enough for the writer to check
+        // them again (then readers trust them by their stamps): a wake-up of its own.
+        let upkeep_due = |engine: &Engine| {
+            engine
+                .upkeep_at()
+                .and_then(|at| at.duration_since(std::time::SystemTime::now()).ok())
+                .map(|left| Instant::now() + left)
+        };
+        let mut upkeep_at = upkeep_due(&engine);
         loop {
             // Wait for touched sessions (no sooner than `touch_after`: a burst of
-            // appends is indexed a few times a second, not once per append) or the
-            // next sweep.
-            let touched = {
+            // appends is indexed a few times a second, not once per append), the next
+            // sweep, or the upkeep's time.
+            let next = {
                 let mut p = self.pending.lock().unwrap();
                 loop {
                     if self.bg.should_stop() {
@@ -977,19 +989,31 @@ impl Search {
                     }
                     let now = Instant::now();
                     if !p.touched.is_empty() && now >= touch_after {
-                        break true;
+                        break Next::Touched;
                     }
                     if now >= sweep_at || p.sweep {
                         p.sweep = false;
-                        break false;
+                        break Next::Sweep;
+                    }
+                    if upkeep_at.is_some_and(|at| now >= at) {
+                        break Next::Upkeep;
                     }
                     let mut until = sweep_at - now;
                     if !p.touched.is_empty() {
                         until = until.min(touch_after - now);
                     }
+                    if let Some(at) = upkeep_at {
+                        until = until.min(at - now);
+                    }
                     p = self.wake.wait_timeout(p, until).unwrap().0;
                 }
             };
+            if next == Next::Upkeep {
+                engine.upkeep();
+                upkeep_at = upkeep_due(&engine);
+                continue;
+            }
+            let touched = next == Next::Touched;
             if touched {
                 let t = Instant::now();
                 let done = self
@@ -1014,6 +1038,9 @@ impl Search {
                 // Indexing appends takes at most about a quarter of the time.
                 touch_after = Instant::now() + (t.elapsed() * 3).clamp(TOUCH_MIN, TOUCH_MAX);
                 last_write = Instant::now();
+                // A merge the commits set off may have ended: its segment recorded.
+                engine.upkeep();
+                upkeep_at = upkeep_due(&engine);
                 continue;
             }
             let before = engine.generation();
@@ -1035,8 +1062,20 @@ impl Search {
             if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
                 engine.release_writer();
             }
+            upkeep_at = upkeep_due(&engine);
         }
     }
+}
+
+/// What the indexer's loop does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Index the sessions appended to through `ctl`.
+    Touched,
+    /// Look at every session.
+    Sweep,
+    /// The writer's upkeep (`Engine::upkeep`).
+    Upkeep,
 }
 
 /// The processor time the calling thread has used.
