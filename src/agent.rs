@@ -42,6 +42,11 @@ agents! {
     Copilot = "copilot",
     Cursor = "cursor",
     Openclaw = "openclaw",
+    Goose = "goose",
+    Amp = "amp",
+    Zed = "zed",
+    Warp = "warp",
+    CursorIde = "cursor-ide",
 }
 
 impl Agent {

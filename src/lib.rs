@@ -31,7 +31,11 @@ pub mod daemon;
 #[cfg(feature = "full")]
 pub mod dates;
 #[cfg(feature = "full")]
+pub mod export;
+#[cfg(feature = "full")]
 pub mod fuse;
+#[cfg(feature = "full")]
+pub mod history;
 pub mod host;
 #[cfg(feature = "full")]
 pub mod keep;
@@ -41,6 +45,8 @@ pub mod mcp;
 pub mod mount_table;
 #[cfg(feature = "full")]
 pub mod neutral;
+#[cfg(feature = "full")]
+pub mod redact;
 #[cfg(feature = "full")]
 pub mod resume;
 #[cfg(feature = "full")]
@@ -57,3 +63,5 @@ pub mod usage;
 pub mod usage_record;
 #[cfg(feature = "full")]
 pub mod views;
+#[cfg(feature = "full")]
+pub mod web;

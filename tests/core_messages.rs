@@ -189,3 +189,69 @@ fn a_hand_written_file_with_odd_lines() {
     assert_eq!(m[1].entry, None);
     assert_eq!(m[1].plain_text(), "no id");
 }
+
+/// `each_message` gives, one at a time, exactly what `messages` gives (the latest
+/// compaction's items first, read from their line before the pass: a first-kept
+/// compaction whose kept messages come before it in the file, and replacement
+/// messages after older compactions), with and without history.
+#[test]
+fn each_message_streams_what_messages_gives() {
+    let (_dir, store) = temp_store();
+    let store = Arc::new(store);
+    let (a, _) = create_simple(&store, "/p", "first question");
+    let ids = append(
+        &store,
+        &a,
+        &[
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}"#,
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a\nb"}]}"#,
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"a"}}]}"#,
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"x"}]}"#,
+        ],
+    );
+    append(
+        &store,
+        &a,
+        &[&format!(
+            r#"{{"type":"compaction","summary":"listed files","first-kept-entry-id":"{}"}}"#,
+            ids[1]
+        )],
+    );
+    append(&store, &a, &[r#"{"role":"user","content":"and now?"}"#]);
+    let (b, _) = create_simple(&store, "/q", "one");
+    append(
+        &store,
+        &b,
+        &[
+            r#"{"type":"compaction","summary":"old","first-kept-entry-id":null}"#,
+            r#"{"role":"assistant","content":"two"}"#,
+            r#"{"type":"compaction","summary":"new","messages":[{"role":"user","content":"carried over"},{"role":"assistant","content":[{"type":"text","text":"kept"}]}]}"#,
+            r#"{"role":"user","content":"three"}"#,
+        ],
+    );
+    let source = FenSource::new(store.clone());
+    for s in [&a, &b] {
+        for history in [false, true] {
+            let whole = source.messages(&s.namespace, &s.dir, history).unwrap();
+            let mut each = Vec::new();
+            let facts = source
+                .each_message(&s.namespace, &s.dir, history, &mut |_, m| each.push(m))
+                .unwrap();
+            assert_eq!(each, whole.messages, "{} history={history}", s.dir);
+            assert_eq!(facts, whole.facts);
+        }
+    }
+    let first = source
+        .messages(&a.namespace, &a.dir, false)
+        .unwrap()
+        .messages;
+    assert!(first[0].summary, "the summary first");
+    assert!(
+        matches!(&first[2].parts[0], Part::ToolCall { name, .. } if name == "Read"),
+        "then the kept messages"
+    );
+    assert!(
+        matches!(&first[3].parts[0], Part::ToolResult { name: Some(n), .. } if n == "Read"),
+        "a result named after its call, in the conversation"
+    );
+}

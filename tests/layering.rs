@@ -1,7 +1,9 @@
 //! The layering rules of docs/architecture.md, checked on the source:
 //! no import cycle between the crate's top-level modules, `fuser` named only in
-//! `src/fuse/`, `clap` only in `src/main.rs` and `src/commands/`; and that a new
-//! agent is one folder: no code outside `src/sources/<agent>/` names an agent.
+//! `src/fuse/`, `clap` only in `src/main.rs` and `src/commands/`, each server's
+//! crate only in its server (`rmcp` in `src/mcp/`, `axum` in `src/web/`: both thin
+//! servers over `src/history/`, which names neither); and that a new agent is one
+//! folder: no code outside `src/sources/<agent>/` names an agent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -329,4 +331,33 @@ fn the_seam_check_sees_agents_named() {
     assert!(agents_own_place("sources/cursor_store/reader.rs"));
     assert!(!agents_own_place("sources/foreign_source/usage.rs"));
     assert!(without_tests("a\n#[cfg(test)]\nAgent::Claude").ends_with("a\n"));
+}
+
+#[test]
+fn each_server_names_its_crate_alone_over_one_history() {
+    for (krate, home) in [("rmcp", "mcp/"), ("axum", "web/")] {
+        let named = files_naming(krate);
+        assert!(
+            !named.is_empty(),
+            "no use of {krate} found: the check is not looking"
+        );
+        let outside: Vec<&String> = named.iter().filter(|f| !f.starts_with(home)).collect();
+        assert!(
+            outside.is_empty(),
+            "{krate} named outside src/{home}: {outside:?}"
+        );
+    }
+    // The history both serve is its own module, and each server reads it.
+    let files = sources();
+    let uses_history = |dir: &str| {
+        files
+            .iter()
+            .any(|(rel, code)| rel.starts_with(dir) && crate_refs(code).contains("history"))
+    };
+    assert!(uses_history("mcp/") && uses_history("web/"));
+    assert!(
+        !files.iter().any(|(rel, code)| rel.starts_with("history/")
+            && (crate_refs(code).contains("mcp") || crate_refs(code).contains("web"))),
+        "history/ must not know its servers"
+    );
 }

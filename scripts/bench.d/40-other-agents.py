@@ -18,12 +18,11 @@ import json
 import os
 import shutil
 import subprocess
-import time
-from pathlib import Path
 
 import harness as H
 from harness import (MNT, ROOT, WORK, BenchError, Mount, cached_data, cat, drop_caches, fmt_time,
-                     kb_field, log, median, mount_name, run_timed)
+                     kb_field, log, median, mount_name, run_timed, write_claude_session,
+                     write_pi_store)
 
 IDS = ["9", "10", "11", "19"]
 
@@ -72,70 +71,6 @@ def pi_available():
         return None
     return "pi is not installed and scripts/install-pi failed: %s" % (
         r.stdout.strip()[-300:] or "exit %d" % r.returncode)
-
-
-def write_pi_store(out, cwd, sessions, messages, seed):
-    """pi v3 session files of one cwd, laid out as pi lays them out."""
-    import random
-    rnd = random.Random(seed)
-    folder = Path(out) / "sessions" / ("--" + cwd.strip("/").replace("/", "-") + "--")
-    folder.mkdir(parents=True)
-    total = 0
-    base = 1767225600000  # 2026-01-01
-    for i in range(sessions):
-        t = base + i * 60000
-        sid = "%08x-0000-4000-8000-%012x" % (seed, i)
-        iso = lambda ms: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + ".%03dZ" % (ms % 1000)
-        lines = [json.dumps({"type": "session", "version": 3, "id": sid, "timestamp": iso(t), "cwd": cwd})]
-        parent = None
-        for j in range(messages):
-            eid = "%08x" % rnd.getrandbits(32)
-            role = "user" if j % 2 == 0 else "assistant"
-            text = " ".join("word%d" % rnd.randrange(1000) for _ in range(rnd.randrange(20, 120)))
-            msg = {"role": role, "content": text, "timestamp": t + j} if role == "user" else {
-                "role": role, "content": [{"type": "text", "text": text}], "api": "anthropic-messages",
-                "provider": "anthropic", "model": "claude-x", "stopReason": "stop", "timestamp": t + j,
-                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}}
-            lines.append(json.dumps({"type": "message", "id": eid, "parentId": parent,
-                                     "timestamp": iso(t + j), "message": msg}))
-            parent = eid
-        data = ("\n".join(lines) + "\n").encode()
-        name = iso(t).replace(":", "-").replace(".", "-") + "_" + sid + ".jsonl"
-        (folder / name).write_bytes(data)
-        total += len(data)
-    return {"files": sessions, "total_bytes": total}
-
-
-def write_claude_session(out, cwd, target_bytes, seed):
-    """One Claude Code transcript of about target_bytes: a chain of user/assistant turns."""
-    import random
-    rnd = random.Random(seed)
-    slug = "".join(c if c.isalnum() else "-" for c in cwd)
-    folder = Path(out) / "projects" / slug
-    folder.mkdir(parents=True)
-    sid = "%08x-1111-4111-8111-%012x" % (seed, 1)
-    path = folder / (sid + ".jsonl")
-    total = 0
-    parent = None
-    i = 0
-    with open(path, "w") as f:
-        while total < target_bytes:
-            uid = "%08x-2222-4222-8222-%012x" % (seed, i)
-            user = i % 2 == 0
-            text = " ".join("w%d" % rnd.randrange(10000) for _ in range(rnd.randrange(50, 400)))
-            msg = {"role": "user", "content": text} if user else {
-                "id": "msg_%d" % i, "type": "message", "role": "assistant", "model": "claude-x",
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 1, "output_tokens": 1}}
-            line = json.dumps({"parentUuid": parent, "isSidechain": False, "userType": "external",
-                               "cwd": cwd, "sessionId": sid, "version": "2.1.0",
-                               "type": "user" if user else "assistant", "message": msg, "uuid": uid,
-                               "timestamp": "2026-01-01T00:%02d:%02d.000Z" % (i // 60 % 60, i % 60)}) + "\n"
-            f.write(line)
-            total += len(line)
-            parent = uid
-            i += 1
-    return {"files": [str(path.relative_to(out))], "total_bytes": total}
 
 
 def scenario_9_11(P, R, rows, want):

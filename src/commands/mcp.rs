@@ -1,7 +1,7 @@
 //! `fen-fs mcp`: the MCP server on stdio (the work is `crate::mcp`'s).
 
 use crate::error::Result;
-use crate::mcp::history::History;
+use crate::history::History;
 use crate::sources::ForeignOptions;
 use crate::sources::peers::PeerOptions;
 use crate::store::Store;

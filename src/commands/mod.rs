@@ -1,6 +1,7 @@
 //! The `fen-fs` command line: with `main.rs`, the only users of `clap`. Each command
 //! parses its options here and calls the library; the work is done there.
 
+pub mod export;
 pub mod keep;
 pub mod list;
 pub mod mcp;
@@ -10,6 +11,7 @@ pub mod status;
 pub mod sync;
 pub mod trash;
 pub mod usage;
+pub mod web;
 
 use crate::ctl::DEFAULT_MAX_ENTRY_BYTES;
 use crate::daemon::MountOptions;
@@ -67,6 +69,30 @@ impl StoreArg {
             ))),
         }
     }
+}
+
+/// The `--store`, `--source`, `--no-detect`, `--peers` and `--map` options again, for
+/// the commands a server prints (run elsewhere: folders absolute).
+fn server_store_args(store: &StoreArg, sources: &SourceArgs, peers: &PeerArgs) -> Vec<String> {
+    let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+    let mut args = Vec::new();
+    if let Some(dir) = &store.store {
+        args.extend(["--store".to_string(), absolute(dir).display().to_string()]);
+    }
+    for r in &sources.sources {
+        args.push("--source".into());
+        args.push(format!("{}={}", r.agent.name(), r.root.display()));
+    }
+    if sources.no_detect {
+        args.push("--no-detect".into());
+    }
+    if let Some(dir) = &peers.peers {
+        args.extend(["--peers".to_string(), absolute(dir).display().to_string()]);
+    }
+    for m in &peers.maps {
+        args.extend(["--map".to_string(), format!("{}={}", m.from, m.to)]);
+    }
+    args
 }
 
 fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
@@ -385,6 +411,32 @@ enum Command {
         #[command(flatten)]
         peers: PeerArgs,
     },
+    /// Write one session as a file to share: one self-contained HTML page (default),
+    /// conversation.md or conversation.json, with every secret replaced by
+    /// [REDACTED:<kind>] (stderr says what). Exit 2 when no session matches.
+    Export {
+        /// A session of any source: id, unique prefix of one, folder name, or file path.
+        session: String,
+        /// html (one file, no request when opened), md (conversation.md) or json
+        /// (conversation.json).
+        #[arg(long, value_parser = export::parse_format, default_value = "html")]
+        format: crate::export::Format,
+        /// Write to FILE (replaced only once the export is whole) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Leave secrets in (stderr still says which were found).
+        #[arg(long)]
+        no_redact: bool,
+        /// Also replace the home folder by ~ and the user name by `user`.
+        #[arg(long, conflicts_with = "no_redact")]
+        redact_paths: bool,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
+    },
     /// Find sessions by what was said in them, best first: words (all must match),
     /// "a phrase", -word (excluded), word* (prefix). Exit 2 for a bad query.
     Search {
@@ -478,6 +530,27 @@ enum Command {
     /// tools search_sessions, list_sessions, read_session, usage and resume_command
     /// (`claude mcp add fen -- fen-fs mcp`).
     Mcp {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        peers: PeerArgs,
+    },
+    /// Serve the history as pages in a browser (sessions, search, each session,
+    /// usage, machines) on 127.0.0.1, until SIGINT or SIGTERM; prints the address
+    /// with its token.
+    Web {
+        /// The port (0: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// The address to listen on: 127.0.0.1 unless given; any other is reachable
+        /// from elsewhere (warned; the token still guards every request).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+        listen: std::net::IpAddr,
+        /// Open the page in the desktop's browser (xdg-open).
+        #[arg(long)]
+        open: bool,
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
@@ -803,6 +876,29 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             foreign: sources.options(),
             peers: peers.options(),
         }),
+        Command::Export {
+            session,
+            format,
+            output,
+            no_redact,
+            redact_paths,
+            store,
+            sources,
+            peers,
+        } => export::run(export::Args {
+            session,
+            options: crate::export::Options {
+                format,
+                redact: !no_redact,
+                redact_paths,
+            },
+            output,
+            store_named: store.store.is_some()
+                || std::env::var_os("FEN_FS_STORE").is_some_and(|v| !v.is_empty()),
+            store_root: store.root(),
+            foreign: sources.options(),
+            peers: peers.options(),
+        }),
         Command::Rm {
             sessions,
             store,
@@ -990,27 +1086,25 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             sources,
             peers,
         } => {
-            // The options again, for the commands the server prints (run elsewhere:
-            // folders absolute).
-            let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
-            let mut args = Vec::new();
-            if let Some(dir) = &store.store {
-                args.extend(["--store".to_string(), absolute(dir).display().to_string()]);
-            }
-            for r in &sources.sources {
-                args.push("--source".into());
-                args.push(format!("{}={}", r.agent.name(), r.root.display()));
-            }
-            if sources.no_detect {
-                args.push("--no-detect".into());
-            }
-            if let Some(dir) = &peers.peers {
-                args.extend(["--peers".to_string(), absolute(dir).display().to_string()]);
-            }
-            for m in &peers.maps {
-                args.extend(["--map".to_string(), format!("{}={}", m.from, m.to)]);
-            }
+            let args = server_store_args(&store, &sources, &peers);
             mcp::run(store.existing()?, sources.options(), &peers.options(), args)
+        }
+        Command::Web {
+            port,
+            listen,
+            open,
+            store,
+            sources,
+            peers,
+        } => {
+            let args = server_store_args(&store, &sources, &peers);
+            web::run(
+                store.existing()?,
+                sources.options(),
+                &peers.options(),
+                args,
+                crate::web::Options { listen, port, open },
+            )
         }
         Command::Sync {
             action,

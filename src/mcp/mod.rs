@@ -3,12 +3,12 @@
 //! tools over what the library reads (fen's store, other agents' sources, the search
 //! index), with or without a mount.
 //!
-//! - `history`: what the tools read, shared for the life of the server;
+//! - `crate::history`: what the tools read, shared for the life of the server (the
+//!   web server reads the same);
 //! - `tool`: what one tool is (the `Tool` trait), and answers kept under a size cap;
 //! - `tools/`: one file per tool, listed in `tools::all`;
 //! - `server`: the rmcp handler that lists and calls them.
 
-pub mod history;
 pub mod server;
 pub mod tool;
 pub mod tools;
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use rmcp::ServiceExt;
 
 /// Serves the tools over `history` on stdin/stdout until the client closes stdin.
-pub fn serve(history: history::History) -> Result<()> {
+pub fn serve(history: crate::history::History) -> Result<()> {
     // Two malloc arenas, not eight per core (as the daemon): a first build of the
     // search index allocates from several threads, and each arena kept what it freed
     // (the idle RSS after building a 2.5 GB history's index: 56 MB with glibc's

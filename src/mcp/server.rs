@@ -3,8 +3,8 @@
 //! whatever it returns, even a panic, is a tool result and the server goes on. An
 //! unknown tool is a JSON-RPC error (invalid params), as the MCP specification says.
 
-use super::history::History;
 use super::tool::Entry;
+use crate::history::History;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,

@@ -3,7 +3,7 @@
 //! returns text or an error the agent reads. A tool is one file of `tools/` that
 //! implements [`Tool`], listed once in `tools::all`.
 
-use super::history::History;
+use crate::history::History;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;

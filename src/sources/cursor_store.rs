@@ -23,7 +23,7 @@
 //! that file and whose `conversation.json` comes from the store (`claims`).
 
 mod md5;
-mod protobuf;
+use super::protobuf_wire as protobuf;
 mod reader;
 
 pub use reader::{CursorStoreReader, is_blob_shape, to_neutral};

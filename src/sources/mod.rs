@@ -5,17 +5,21 @@
 
 pub mod agents;
 pub mod all;
+pub mod amp;
 pub mod claude;
 pub mod codex;
 pub mod convert;
 pub mod copilot;
 pub mod cursor;
+pub mod cursor_ide;
 pub mod cursor_store;
+pub mod db_units;
 pub mod digest;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
 pub mod gemini;
+pub mod goose;
 pub mod growth;
 pub mod json_text;
 pub mod kept;
@@ -25,11 +29,15 @@ pub mod opencode;
 pub mod peers;
 pub mod peers_watch;
 pub mod pi;
+pub mod protobuf_wire;
 pub mod registry;
 pub mod set;
 pub mod sqlite_ro;
 pub mod units;
+pub mod vscdb;
+pub mod warp;
 pub mod watch;
+pub mod zed;
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};

@@ -3,7 +3,10 @@
 //! exhaustive, so an agent without a kind does not compile.
 
 use super::kind::AgentKind;
-use super::{claude, codex, copilot, cursor, fen, gemini, openclaw, opencode, pi};
+use super::{
+    amp, claude, codex, copilot, cursor, cursor_ide, fen, gemini, goose, openclaw, opencode, pi,
+    warp, zed,
+};
 use crate::agent::Agent;
 
 /// What fen-fs knows of `agent`.
@@ -18,6 +21,11 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Copilot => &copilot::kind::Copilot,
         Agent::Cursor => &cursor::kind::Cursor,
         Agent::Openclaw => &openclaw::kind::Openclaw,
+        Agent::Goose => &goose::kind::Goose,
+        Agent::Amp => &amp::kind::Amp,
+        Agent::Zed => &zed::kind::Zed,
+        Agent::Warp => &warp::kind::Warp,
+        Agent::CursorIde => &cursor_ide::kind::CursorIde,
     }
 }
 

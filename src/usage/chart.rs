@@ -108,3 +108,220 @@ pub fn daily_svg(entries: &[Entry], zone: Zone, today: NaiveDate) -> String {
     }
     svg
 }
+
+/// What the bars of a day are stacked by (the web page's Usage chart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stack {
+    Agent,
+    Model,
+}
+
+/// Series beyond this many are drawn as one, "other".
+const MAX_SERIES: usize = 8;
+
+/// A palette for series without a colour of their own (models).
+const PALETTE: [RGBColor; MAX_SERIES + 1] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x7f, 0x7f, 0x7f),
+];
+
+/// The cost per day from `first` to `last` (inclusive, in `zone`), one stacked bar a
+/// day, stacked by agent or by model (the `MAX_SERIES - 1` costliest models, the
+/// rest as "other"). Responses without a price add nothing; the caption says so.
+pub fn stacked_svg(
+    entries: &[Entry],
+    zone: Zone,
+    first: NaiveDate,
+    last: NaiveDate,
+    by: Stack,
+) -> String {
+    let days = ((last - first).num_days() + 1).max(1) as usize;
+    let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut colours: BTreeMap<String, RGBColor> = BTreeMap::new();
+    let mut unpriced = 0u64;
+    for e in entries {
+        let day = zone.date_of(e.time_ms);
+        if day < first || day > last {
+            continue;
+        }
+        let i = (day - first).num_days() as usize;
+        let Some(c) = e.cost else {
+            unpriced += 1;
+            continue;
+        };
+        let key = match by {
+            Stack::Agent => {
+                colours.insert(e.agent.name().to_string(), colour(e.agent));
+                e.agent.name().to_string()
+            }
+            Stack::Model => e
+                .model
+                .as_deref()
+                .unwrap_or(super::report::NO_MODEL)
+                .to_string(),
+        };
+        per.entry(key).or_insert_with(|| vec![0.0; days])[i] += c;
+    }
+    if by == Stack::Model && per.len() > MAX_SERIES {
+        let mut totals: Vec<(String, f64)> = per
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().sum()))
+            .collect();
+        totals.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut other = vec![0.0; days];
+        for (k, _) in &totals[MAX_SERIES - 1..] {
+            for (o, c) in other.iter_mut().zip(per.remove(k).unwrap_or_default()) {
+                *o += c;
+            }
+        }
+        per.insert("other".into(), other);
+    }
+    if by == Stack::Model {
+        for (i, k) in per.keys().enumerate() {
+            colours.insert(k.clone(), PALETTE[i.min(MAX_SERIES)]);
+        }
+    }
+    let top = (0..days)
+        .map(|i| per.values().map(|v| v[i]).sum::<f64>())
+        .fold(0.0, f64::max);
+    let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let mut caption = format!(
+        "Cost per day by {} (USD), {} to {} ({})",
+        match by {
+            Stack::Agent => "agent",
+            Stack::Model => "model",
+        },
+        first.format("%Y-%m-%d"),
+        last.format("%Y-%m-%d"),
+        zone.name()
+    );
+    if unpriced > 0 {
+        caption.push_str(&format!("; {unpriced} responses without a price not shown"));
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(caption, ("sans-serif", 16))
+                .margin(14)
+                .x_label_area_size(36)
+                .y_label_area_size(64)
+                .build_cartesian_2d(-0.5f64..days as f64 - 0.5, 0f64..top)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .y_max_light_lines(1)
+                .x_labels(days.clamp(2, 12))
+                .x_label_formatter(&|x| {
+                    let d = first + chrono::Duration::days(x.round() as i64);
+                    d.format("%m-%d").to_string()
+                })
+                .y_label_formatter(&|y| format!("${y:.2}"))
+                .y_desc("USD")
+                .draw()?;
+            let mut base = vec![0.0f64; days];
+            let half = 0.38f64.min(0.5 - 0.5 / days as f64).max(0.3);
+            for (key, costs) in &per {
+                let c = colours.get(key).copied().unwrap_or(PALETTE[MAX_SERIES]);
+                let bars: Vec<Rectangle<(f64, f64)>> = (0..days)
+                    .filter(|&i| costs[i] > 0.0)
+                    .map(|i| {
+                        let (x, y) = (i as f64, base[i]);
+                        Rectangle::new([(x - half, y), (x + half, y + costs[i])], c.filled())
+                    })
+                    .collect();
+                for i in 0..days {
+                    base[i] += costs[i];
+                }
+                chart
+                    .draw_series(bars)?
+                    .label(key.as_str())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled())
+                    });
+            }
+            if !per.is_empty() {
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .draw()?;
+            }
+            root.present()?;
+            Ok(())
+        })();
+        if let Err(e) = drawn {
+            log::warn!("usage chart: {e}");
+        }
+    }
+    svg
+}
+
+/// Horizontal bars of cost, one per row (`rows`: label and cost, costliest first;
+/// at most `MAX_BARS` drawn). A row without a price has no bar, and says so.
+pub fn bars_svg(caption: &str, rows: &[(String, Option<f64>)]) -> String {
+    const MAX_BARS: usize = 15;
+    let rows = &rows[..rows.len().min(MAX_BARS)];
+    let n = rows.len().max(1);
+    let height = (80 + 28 * n) as u32;
+    let top = rows.iter().filter_map(|(_, c)| *c).fold(0.0, f64::max);
+    let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+    let label = |s: &str| -> String {
+        let chars: Vec<char> = s.chars().collect();
+        if chars.len() > 40 {
+            format!("…{}", chars[chars.len() - 39..].iter().collect::<String>())
+        } else {
+            s.to_string()
+        }
+    };
+    let labels: Vec<String> = rows.iter().map(|(l, _)| label(l)).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(caption, ("sans-serif", 16))
+                .margin(14)
+                .x_label_area_size(30)
+                .y_label_area_size(300)
+                .build_cartesian_2d(0f64..top, -0.5f64..n as f64 - 0.5)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .x_max_light_lines(1)
+                .y_labels(n)
+                .y_label_formatter(&|y| {
+                    let i = y.round();
+                    if (y - i).abs() > 0.01 || i < 0.0 {
+                        return String::new();
+                    }
+                    // Costliest at the top.
+                    labels.get(n - 1 - i as usize).cloned().unwrap_or_default()
+                })
+                .x_label_formatter(&|x| format!("${x:.2}"))
+                .draw()?;
+            let c = PALETTE[0];
+            chart.draw_series(rows.iter().enumerate().filter_map(|(i, (_, cost))| {
+                let y = (n - 1 - i) as f64;
+                cost.map(|v| Rectangle::new([(0.0, y - 0.35), (v, y + 0.35)], c.filled()))
+            }))?;
+            root.present()?;
+            Ok(())
+        })();
+        if let Err(e) = drawn {
+            log::warn!("usage chart: {e}");
+        }
+    }
+    svg
+}

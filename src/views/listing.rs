@@ -25,6 +25,14 @@ pub struct Listing {
     pub source_deleted: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u32>,
+    /// The agent keeps it archived (Codex `archived_sessions/`, OpenCode's archived
+    /// sessions): shown all the same.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
+    /// The session this one was spawned from (a subagent's parent: OpenCode's child
+    /// sessions), by its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
     /// The machine it was recorded on (§12): this one's name, or a peer's.
     #[serde(default)]
     pub host: Option<String>,

@@ -118,12 +118,7 @@ impl MarkdownWriter {
 
     /// The document's head (title line, facts, summaries) and its body.
     fn parts(mut self, facts: &SessionFacts) -> (String, Body) {
-        let mut prefix = String::new();
-        header(&mut prefix, facts);
-        prefix.push_str(&std::mem::take(&mut self.summaries));
-        if !self.messages {
-            prefix.push_str("_(no messages)_\n");
-        }
+        let prefix = document_head(facts, &std::mem::take(&mut self.summaries), self.messages);
         (prefix, self.body)
     }
 
@@ -164,6 +159,19 @@ pub fn head(facts: &SessionFacts) -> String {
     let mut out = String::new();
     header(&mut out, facts);
     out
+}
+
+/// What comes before the messages: the head, the compaction summaries (each as
+/// `one_message` renders it), and a line saying there are none when `messages` is
+/// false. `fen-fs export --format md` puts the body after it, as this writer does.
+pub fn document_head(facts: &SessionFacts, summaries: &str, messages: bool) -> String {
+    let mut prefix = String::new();
+    header(&mut prefix, facts);
+    prefix.push_str(summaries);
+    if !messages {
+        prefix.push_str("_(no messages)_\n");
+    }
+    prefix
 }
 
 /// One message as the document shows it (a compaction's summary as its quoted block).

@@ -2,6 +2,7 @@
 //! function of a session's index and its append-only file.
 
 pub mod conversation;
+pub mod html;
 pub mod listing;
 pub mod markdown;
 pub mod meta;

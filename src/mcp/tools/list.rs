@@ -1,8 +1,8 @@
 //! `list_sessions`: sessions newest first, as `fen-fs list --json` gives them.
 
-use super::super::history::History;
 use super::super::tool::{Tool, ToolError, lines_answer};
 use super::{agent_arg, cwd_arg, host_arg, json_line, limit_arg};
+use crate::history::History;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,9 +1,9 @@
 //! `read_session`: a session's conversation, a page of messages at a time, as
 //! `conversation.md` (SPEC §9) or as neutral JSON messages.
 
-use super::super::history::History;
 use super::super::tool::{MAX_ANSWER_BYTES, Tool, ToolError, cut_to};
 use super::limit_arg;
+use crate::history::History;
 use crate::neutral::{Message, SessionFacts};
 use schemars::JsonSchema;
 use serde::Deserialize;

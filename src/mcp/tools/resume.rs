@@ -1,9 +1,9 @@
 //! `resume_command`: the command that continues a session (SPEC §10), printed, never
 //! run; nothing is written.
 
-use super::super::history::History;
 use super::super::tool::{Tool, ToolError};
 use crate::agent::Agent;
+use crate::history::History;
 use crate::resume::command::{ResumeCommand as Command, ctl_in_mount, quote};
 use crate::resume::{TARGETS, display_name, parse_target};
 use schemars::JsonSchema;

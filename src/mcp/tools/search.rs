@@ -1,8 +1,8 @@
 //! `search_sessions`: SPEC §8's search, one hit per session, best first.
 
-use super::super::history::History;
 use super::super::tool::{Tool, ToolError, lines_answer};
 use super::{agent_arg, cwd_arg, host_arg, json_line, limit_arg, since_arg};
+use crate::history::History;
 use crate::search::Request;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -1,10 +1,10 @@
 //! `usage`: what the agents' model calls used and cost (SPEC §13), the rows of
 //! `fen-fs usage REPORT --json`, from the same ledgers.
 
-use super::super::history::History;
 use super::super::tool::{Tool, ToolError, last_lines_answer, lines_answer};
 use super::{agent_arg, cwd_arg, host_arg};
 use crate::dates::parse_day;
+use crate::history::History;
 use crate::usage::report::{Kind, Query, Report};
 use crate::usage::zone::Zone;
 use schemars::JsonSchema;

@@ -12,7 +12,7 @@ use crate::store::atomic::checksum;
 use crate::store::index::{
     CompactionForm, SessionIndex, for_each_entry_while, synthetic_summary_message,
 };
-use crate::store::line::Body;
+use crate::store::line::{Body, Line, parse_line};
 use crate::store::projection::Projection;
 use crate::store::session::Session;
 use crate::views::markdown::Rendered;
@@ -54,6 +54,7 @@ pub fn session_messages(session: &Session, history: bool) -> Result<SessionMessa
         session,
         history,
         MessageMark::default(),
+        false,
         |_, first, _, m| {
             if first {
                 head.push(m)
@@ -71,6 +72,31 @@ pub fn session_messages(session: &Session, history: bool) -> Result<SessionMessa
     })
 }
 
+/// `SessionSource::each_message` of a fen session: the messages one at a time, in
+/// `conversation.json`'s order when `history` is false (the latest compaction's items
+/// first, read from its line before the one pass over the rest), none of them held.
+pub fn each_message(
+    session: &Session,
+    history: bool,
+    each: &mut dyn FnMut(&SessionFacts, Message),
+) -> Result<SessionFacts> {
+    let mut names = std::collections::HashMap::new();
+    let read = read_messages(
+        session,
+        history,
+        MessageMark::default(),
+        true,
+        |facts, _, _, m| {
+            let mut one = [m];
+            crate::neutral::fill_tool_names_with(&mut names, &mut one);
+            let [m] = one;
+            each(facts, m);
+            ControlFlow::Continue(())
+        },
+    )?;
+    Ok(read.facts)
+}
+
 /// `SessionSource::each_message_since` of a fen session: its file only grows, so
 /// the messages before the mark are unchanged while it is the same file, read that
 /// far, with the same compactions (a new one changes which earlier messages are in
@@ -83,7 +109,7 @@ pub fn each_message_since(
     each: &mut dyn FnMut(&SessionFacts, u64, Message) -> ControlFlow<()>,
 ) -> Result<SinceRead> {
     let mut names = std::collections::HashMap::new();
-    read_messages(session, true, since, |facts, _, at, m| {
+    read_messages(session, true, since, false, |facts, _, at, m| {
         let mut one = [m];
         crate::neutral::fill_tool_names_with(&mut names, &mut one);
         let [m] = one;
@@ -95,11 +121,15 @@ pub fn each_message_since(
 /// for each message, `first` for the latest compaction's items, which the
 /// conversation (not the history) puts before everything; `at` counts the messages
 /// given (from the mark's count when reading went on from `since`, history only).
-/// When `emit` says `Break`, reading stops at the end of that line.
+/// When `emit` says `Break`, reading stops at the end of that line. `head_first`
+/// (conversation only): the latest compaction's items are read from its line and
+/// given before the pass, which then skips them, so that they come in order without
+/// anything being held.
 fn read_messages(
     session: &Session,
     history: bool,
     since: MessageMark,
+    head_first: bool,
     mut emit: impl FnMut(&SessionFacts, bool, u64, Message) -> ControlFlow<()>,
 ) -> Result<SinceRead> {
     // Open first, then refresh: the index may know less than the descriptor can
@@ -139,6 +169,27 @@ fn read_messages(
     } else {
         (0, 0)
     };
+    let head_first = head_first && !history;
+    if head_first && let Some(ci) = latest {
+        let c = &compactions[ci];
+        let line = crate::views::conversation::read_line_at(&file, c.line_start, c.line_len)?;
+        let changed = || crate::error::Error::new(libc::EIO, "compaction line changed");
+        let Line::Entry(entry) = parse_line(line.trim_start_matches(['\u{feff}', '\0'])) else {
+            return Err(changed());
+        };
+        let Body::Compaction(mut fields) = entry.body else {
+            return Err(changed());
+        };
+        let items = compaction_items(&c.validity, &mut fields).map_err(|_| changed())?;
+        for raw in items.iter().flatten() {
+            let mut m = neutral(raw);
+            m.entry = entry.id.clone();
+            m.timestamp = entry.timestamp.clone();
+            m.in_conversation = true;
+            let _ = emit(&facts, true, at, m);
+            at += 1;
+        }
+    }
     let mut failure = None;
     let stopped_at = for_each_entry_while(
         &file,
@@ -172,21 +223,16 @@ fn read_messages(
                         return flow;
                     };
                     let in_conversation = latest == Some(ci);
-                    if !in_conversation && !history {
+                    if (!in_conversation || head_first) && !history {
                         return flow;
                     }
-                    let items: Vec<String> = match &compactions[ci].validity {
-                        Ok(CompactionForm::Replacement(_)) => match fields.messages.take() {
-                            Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
-                            _ => {
-                                failure = Some("compaction messages changed");
-                                return ControlFlow::Break(());
-                            }
-                        },
-                        Ok(CompactionForm::FirstKept(_)) => vec![synthetic_summary_message(
-                            fields.summary.as_deref().unwrap_or_default(),
-                        )],
-                        Err(_) => return flow,
+                    let items = match compaction_items(&compactions[ci].validity, &mut fields) {
+                        Ok(Some(items)) => items,
+                        Ok(None) => return flow,
+                        Err(why) => {
+                            failure = Some(why);
+                            return ControlFlow::Break(());
+                        }
                     };
                     for raw in &items {
                         let mut m = neutral(raw);
@@ -216,6 +262,24 @@ fn read_messages(
         mark: MessageMark([file_id(end), end, shape, at]),
         stopped: stopped_at.is_some_and(|e| e < parsed_len),
     })
+}
+
+/// The messages a compaction puts first (its replacement messages, or the synthetic
+/// summary message); `None` for a compaction §3 ignores.
+fn compaction_items(
+    validity: &std::result::Result<CompactionForm, String>,
+    fields: &mut crate::store::line::CompactionFields<'_>,
+) -> std::result::Result<Option<Vec<String>>, &'static str> {
+    Ok(Some(match validity {
+        Ok(CompactionForm::Replacement(_)) => match fields.messages.take() {
+            Some(Ok(items)) => items.iter().map(|i| i.get().to_string()).collect(),
+            _ => return Err("compaction messages changed"),
+        },
+        Ok(CompactionForm::FirstKept(_)) => vec![synthetic_summary_message(
+            fields.summary.as_deref().unwrap_or_default(),
+        )],
+        Err(_) => return Ok(None),
+    }))
 }
 
 /// What the session's listing says of it.

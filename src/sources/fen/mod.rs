@@ -180,6 +180,18 @@ impl SessionSource for FenSource {
         read
     }
 
+    fn each_message(
+        &self,
+        ns: &str,
+        dir: &str,
+        history: bool,
+        each: &mut dyn FnMut(&crate::neutral::SessionFacts, crate::neutral::Message),
+    ) -> Result<crate::neutral::SessionFacts> {
+        let read = messages::each_message(&*self.store.session(ns, dir)?, history, each);
+        self.store.release_if_idle(ns, dir);
+        read
+    }
+
     fn each_message_since(
         &self,
         ns: &str,

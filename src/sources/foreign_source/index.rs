@@ -279,6 +279,8 @@ impl ForeignSource {
             kept: kept.is_some(),
             source_deleted: kept.as_ref().map(|f| f.source_deleted),
             version: kept.and_then(|f| f.version),
+            archived: s.archived,
+            parent_id: s.parent_id.clone(),
             host: Some(self.host_shown().to_string()),
             cwd_on_host: s.cwd.clone(),
             version_of: None,

@@ -1,4 +1,5 @@
-//! What the tools read, for the life of the server: fen's store, the other agents'
+//! The history every server reads (`fen-fs mcp`'s tools, `fen-fs web`'s pages), for
+//! the life of the server: fen's store, the other agents'
 //! sources (made and indexed by the first call that needs them, then kept current by
 //! inotify), other machines' stores (§12), the search index and the usage ledgers.
 //! The library, not the mount: it works the same with or without one. The sources
@@ -33,6 +34,8 @@ use std::time::{Duration, Instant};
 
 /// How long a search waits for the index to be brought up to date.
 const UPDATE_WAIT: Duration = Duration::from_secs(10);
+/// A search that does not wait starts an update at most this often.
+const UPDATE_EVERY: Duration = Duration::from_secs(1);
 /// The index is closed this long after the last search.
 const KEEP: Duration = Duration::from_secs(10);
 /// At exit, how long an update still running has to stop and commit.
@@ -50,6 +53,8 @@ pub struct History {
     usage: Arc<Mutex<Option<OpenUsage>>>,
     /// Set while an update of the index runs.
     updating: Arc<(Mutex<bool>, Condvar)>,
+    /// When the last update of the index ended.
+    updated_at: Arc<Mutex<Option<Instant>>>,
     /// `--store`, `--source`, `--no-detect`, `--peers` and `--map` as the server was
     /// started with, for the commands it prints (`fen-fs resume ... --in AGENT`).
     pub store_args: Vec<String>,
@@ -94,6 +99,7 @@ impl History {
             index: Arc::new(Mutex::new(None)),
             usage: Arc::new(Mutex::new(None)),
             updating: Arc::new((Mutex::new(false), Condvar::new())),
+            updated_at: Arc::new(Mutex::new(None)),
             store_args,
         })
     }
@@ -207,13 +213,20 @@ impl History {
     /// Answers `request` from the search index, brought up to date first when no
     /// other process keeps it (waiting at most `UPDATE_WAIT`).
     pub fn search(&self, request: &Request) -> Result<SearchAnswer> {
+        self.search_waiting(request, UPDATE_WAIT)
+    }
+
+    /// `search`, waiting at most `wait` for the update (the web page answers each
+    /// key typed at once, from the index as it is, and asks again while
+    /// `index_updating` says an update runs).
+    pub fn search_waiting(&self, request: &Request, wait: Duration) -> Result<SearchAnswer> {
         let (search, said) = self.open_index();
         let mut notes = Vec::new();
         if !said {
             notes.extend(search.notes());
         }
         if search.writable() {
-            self.update(&search);
+            self.update(&search, wait);
         } else {
             for label in search.uncovered() {
                 notes.push(format!(
@@ -289,14 +302,41 @@ impl History {
         });
     }
 
-    /// Brings the index up to date in the background; waits for it at most
-    /// `UPDATE_WAIT`.
-    fn update(&self, search: &Arc<Search>) {
+    /// Whether an update of the index runs now (a search answered meanwhile may miss
+    /// what it has not reached yet).
+    pub fn index_updating(&self) -> bool {
+        *self.updating.0.lock().unwrap()
+    }
+
+    /// Opens the index and starts bringing it up to date, without waiting: a
+    /// server's first search then finds it ready.
+    pub fn warm_index(&self) {
+        let (search, _) = self.open_index();
+        if search.writable() {
+            self.update(&search, Duration::ZERO);
+        }
+    }
+
+    /// Brings the index up to date in the background; waits for it at most `wait`.
+    /// A caller that does not wait (a key typed in the web page's box) starts no new
+    /// update within `UPDATE_EVERY` of the last one's end: a word typed a letter at a
+    /// time looks at the sessions once.
+    fn update(&self, search: &Arc<Search>, wait: Duration) {
         let (lock, done) = &*self.updating;
         let mut busy = lock.lock().unwrap();
-        if !*busy {
+        let recent = wait.is_zero()
+            && self
+                .updated_at
+                .lock()
+                .unwrap()
+                .is_some_and(|t| t.elapsed() < UPDATE_EVERY);
+        if !*busy && !recent {
             *busy = true;
-            let (search, updating) = (search.clone(), self.updating.clone());
+            let (search, updating, updated_at) = (
+                search.clone(),
+                self.updating.clone(),
+                self.updated_at.clone(),
+            );
             let (foreign, indexed) = (
                 self.foreign_sources().to_vec(),
                 self.foreign_indexed.clone(),
@@ -308,11 +348,12 @@ impl History {
                 if let Err(e) = search.update(&mut |_| {}) {
                     log::warn!("search index: {}", e.reason);
                 }
+                *updated_at.lock().unwrap() = Some(Instant::now());
                 *updating.0.lock().unwrap() = false;
                 updating.1.notify_all();
             });
         }
-        let deadline = Instant::now() + UPDATE_WAIT;
+        let deadline = Instant::now() + wait;
         while *busy {
             let now = Instant::now();
             if now >= deadline {

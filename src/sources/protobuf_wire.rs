@@ -1,5 +1,6 @@
-//! Just enough of the protobuf wire format to read the index nodes of Cursor's
-//! `store.db` (their top-level fields; nothing is decoded against a schema).
+//! Just enough of the protobuf wire format to read a message's fields without its
+//! schema: the index nodes of Cursor's `store.db` (top-level fields), Warp's agent
+//! tasks (decoded by field number against Warp's published `.proto`).
 
 /// One top-level field's value.
 #[derive(Debug, Clone, PartialEq)]

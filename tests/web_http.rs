@@ -1,0 +1,554 @@
+//! `fen-fs web` over plain HTTP, no browser: the guard (Host allow-list first, the
+//! token and its cookie, Origin of a POST, no CORS header, the CSP on every answer),
+//! every page and its JSON over a Claude Code history, a hostile session rendered as
+//! text, the Usage JSON equal to `fen-fs usage --json`, the Session page's next
+//! messages as one scrolls and an append within a poll, downloads, and a clean stop
+//! on SIGTERM.
+
+mod mcp_support;
+mod support;
+mod web_support;
+
+use web_support::{
+    A, A_TITLE, ATTACKS, B, HOSTILE, LONG, PLANTED, SECRET, Server, World, session_path,
+};
+
+fn world_server() -> (World, Server) {
+    let w = World::new(130);
+    let s = Server::start(&w.args());
+    (w, s)
+}
+
+#[test]
+fn the_guard_refuses_other_hosts_missing_tokens_and_foreign_posts() {
+    let (_w, s) = world_server();
+    let port = s.port;
+
+    // Host first, before anything else: even with the right cookie.
+    for host in [
+        "evil.example",
+        "evil.example:80",
+        &format!("127.0.0.2:{port}"),
+        "127.0.0.1",
+    ] {
+        let r = s.raw(&format!(
+            "GET / HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\nConnection: close\r\n\r\n",
+            s.cookie()
+        ));
+        assert_eq!(r.status, 403, "Host {host}: {r:?}");
+        assert!(
+            r.body.starts_with("fen-fs web: refused: the Host header"),
+            "{}",
+            r.body
+        );
+        assert!(r.body.contains("DNS rebinding"), "{}", r.body);
+        assert_eq!(r.body.lines().count(), 1, "one line saying why: {}", r.body);
+    }
+    let r = s.raw(&format!(
+        "GET /?token={} HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n",
+        s.token
+    ));
+    assert!(r.status == 403 || r.status == 400, "empty Host: {r:?}");
+    assert!(
+        r.header("set-cookie").is_none(),
+        "no cookie for a request with an empty Host"
+    );
+    let r = s.raw(&format!("GET /?token={} HTTP/1.0\r\n\r\n", s.token));
+    assert!((400..500).contains(&r.status), "no Host at all: {r:?}");
+    assert!(r.header("set-cookie").is_none());
+    // Each of the names this server answers to is accepted.
+    for host in [
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        s.host(),
+    ] {
+        let r = s.raw(&format!(
+            "GET / HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\nConnection: close\r\n\r\n",
+            s.cookie()
+        ));
+        assert_eq!(r.status, 200, "Host {host}: {}", r.body);
+    }
+
+    // No token: 401; a wrong one: 403.
+    let r = s.raw(&format!(
+        "GET / HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        s.host()
+    ));
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(r.body.contains("no token"), "{}", r.body);
+    for path in [
+        "/api/search?q=zephyrine",
+        "/assets/app.js",
+        "/usage",
+        "/s/x/messages",
+    ] {
+        let r = s.raw(&format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            s.host()
+        ));
+        assert_eq!(r.status, 401, "{path} without the token: {r:?}");
+        assert!(!r.body.contains(PLANTED));
+    }
+    let r = s.raw(&format!(
+        "GET / HTTP/1.1\r\nHost: {}\r\nCookie: fen_fs_web_{port}=0123456789abcdef0123456789abcdef\r\nConnection: close\r\n\r\n",
+        s.host()
+    ));
+    assert_eq!(r.status, 403, "a wrong cookie: {r:?}");
+    let r = s.raw(&format!(
+        "GET /?token=nope HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        s.host()
+    ));
+    assert_eq!(r.status, 403);
+    assert!(r.header("set-cookie").is_none());
+
+    // The token sets the cookie and goes to the same address without it.
+    let r = s.raw(&format!(
+        "GET /search?q=a+b&token={}&x=1 HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        s.token,
+        s.host()
+    ));
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(r.header("location"), Some("/search?q=a+b&x=1"));
+    let cookie = r.header("set-cookie").expect("a cookie");
+    assert!(
+        cookie.starts_with(&format!("fen_fs_web_{port}={};", s.token)),
+        "{cookie}"
+    );
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attr), "{attr} in {cookie}");
+    }
+
+    // A POST needs this page's Origin (or Sec-Fetch-Site: same-origin).
+    let post = |extra: &str| {
+        s.raw(&format!(
+            "POST /s/{A}/export HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n",
+            s.host(),
+            s.cookie()
+        ))
+    };
+    for (extra, why) in [
+        ("", "no Origin"),
+        ("Origin: http://evil.example\r\n", "another Origin"),
+        ("Origin: null\r\n", "a null Origin"),
+        ("Sec-Fetch-Site: cross-site\r\n", "cross-site"),
+        (
+            &format!("Origin: http://127.0.0.1:{}\r\n", port + 1) as &str,
+            "another port",
+        ),
+    ] {
+        let r = post(extra);
+        assert_eq!(r.status, 403, "{why}: {r:?}");
+        assert!(
+            r.body.contains("must come from this page"),
+            "{why}: {}",
+            r.body
+        );
+    }
+    for extra in [
+        format!("Origin: http://127.0.0.1:{port}\r\n"),
+        format!("Origin: http://localhost:{port}\r\n"),
+        "Sec-Fetch-Site: same-origin\r\n".to_string(),
+    ] {
+        let r = post(&extra);
+        assert_ne!(r.status, 403, "{extra}: {r:?}");
+    }
+
+    // No CORS header anywhere, even asked; the CSP on every answer, refusals too.
+    let preflight = s.raw(&format!(
+        "OPTIONS /api/search?q=x HTTP/1.1\r\nHost: {}\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: GET\r\nConnection: close\r\n\r\n",
+        s.host()
+    ));
+    assert!(preflight.status >= 400, "{preflight:?}");
+    let asked = s.raw(&format!(
+        "GET /api/search?q={PLANTED} HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n",
+        s.host(),
+        s.cookie()
+    ));
+    let refused = s.raw("GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+    for r in [
+        &preflight,
+        &asked,
+        &refused,
+        &s.get("/"),
+        &s.get("/assets/app.js"),
+    ] {
+        assert!(
+            !r.headers
+                .iter()
+                .any(|(k, _)| k.starts_with("access-control-")),
+            "a CORS header: {:?}",
+            r.headers
+        );
+        let csp = r.header("content-security-policy").expect("a CSP");
+        for part in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "frame-ancestors 'none'",
+            "connect-src 'self'",
+        ] {
+            assert!(csp.contains(part), "{part} in {csp}");
+        }
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+            "{csp}"
+        );
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    }
+    assert_eq!(s.stop().code(), Some(0), "SIGTERM: a clean exit");
+}
+
+#[test]
+fn every_page_answers_over_the_history_and_a_hostile_session_is_text() {
+    let (w, s) = world_server();
+    let home = s.get_until("/", "the sessions listed", |r| r.body.contains(A_TITLE));
+    assert_eq!(home.status, 200);
+    assert_eq!(
+        home.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    for id in [A, HOSTILE, LONG] {
+        assert!(home.body.contains(id), "{id} listed");
+    }
+    assert!(!home.body.contains("<script>"), "no inline script");
+    assert!(
+        home.body
+            .contains("<script src=\"/assets/app.js\" defer></script>")
+    );
+    // Filters: by project, by agent; a page past the end shows the last.
+    let web = s.get("/?project=/home/u/web");
+    assert!(
+        web.body.contains(A) && !web.body.contains(LONG),
+        "{}",
+        web.body
+    );
+    assert!(!s.get("/?agent=codex").body.contains(A));
+    assert!(s.get("/?page=99").body.contains(A));
+
+    // Search: the planted word, its snippet marked, a link to the very message.
+    let found = s.get_until(
+        &format!("/api/search?q={PLANTED}"),
+        "the planted word found",
+        |r| r.body.contains("\"href\""),
+    );
+    let answer: serde_json::Value = serde_json::from_str(&found.body).unwrap();
+    let hit = &answer["hits"][0];
+    assert_eq!(hit["agent"], "claude");
+    assert!(
+        hit["snippet"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("**{PLANTED}**"))
+    );
+    let href = hit["href"].as_str().unwrap();
+    assert!(
+        href.starts_with("/s/") && href.contains("?entry="),
+        "{href}"
+    );
+    let page = s.get(href);
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("data-focus=\"m-7\""),
+        "focus on the message"
+    );
+    assert!(page.body.contains("id=\"m-7\""));
+    // The query language's filters, written in the box.
+    let none: serde_json::Value =
+        serde_json::from_str(&s.get(&format!("/api/search?q={PLANTED}+agent:codex")).body).unwrap();
+    assert_eq!(none["hits"].as_array().unwrap().len(), 0);
+    let bad: serde_json::Value =
+        serde_json::from_str(&s.get("/api/search?q=x+agent:nobody").body).unwrap();
+    assert!(bad["error"].as_str().unwrap().contains("nobody"));
+    let search_page = s.get(&format!("/search?q={PLANTED}"));
+    assert!(
+        search_page
+            .body
+            .contains(&format!("<mark>{PLANTED}</mark>"))
+    );
+
+    // The hostile session: every attack is characters on the page, none markup.
+    let hostile = session_path(&s, HOSTILE);
+    let page = s.get(&hostile);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let main = &page.body[page.body.find("<main").unwrap()..];
+    // Every `<` of the page begins a real tag (a text's `<` is `&lt;`): no tag is one
+    // that runs or loads something, and no attribute is an event or a script URL.
+    for tag in main
+        .split('<')
+        .skip(1)
+        .map(|t| &t[..t.find('>').unwrap_or(t.len())])
+    {
+        let t = tag.to_ascii_lowercase();
+        let name: String = t
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        assert!(
+            ![
+                "script", "img", "svg", "iframe", "object", "embed", "style", "link", "meta",
+                "base", "form"
+            ]
+            .contains(&name.as_str()),
+            "<{tag}> in the hostile session's page"
+        );
+        assert!(!t.contains("javascript:"), "<{tag}>: a script URL");
+        assert!(
+            !t.split_whitespace().skip(1).any(|a| a.starts_with("on")),
+            "<{tag}>: an event attribute"
+        );
+    }
+    assert!(
+        main.contains("&lt;script&gt;window.__pwned = 1"),
+        "shown as text"
+    );
+    // Inside an element a quote needs no reference: the escaped `<` is what makes
+    // the tag text (and no tag of the page has an event attribute, checked above).
+    assert!(
+        main.contains("&lt;img src=x onerror=") && main.contains("window.__pwned = 2"),
+        "shown as text"
+    );
+    let _ = ATTACKS;
+
+    // A long session: the first screen, then the rest a fragment at a time.
+    let long = session_path(&s, LONG);
+    let first = s.get(&long);
+    let shown = first.body.matches("<article id=\"m-").count();
+    assert!(
+        shown > 0 && shown < 130,
+        "{shown} messages on the first screen"
+    );
+    let next: u64 = first
+        .body
+        .split("data-next=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(next, shown as u64);
+    let mut seen = shown as u64;
+    let mut from = next;
+    loop {
+        let f: serde_json::Value =
+            serde_json::from_str(&s.get(&format!("{long}/messages?from={from}")).body).unwrap();
+        let html = f["html"].as_str().unwrap();
+        assert!(
+            html.contains(&format!("id=\"m-{from}\"")),
+            "starts at {from}"
+        );
+        seen += html.matches("<article id=\"m-").count() as u64;
+        from = f["next"].as_u64().unwrap();
+        if f["done"] == true {
+            break;
+        }
+    }
+    assert_eq!(seen, 130, "every message once");
+    // Earlier messages, for a page that starts at a hit.
+    let earlier: serde_json::Value =
+        serde_json::from_str(&s.get(&format!("{long}/messages?before=60")).body).unwrap();
+    assert_eq!(earlier["from"], 20);
+    assert!(earlier["html"].as_str().unwrap().contains("id=\"m-20\""));
+    assert!(!earlier["html"].as_str().unwrap().contains("id=\"m-60\""));
+
+    // An append shows at the next poll; a poll of an unchanged session is empty.
+    let a = session_path(&s, A);
+    let f: serde_json::Value =
+        serde_json::from_str(&s.get(&format!("{a}/messages?from=30")).body).unwrap();
+    assert_eq!(f["html"], "");
+    assert_eq!(f["done"], true);
+    web_support::append_turn(
+        &w.session_file(A),
+        A,
+        "/home/u/web",
+        30,
+        "the appended quillwort answer",
+    );
+    let grown = s.get_until(&format!("{a}/messages?from=30"), "the append shown", |r| {
+        r.body.contains("quillwort")
+    });
+    let f: serde_json::Value = serde_json::from_str(&grown.body).unwrap();
+    assert!(f["html"].as_str().unwrap().contains("id=\"m-30\""));
+    assert_eq!(f["next"], 31);
+
+    // Downloads: the transcript as the agent wrote it, conversation.md.
+    let t = s.get(&format!("{a}/transcript.jsonl"));
+    assert_eq!(t.status, 200);
+    assert_eq!(t.body, std::fs::read_to_string(w.session_file(A)).unwrap());
+    assert!(
+        t.header("content-disposition")
+            .unwrap()
+            .starts_with("attachment;")
+    );
+    let md = s.get(&format!("{a}/conversation.md"));
+    assert_eq!(md.status, 200);
+    assert!(md.body.contains(PLANTED));
+
+    // Export: the file `fen-fs export` writes, its secrets redacted (the page itself
+    // shows the owner's data as it is); by the link (GET) or by a form (POST).
+    let b = session_path(&s, B);
+    assert!(
+        s.get(&b).body.contains(SECRET),
+        "the owner sees the session as it is"
+    );
+    let exported = s.get(&format!("{b}/export"));
+    assert_eq!(exported.status, 200, "{}", exported.body);
+    assert_eq!(
+        exported.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(
+        exported
+            .header("content-disposition")
+            .unwrap()
+            .contains(&format!("claude-{B}.html"))
+    );
+    assert!(
+        !exported.body.contains(SECRET),
+        "the secret left through Export"
+    );
+    assert!(exported.body.contains("[REDACTED:anthropic-key]"));
+    assert!(
+        exported
+            .header("x-fen-fs-redacted")
+            .unwrap()
+            .contains("anthropic-key")
+    );
+    let cli = support::fen_fs()
+        .args(["export", B, "-o", "-"])
+        .args(w.args())
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert_eq!(
+        exported.body.as_bytes(),
+        cli.stdout,
+        "the same file as fen-fs export"
+    );
+    let posted = s.raw(&format!(
+        "POST {b}/export HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nOrigin: http://{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        s.host(),
+        s.cookie(),
+        s.host()
+    ));
+    assert_eq!(posted.status, 200);
+
+    // Machines, assets, and a session that is not there.
+    let machines = s.get("/machines");
+    assert_eq!(machines.status, 200);
+    assert!(machines.body.contains("this machine"));
+    assert!(machines.body.contains("desktop"), "the peer's machine");
+    assert!(
+        home.body.contains("Port the login form"),
+        "the peer's session listed"
+    );
+    for (asset, kind) in [
+        ("app.js", "text/javascript"),
+        ("app.css", "text/css"),
+        ("session.css", "text/css"),
+    ] {
+        let r = s.get(&format!("/assets/{asset}"));
+        assert_eq!(r.status, 200);
+        assert!(r.header("content-type").unwrap().starts_with(kind));
+    }
+    let missing = s.get("/s/no-such-session");
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.contains("no session matches"));
+    assert_eq!(s.get("/nothing/here").status, 404);
+}
+
+#[test]
+fn usage_is_what_fen_fs_usage_json_says() {
+    let (w, s) = world_server();
+    for report in ["daily", "model", "project", "agent", "session"] {
+        let r = s.get_until(
+            &format!("/api/usage?report={report}&range=custom&since=2026-01-01&until=2026-03-31"),
+            "usage counted",
+            |r| r.status == 200,
+        );
+        let mut cli = support::fen_fs();
+        cli.args([
+            "usage",
+            report,
+            "--json",
+            "--since",
+            "2026-01-01",
+            "--until",
+            "2026-03-31",
+        ])
+        .args(w.args());
+        let out = cli.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            r.body,
+            String::from_utf8(out.stdout).unwrap(),
+            "report {report}"
+        );
+        assert!(!r.body.is_empty(), "{report}: rows");
+    }
+    let page = s.get_until(
+        "/usage?range=custom&since=2026-01-01&until=2026-03-31",
+        "the usage page counted",
+        |r| r.body.contains("id=\"by-agent\""),
+    );
+    assert!(page.body.contains("claude-sonnet-4-5"));
+    assert!(page.body.contains("/usage/chart.svg?report=daily"));
+    for report in ["daily", "project", "model"] {
+        let svg = s.get(&format!("/usage/chart.svg?report={report}&range=custom&since=2026-01-01&until=2026-03-31&stack=model"));
+        assert_eq!(svg.status, 200, "{report}: {}", svg.body);
+        assert_eq!(svg.header("content-type"), Some("image/svg+xml"));
+        roxmltree::Document::parse(&svg.body).expect("well-formed SVG");
+    }
+    let bad = s.get("/usage?range=custom&since=2026-03-01&until=2026-01-01");
+    assert!(bad.body.contains("before since"), "{}", bad.body);
+    // The Sessions page shows each session's tokens once counted.
+    let home = s.get_until("/", "tokens shown", |r| !r.body.contains("data-usage="));
+    assert!(home.body.contains("$"), "a cost column");
+}
+
+#[test]
+fn listening_elsewhere_warns_and_a_bad_port_is_a_clear_error() {
+    let w = World::new(2);
+    // The port of a server already listening.
+    let s = Server::start(&w.args());
+    let out = support::fen_fs()
+        .args(["web", "--port", &s.port.to_string()])
+        .args(w.args())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("listening on 127.0.0.1:{}", s.port)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = support::fen_fs()
+        .args(["web", "--listen", "not-an-address"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // Another address: a warning, and the token still needed.
+    let mut cmd = support::fen_fs();
+    cmd.args(["web", "--port", "0", "--listen", "0.0.0.0"])
+        .args(w.args())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("warning: listening on 0.0.0.0"), "{line}");
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(s);
+}
