@@ -7,8 +7,9 @@
       remount                                       the very first mount (cache
                                                     files deleted: full scan)
   7b  full-scan throughput (store bytes / time)     -                            >= 400 MB/s
-  8   daemon peak RSS (VmHWM) after reading every   -                            <= 200 MB
-      meta.json of scenario 6's store
+  8   daemon peak RSS (VmHWM) after reading every   -                            <= 150 MB
+      meta.json of scenario 6's store, until its
+      first pass (the search index's build) is over
 
 For 7/7b the page cache is warmed first (the store is read once) so the full scan
 measures the daemon, not the disk. Scenario 8 finds the daemon by scanning
@@ -19,8 +20,8 @@ import json
 import os
 import time
 
-from harness import (MNT, Mount, cached_data, cat, clean_store_caches, fmt_time, gen, kb_field,
-                     ls_l, mount_name, warm_files)
+from harness import (MNT, Mount, cached_data, cat, clean_store_caches, first_pass_note, fmt_time,
+                     gen, kb_field, ls_l, mount_name, wait_first_pass, warm_files)
 
 IDS = ["6", "7", "7b", "8"]
 
@@ -31,7 +32,7 @@ def add_rows(add):
     add("7", "mount+cat index.json after remount", "s", ">=", 20, "base/fen",
         "mount+cat index.json after the very first mount (full scan)")
     add("7b", "full scan throughput (first mount)", "MB/s", ">=", 400, "value", "")
-    add("8", "daemon VmHWM after all meta.json", "MB", "<=", 200, "value", "")
+    add("8", "daemon VmHWM, all meta.json + first pass", "MB", "<=", 150, "value", "")
 
 
 # -------------------------------------------------------------- scenarios 6, 7, 8
@@ -112,14 +113,18 @@ def scenario_6_7_8(P, R_cheap, R_costly, rows, want):
                         f.read()
                     nread += 1
             dt = time.perf_counter() - t0
+            # Throughout the first pass (the search index's build of the store).
+            before = kb_field(m.status(), "VmHWM") / 1024
+            waited, top, finished = wait_first_pass(m, 900)
             st = m.status()
-            hwm = kb_field(st, "VmHWM") / 1024
-            r8.fen_samples.append(hwm)
+            r8.fen_samples.append(kb_field(st, "VmHWM") / 1024)
             if nread != nsess:
                 r8.checks.append("read %d meta.json, the store has %d sessions" % (nread, nsess))
-            r8.notes.append("read %d meta.json in %s; VmRSS now %.1f MB; VmHWM of the full-scan "
-                            "daemons (7) %s" % (nread, fmt_time(dt), kb_field(st, "VmRSS") / 1024,
-                                                ", ".join("%.1f MB" % x for x in hwm_scan) or "-"))
+            r8.notes.append("read %d meta.json in %s; %s; VmRSS now %.1f MB; VmHWM of the "
+                            "full-scan daemons (7) %s" % (
+                                nread, fmt_time(dt), first_pass_note(waited, top, finished, before),
+                                kb_field(st, "VmRSS") / 1024,
+                                ", ".join("%.1f MB" % x for x in hwm_scan) or "-"))
     finally:
         m.down()
 

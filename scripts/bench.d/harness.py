@@ -126,6 +126,59 @@ def kb_field(status, key):
     return int(v[0]) if v else 0
 
 
+def keeping_state(m):
+    """What `fen-fs status --json` says of the mounted daemon's keeping ("" if none)."""
+    r = subprocess.run([str(BIN), "status", "--json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+    for line in r.stdout.splitlines():
+        try:
+            v = json.loads(line)
+        except ValueError:
+            continue
+        if v.get("mountpoint") == str(m.mp):
+            return v.get("keeping") or ""
+    return ""
+
+
+def index_complete(m):
+    """Whether the mount's search index says it is complete (a query's hits.jsonl
+    begins with {"index":...} while it is not)."""
+    try:
+        with open(m.mp / "search" / "zzzzfirstpassq" / "hits.jsonl") as f:
+            return not f.readline().startswith('{"index"')
+    except OSError:
+        return False
+
+
+def first_pass_running(m, search=True):
+    """Whether the daemon's first pass (keeping every session, indexing every
+    session) is still under way."""
+    k = keeping_state(m)
+    keeping = k.startswith("on:") or k in ("starting", "waiting for the first index")
+    return keeping or (search and not index_complete(m))
+
+
+def wait_first_pass(m, limit, search=True):
+    """Waits until the daemon's first pass is over (at most `limit` s), sampling
+    VmRSS twice a second: (seconds waited, highest VmRSS sampled in MB, finished)."""
+    t0 = time.perf_counter()
+    top = 0.0
+    while True:
+        top = max(top, kb_field(m.status(), "VmRSS") / 1024)
+        if not first_pass_running(m, search):
+            return time.perf_counter() - t0, top, True
+        if time.perf_counter() - t0 > limit:
+            return time.perf_counter() - t0, top, False
+        time.sleep(0.5)
+
+
+def first_pass_note(waited, top, finished, hwm_before):
+    return ("VmHWM %.1f MB before the first pass was waited for; then %s (VmRSS sampled "
+            "every 0.5 s: at most %.1f MB)" % (
+                hwm_before, ("its end waited for, %s" % fmt_time(waited)) if finished else
+                ("NOT over after %s: the row stops there" % fmt_time(waited)), top))
+
+
 class Mount:
     seq = 0
     active = []

@@ -298,5 +298,8 @@ impl SessionSource for ForeignSource {
 
     fn persist(&self) {
         self.persist_caches();
+        if let Some(k) = &self.kept {
+            k.persist();
+        }
     }
 }
