@@ -4,17 +4,21 @@
 //! know which kind of store it serves.
 
 pub mod agents;
+pub mod aider;
 pub mod all;
 pub mod amp;
 pub mod claude;
 pub mod codex;
+pub mod continue_cli;
 pub mod convert;
 pub mod copilot;
+pub mod crush;
 pub mod cursor;
 pub mod cursor_ide;
 pub mod cursor_store;
 pub mod db_units;
 pub mod digest;
+pub mod droid;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
@@ -29,7 +33,9 @@ pub mod opencode;
 pub mod peers;
 pub mod peers_watch;
 pub mod pi;
+pub mod projects;
 pub mod protobuf_wire;
+pub mod qwen;
 pub mod registry;
 pub mod set;
 pub mod sqlite_ro;

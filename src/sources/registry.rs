@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    amp, claude, codex, copilot, cursor, cursor_ide, fen, gemini, goose, openclaw, opencode, pi,
-    warp, zed,
+    aider, amp, claude, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid, fen,
+    gemini, goose, openclaw, opencode, pi, qwen, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -21,6 +21,11 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Copilot => &copilot::kind::Copilot,
         Agent::Cursor => &cursor::kind::Cursor,
         Agent::Openclaw => &openclaw::kind::Openclaw,
+        Agent::Qwen => &qwen::kind::Qwen,
+        Agent::Aider => &aider::kind::Aider,
+        Agent::Continue => &continue_cli::kind::Continue,
+        Agent::Droid => &droid::kind::Droid,
+        Agent::Crush => &crush::kind::Crush,
         Agent::Goose => &goose::kind::Goose,
         Agent::Amp => &amp::kind::Amp,
         Agent::Zed => &zed::kind::Zed,

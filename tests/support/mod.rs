@@ -428,7 +428,7 @@ pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> 
 }
 
 /// A real agent's command installed by `scripts/install-agents NAME` (NAME: claude,
-/// codex, pi, opencode, opencode-json, gemini, ccusage): `None` (SKIPPED, loudly) when it is not
+/// codex, pi, opencode, opencode-json, gemini, qwen, continue, droid, aider, ccusage): `None` (SKIPPED, loudly) when it is not
 /// installed, or a panic when FEN_FS_REQUIRE_AGENTS=1 (CI).
 pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
     let (version, cmd) = match name {
@@ -438,6 +438,11 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "opencode" => ("1.18.33", "opencode"),
         "opencode-json" => ("1.1.65", "opencode"),
         "gemini" => ("0.61.0", "gemini"),
+        "qwen" => ("0.24.4", "qwen"),
+        "continue" => ("1.5.47", "cn"),
+        "droid" => ("0.225.2", "droid"),
+        // PyPI (scripts/install-pypi-agents): a virtual environment.
+        "aider" => ("0.86.2", "aider"),
         // Not an agent: the usage report's oracle.
         "ccusage" => ("20.0.24", "ccusage"),
         _ => panic!("agent_bin: unknown agent {name}"),
@@ -446,17 +451,24 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agents"));
     let dir = base.join(format!("{name}-{version}"));
-    let bin = dir.join("node_modules/.bin").join(cmd);
+    let bin = match name {
+        "aider" => dir.join("venv/bin").join(cmd),
+        // The platform package declares no command: its binary.
+        "droid" => dir
+            .join("node_modules/@factory/cli-linux-x64/bin")
+            .join(cmd),
+        _ => dir.join("node_modules/.bin").join(cmd),
+    };
     if dir.join(".installed").exists() && bin.exists() {
         return Some(bin);
     }
     if std::env::var("FEN_FS_REQUIRE_AGENTS").as_deref() == Ok("1") {
         panic!(
-            "{test}: {name} {version} is required (FEN_FS_REQUIRE_AGENTS=1) but not installed: run scripts/install-agents {name}"
+            "{test}: {name} {version} is required (FEN_FS_REQUIRE_AGENTS=1) but not installed: run scripts/install-agents {name} (or scripts/install-pypi-agents {name})"
         );
     }
     eprintln!(
-        "\n*** SKIPPED {test}: {name} {version} not installed (scripts/install-agents {name}) ***\n"
+        "\n*** SKIPPED {test}: {name} {version} not installed (scripts/install-agents {name}, or scripts/install-pypi-agents {name}) ***\n"
     );
     None
 }
