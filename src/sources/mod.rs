@@ -377,7 +377,11 @@ pub fn kept_sources(
                 Some(root.to_path_buf()),
                 same,
             );
-            Arc::new(foreign_source::ForeignSource::over_kept(copies, Some(root)))
+            let kept = Arc::new(foreign_source::ForeignSource::over_kept(copies, Some(root)));
+            for s in live.iter().filter(|s| s.agent() == agent) {
+                s.set_kept_kin(&kept);
+            }
+            kept
         })
         .collect()
 }
