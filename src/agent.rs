@@ -56,6 +56,7 @@ agents! {
     Cline = "cline",
     Roo = "roo",
     VscodeCopilot = "vscode-copilot",
+    Kimi = "kimi",
 }
 
 impl Agent {

@@ -29,6 +29,7 @@ pub mod growth;
 pub mod json_text;
 pub mod kept;
 pub mod kilo;
+pub mod kimi;
 pub mod kind;
 pub mod openclaw;
 pub mod opencode;
