@@ -1,5 +1,5 @@
 //! The agents whose sessions are units of a store (Kilo's database, Cline's and Roo
-//! Code's JSON files, VS Code's chat sessions) through a real mount and the real command line, from their
+//! Code's JSON files, VS Code's chat sessions) and Kimi CLI's JSON Lines through a real mount and the real command line, from their
 //! fixtures (`tests/fixtures/<kind>/`): each shows in the namespace of its cwd with
 //! every view readable and its words found by search, `fen-fs usage` counts what each recorded, a session its agent
 //! deletes stays kept, and nothing in their folders changes.
@@ -41,11 +41,14 @@ fn roots(tmp: &Path) -> Vec<(&'static str, PathBuf)> {
     std::fs::remove_file(roo.join("README.md")).unwrap();
     let code = tmp.join("Code/User");
     copy_dir(&fixture("vscode-copilot").join("User"), &code);
+    let kimi = tmp.join("kimi");
+    copy_dir(&fixture("kimi"), &kimi);
     vec![
         ("kilo", kilo),
         ("cline", cline),
         ("roo", roo),
         ("vscode-copilot", code),
+        ("kimi", kimi),
     ]
 }
 
@@ -85,7 +88,7 @@ fn folder(mp: &Path, cwd: &str, agent: &str, id: &str) -> Option<PathBuf> {
 }
 
 /// One session of each agent: (kind, cwd, id, title, a word its conversation holds).
-const SESSIONS: [(&str, &str, &str, &str, &str); 4] = [
+const SESSIONS: [(&str, &str, &str, &str, &str); 5] = [
     (
         "kilo",
         "/home/u/proj",
@@ -113,6 +116,13 @@ const SESSIONS: [(&str, &str, &str, &str, &str); 4] = [
         "3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d",
         "Cache explained",
         "last 32 dumps",
+    ),
+    (
+        "kimi",
+        "/home/u/kimi-proj",
+        "4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
+        "Kimi lists files",
+        "prints a greeting",
     ),
 ];
 
@@ -172,6 +182,7 @@ fn each_agents_session_shows_every_view_in_the_namespace_of_its_cwd() {
         ("cline", "fourth"),
         ("roo", "Delegating"),
         ("vscode-copilot", "dumps"),
+        ("kimi", "greeting"),
     ] {
         let hits = m.path("search").join(word).join("hits.jsonl");
         wait(&format!("a search hit of {kind} for {word}"), || {
@@ -245,6 +256,12 @@ fn usage_counts_what_each_agent_recorded() {
         5 * n(&kilo, "responses"),
         "{kilo}"
     );
+    // Kimi: the three steps its wire.jsonl recorded.
+    let kimi = row("kimi");
+    assert_eq!(n(&kimi, "responses"), 3, "{kimi}");
+    assert_eq!(n(&kimi, "input_tokens"), 2000 + 100 + 50, "{kimi}");
+    assert_eq!(n(&kimi, "output_tokens"), 30 + 12 + 8, "{kimi}");
+    assert_eq!(n(&kimi, "cache_read_tokens"), 200 + 2200 + 2300, "{kimi}");
 }
 
 #[test]
@@ -301,6 +318,11 @@ fn a_session_its_agent_deletes_stays_kept() {
     std::fs::remove_file(root("vscode-copilot").join(
         "workspaceStorage/5f1e0c2d9a7b3e4f/chatSessions/3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d.jsonl",
     ))
+    .unwrap();
+    std::fs::remove_dir_all(
+        root("kimi")
+            .join("sessions/9413e71e4e637bdd9e5dc6443c2d621e/4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23"),
+    )
     .unwrap();
     for (kind, dir, was) in kept {
         let meta = wait(&format!("{kind} kept"), || {
