@@ -57,6 +57,7 @@ agents! {
     Roo = "roo",
     VscodeCopilot = "vscode-copilot",
     Kimi = "kimi",
+    Openhands = "openhands",
 }
 
 impl Agent {

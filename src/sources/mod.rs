@@ -33,6 +33,7 @@ pub mod kimi;
 pub mod kind;
 pub mod openclaw;
 pub mod opencode;
+pub mod openhands;
 pub mod peers;
 pub mod peers_watch;
 pub mod pi;
