@@ -1,5 +1,5 @@
 //! The agents whose sessions are units of a store (Kilo's database, Cline's and Roo
-//! Code's JSON files, VS Code's chat sessions) and Kimi CLI's JSON Lines through a real mount and the real command line, from their
+//! Code's JSON files, VS Code's chat sessions) Kimi CLI's JSON Lines, OpenHands' event files through a real mount and the real command line, from their
 //! fixtures (`tests/fixtures/<kind>/`): each shows in the namespace of its cwd with
 //! every view readable and its words found by search, `fen-fs usage` counts what each recorded, a session its agent
 //! deletes stays kept, and nothing in their folders changes.
@@ -43,12 +43,15 @@ fn roots(tmp: &Path) -> Vec<(&'static str, PathBuf)> {
     copy_dir(&fixture("vscode-copilot").join("User"), &code);
     let kimi = tmp.join("kimi");
     copy_dir(&fixture("kimi"), &kimi);
+    let openhands = tmp.join("openhands");
+    copy_dir(&fixture("openhands"), &openhands);
     vec![
         ("kilo", kilo),
         ("cline", cline),
         ("roo", roo),
         ("vscode-copilot", code),
         ("kimi", kimi),
+        ("openhands", openhands),
     ]
 }
 
@@ -88,7 +91,7 @@ fn folder(mp: &Path, cwd: &str, agent: &str, id: &str) -> Option<PathBuf> {
 }
 
 /// One session of each agent: (kind, cwd, id, title, a word its conversation holds).
-const SESSIONS: [(&str, &str, &str, &str, &str); 5] = [
+const SESSIONS: [(&str, &str, &str, &str, &str); 6] = [
     (
         "kilo",
         "/home/u/proj",
@@ -123,6 +126,13 @@ const SESSIONS: [(&str, &str, &str, &str, &str); 5] = [
         "4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
         "Kimi lists files",
         "prints a greeting",
+    ),
+    (
+        "openhands",
+        "/home/u/oh-proj",
+        "5e4274e3516047f385c171092a8ad825",
+        "list files please",
+        "a second question",
     ),
 ];
 
@@ -183,6 +193,7 @@ fn each_agents_session_shows_every_view_in_the_namespace_of_its_cwd() {
         ("roo", "Delegating"),
         ("vscode-copilot", "dumps"),
         ("kimi", "greeting"),
+        ("openhands", "second"),
     ] {
         let hits = m.path("search").join(word).join("hits.jsonl");
         wait(&format!("a search hit of {kind} for {word}"), || {
@@ -262,6 +273,12 @@ fn usage_counts_what_each_agent_recorded() {
     assert_eq!(n(&kimi, "input_tokens"), 2000 + 100 + 50, "{kimi}");
     assert_eq!(n(&kimi, "output_tokens"), 30 + 12 + 8, "{kimi}");
     assert_eq!(n(&kimi, "cache_read_tokens"), 200 + 2200 + 2300, "{kimi}");
+    // OpenHands: the three responses its base_state.json recorded.
+    let openhands = row("openhands");
+    assert_eq!(n(&openhands, "responses"), 3, "{openhands}");
+    assert_eq!(n(&openhands, "input_tokens"), 3 * 100, "{openhands}");
+    assert_eq!(n(&openhands, "cache_read_tokens"), 3 * 20, "{openhands}");
+    assert_eq!(n(&openhands, "output_tokens"), 3 * 7, "{openhands}");
 }
 
 #[test]
@@ -322,6 +339,10 @@ fn a_session_its_agent_deletes_stays_kept() {
     std::fs::remove_dir_all(
         root("kimi")
             .join("sessions/9413e71e4e637bdd9e5dc6443c2d621e/4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23"),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(
+        root("openhands").join("conversations/5e4274e3516047f385c171092a8ad825"),
     )
     .unwrap();
     for (kind, dir, was) in kept {
