@@ -452,6 +452,7 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "cline" => ("3.0.65", "cline"),
         // PyPI (scripts/install-pypi-agents): a virtual environment.
         "aider" => ("0.86.2", "aider"),
+        "openhands" => ("1.16.0", "openhands"),
         // Not an agent: the usage report's oracle.
         "ccusage" => ("20.0.24", "ccusage"),
         _ => panic!("agent_bin: unknown agent {name}"),
@@ -461,7 +462,7 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agents"));
     let dir = base.join(format!("{name}-{version}"));
     let bin = match name {
-        "aider" => dir.join("venv/bin").join(cmd),
+        "aider" | "openhands" => dir.join("venv/bin").join(cmd),
         // The platform package declares no command: its binary.
         "droid" => dir
             .join("node_modules/@factory/cli-linux-x64/bin")
