@@ -170,3 +170,67 @@ fn usage_is_each_step_of_its_wire() {
     let keys: std::collections::HashSet<_> = out.records.iter().map(|r| r.key).collect();
     assert_eq!(keys.len(), 3);
 }
+
+/// A session Kimi CLI 1.52.0 wrote here (its Typer CLI, Python 3.13) against a mock
+/// model: a `Shell` call, its answer, then `-S ID -p` with a second prompt
+/// (tests/fixtures/kimi-run, its system prompt cut short).
+#[test]
+fn a_recorded_session_reads_as_kimi_resumed_it() {
+    const RUN: &str = "e1e7eb4b-8a55-4dbf-a71a-ef2f6fa17dfc";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kimi-run");
+    let dir = root
+        .join("sessions/38e8c58db7e65e0e3bf2a500dadd5f08")
+        .join(RUN);
+    let path = dir.join("context.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    let mut r = KimiReader::new(RUN);
+    let tail = feed_all(&mut r, &bytes);
+    let mut s = r.summary(tail);
+    Kimi.complete_summary(&root, &path, &mut s);
+    assert!(s.resumable, "{s:?}");
+    assert_eq!(s.cwd.as_deref(), Some("/home/u/kimi-run"));
+    assert_eq!(s.title.as_deref(), Some("list files please"));
+    let conv: Vec<Value> = r
+        .conversation(tail)
+        .iter()
+        .map(|m| serde_json::from_slice(&render_message(m, &bytes)).unwrap())
+        .collect();
+    // What Kimi sent on `-S ID` (seen at the mock): the stored system prompt, the
+    // messages as stored, then the new prompt, which is stored next.
+    let roles: Vec<&str> = conv.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(conv[2]["tool_calls"][0]["function"]["name"], "Shell");
+    assert_eq!(conv[3]["tool_call_id"], "call_1");
+    assert_eq!(conv[5]["content"], "a second question");
+    // Usage: each StatusUpdate once, though the mock gave each response one id.
+    let wire = dir.join("wire.jsonl");
+    let facts = fen_fs::usage_record::UnitFacts {
+        agent: fen_fs::agent::Agent::Kimi,
+        session: None,
+        cwd: Kimi.usage_cwd(&root, &wire),
+        host: None,
+    };
+    let mut u = KimiUsage::new(facts, &wire);
+    let out = fen_fs::usage_record::read_all(&mut u, &std::fs::read(&wire).unwrap());
+    assert_eq!(out.records.len(), 3);
+    let keys: std::collections::HashSet<_> = out.records.iter().map(|r| r.key).collect();
+    assert_eq!(keys.len(), 3);
+    for r in &out.records {
+        assert_eq!(&*r.session, RUN);
+        assert_eq!(
+            (r.tokens.input, r.tokens.cache_read, r.tokens.output),
+            (100, 20, 7)
+        );
+    }
+}

@@ -2,7 +2,9 @@
 //! log beside `context.jsonl`, `wire/file.py`): a `StatusUpdate` record per step
 //! carries `payload.token_usage` (`input_other`, `output`, `input_cache_read`,
 //! `input_cache_creation`: kosong's `TokenUsage`) and the step's `message_id`, at the
-//! record's `timestamp` (seconds since the epoch). Kimi records no model there.
+//! record's `timestamp` (seconds since the epoch), keyed by both (a fork copies its
+//! parent's records whole; a provider may reuse a response id). Kimi records no model
+//! there.
 //! A subagent's `wire.jsonl` (`<session>/subagents/<id>/`) counts for its session.
 
 use crate::usage_record::{
@@ -65,17 +67,13 @@ impl UsageReader for KimiUsage {
             let Some(secs) = v["timestamp"].as_f64() else {
                 return out.malformed(at, || "a StatusUpdate without a timestamp".into());
             };
+            // The response's id and the record's time: a fork copies both.
             let step = m["payload"]["message_id"].as_str().unwrap_or("");
-            let at_key = at.to_string();
+            let time = v["timestamp"].to_string();
             out.records.push(UsageRecord {
                 time_ms: (secs * 1000.0) as i64,
                 agent: self.facts.agent,
-                // A step's id where Kimi gives one (forks copy the wire's lines).
-                key: Some(if step.is_empty() {
-                    key_of(&[b"kimi", self.session.as_bytes(), at_key.as_bytes()])
-                } else {
-                    key_of(&[b"kimi", step.as_bytes()])
-                }),
+                key: Some(key_of(&[b"kimi", step.as_bytes(), time.as_bytes()])),
                 session: Arc::from(self.session.as_str()),
                 cwd: self.facts.cwd.as_deref().map(Arc::from),
                 host: self.facts.host.as_deref().map(Arc::from),
