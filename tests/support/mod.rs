@@ -453,6 +453,9 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         // PyPI (scripts/install-pypi-agents): a virtual environment.
         "aider" => ("0.86.2", "aider"),
         "openhands" => ("1.16.0", "openhands"),
+        // Its entry point only prints that it is archived: its Typer CLI is run by
+        // the venv's python (tests/agent_kimi.rs).
+        "kimi" => ("1.52.0", "python"),
         // Not an agent: the usage report's oracle.
         "ccusage" => ("20.0.24", "ccusage"),
         _ => panic!("agent_bin: unknown agent {name}"),
@@ -462,7 +465,7 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agents"));
     let dir = base.join(format!("{name}-{version}"));
     let bin = match name {
-        "aider" | "openhands" => dir.join("venv/bin").join(cmd),
+        "aider" | "openhands" | "kimi" => dir.join("venv/bin").join(cmd),
         // The platform package declares no command: its binary.
         "droid" => dir
             .join("node_modules/@factory/cli-linux-x64/bin")
