@@ -552,3 +552,62 @@ fn listening_elsewhere_warns_and_a_bad_port_is_a_clear_error() {
     let _ = child.wait();
     drop(s);
 }
+
+/// Two agents can write ids of one form (pi's and Claude Code's are both UUIDs): a
+/// pi session with Claude session A's id shows its own tokens and cost, and A its
+/// own, on the Sessions page, its JSON, and each Session page's header.
+#[test]
+fn tokens_and_cost_are_each_sessions_own_when_two_agents_share_an_id() {
+    let w = World::new(130);
+    let pi = w.tmp.path().join("pi");
+    web_support::pi_session(&pi, "/home/u/pi", A, 1000, 234, 0.5);
+    let mut args = w.args();
+    args.extend(["--source".into(), format!("pi={}", pi.display())]);
+    let s = Server::start(&args);
+    let home = s.get_until("/", "tokens counted", |r| {
+        r.body.contains("Port the parser to pi") && !r.body.contains("data-usage=")
+    });
+    let row = |agent: &str| -> String {
+        home.body
+            .split("<tr>")
+            .find(|r| r.contains(A) && r.contains(&format!("<td>{agent}</td>")))
+            .unwrap_or_else(|| panic!("no {agent} row of {A}"))
+            .to_string()
+    };
+    // Claude's A: 15 answers of 10 + 5 tokens.
+    assert!(row("claude").contains(">225<"), "{}", row("claude"));
+    assert!(
+        row("pi").contains(">1,234<") && row("pi").contains(">$0.50<"),
+        "{}",
+        row("pi")
+    );
+    // The JSON the page fills its cells from, by agent, host and id.
+    let host = fen_fs::host::this_host();
+    let keys = format!("claude/{host}/{A}\npi/{host}/{A}");
+    let r = s.get(&format!("/api/session-usage?keys={}", url_encode(&keys)));
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["sessions"][format!("claude/{host}/{A}")]["tokens"], "225");
+    assert_eq!(v["sessions"][format!("pi/{host}/{A}")]["tokens"], "1,234");
+    assert_eq!(v["sessions"][format!("pi/{host}/{A}")]["cost"], "$0.50");
+    // Each Session page's header.
+    let pi_href = home
+        .body
+        .split("href=\"")
+        .map(|s| &s[..s.find('"').unwrap()])
+        .find(|h| h.contains(&format!("pi-{A}")))
+        .expect("the pi session's link")
+        .to_string();
+    let page = s.get(&pi_href);
+    assert!(page.body.contains("<dd>1,234</dd>"), "{}", page.body);
+    let page = s.get(&session_path(&s, A));
+    assert!(page.body.contains("<dd>225</dd>"), "claude's A");
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -409,3 +409,65 @@ pub fn session_path(server: &Server, id: &str) -> String {
     let end = start + page.body[start..].find('"').unwrap();
     page.body[start..end].to_string()
 }
+
+/// A pi session (format 3) of `id` in `cwd` under `root` (pi's agent folder): one
+/// prompt and one answer whose usage pi recorded as `input` + `output` tokens costing
+/// `cost` dollars.
+pub fn pi_session(root: &Path, cwd: &str, id: &str, input: u64, output: u64, cost: f64) -> PathBuf {
+    let folder = root.join("sessions").join(format!(
+        "--{}--",
+        cwd.trim_start_matches('/').replace('/', "-")
+    ));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!("2026-03-02T10-00-00-000Z_{id}.jsonl"));
+    let lines = [
+        json!({"type": "session", "version": 3, "id": id, "timestamp": "2026-03-02T10:00:00.000Z", "cwd": cwd}),
+        json!({"type": "message", "id": "e0000001", "parentId": null, "timestamp": "2026-03-02T10:00:01.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "Port the parser to pi"}], "timestamp": 1_772_445_601_000u64}}),
+        json!({"type": "message", "id": "e0000002", "parentId": "e0000001", "timestamp": "2026-03-02T10:00:05.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Ported."}],
+                "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                "usage": {"input": input, "output": output, "cacheRead": 0, "cacheWrite": 0, "totalTokens": input + output,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}},
+                "stopReason": "stop", "timestamp": 1_772_445_605_000u64}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every message article of the Session page at `path`: the first screen and each
+/// next fragment, as the page loads them scrolling down (their `id`s, in order).
+pub fn page_articles(server: &Server, path: &str) -> Vec<String> {
+    let first = server.get(path);
+    assert_eq!(first.status, 200, "{path}: {}", first.body);
+    let mut ids = article_ids(&first.body);
+    let attr = |name: &str| -> String {
+        first
+            .body
+            .split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let href = attr("data-href").replace("&amp;", "&");
+    let mut next: u64 = attr("data-next").parse().unwrap();
+    let mut done = attr("data-done") == "1";
+    while !done {
+        let r = server.get(&format!("{href}?from={next}"));
+        let f: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        ids.extend(article_ids(f["html"].as_str().unwrap()));
+        next = f["next"].as_u64().unwrap();
+        done = f["done"] == true;
+    }
+    ids
+}
+
+/// The `id`s of `<article id="m-N">`s in `html`, in order.
+pub fn article_ids(html: &str) -> Vec<String> {
+    html.split("<article id=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect()
+}

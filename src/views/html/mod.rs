@@ -179,6 +179,30 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// A count for people: `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A cost for people: `$1,234`, `$3.27`, `<$0.01` (a cost that is not nothing is
+/// never shown as `$0.00`), or `unknown` (a model without a price: never 0).
+pub fn dollars(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) if c >= 100.0 => format!("${}", thousands(c.round() as u64)),
+        Some(c) if c > 0.0 && c < 0.005 => "<$0.01".into(),
+        Some(c) => format!("${c:.2}"),
+        None => "unknown".into(),
+    }
+}
+
 /// A size for people: `512 B`, `1.5 KB`, `3.2 MB`.
 pub fn human_bytes(n: usize) -> String {
     if n < 1000 {
@@ -311,10 +335,10 @@ pub fn write_document_start(w: &mut dyn Write, header: &HtmlHeader, mode: Mode) 
         fact(&mut out, "updated", &v);
     }
     if let Some(t) = h.tokens {
-        fact(&mut out, "tokens", &t.to_string());
+        fact(&mut out, "tokens", &thousands(t));
     }
-    if let Some(c) = h.cost_usd {
-        fact(&mut out, "cost", &format!("${c:.2}"));
+    if h.tokens.is_some() || h.cost_usd.is_some() {
+        fact(&mut out, "cost", &escape(&dollars(h.cost_usd)));
     }
     if let Some(p) = &h.parent {
         let mut v = String::new();

@@ -142,11 +142,12 @@
     }
     const pending = $$("td[data-usage]");
     if (!pending.length) return;
-    const ids = Array.from(new Set(pending.map((td) => td.dataset.usage)));
+    // Each session as `agent/host/id` (an id alone could name two agents' sessions).
+    const keys = Array.from(new Set(pending.map((td) => td.dataset.usage)));
     async function fill() {
       let r;
       try {
-        r = await getJSON("/api/session-usage?ids=" + encodeURIComponent(ids.join(",")));
+        r = await getJSON("/api/session-usage?keys=" + encodeURIComponent(keys.join("\n")));
       } catch (e) {
         return setTimeout(fill, 2000);
       }

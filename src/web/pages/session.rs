@@ -324,7 +324,7 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
             .collect();
     }
     if let Some(u) = app.session_usage()
-        && let Some(c) = u.by_id.get(&facts.id)
+        && let Some(c) = u.get(facts.agent, facts.host.as_deref(), &facts.id)
     {
         header.tokens = Some(c.tokens);
         header.cost_usd = c.cost;

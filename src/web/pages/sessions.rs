@@ -216,13 +216,13 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
         count(l.messages as u64)
     );
     match usage {
-        Some(u) => match u.by_id.get(&l.id) {
+        Some(u) => match u.of(l) {
             Some(c) => {
                 let _ = writeln!(
                     out,
                     "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                     count(c.tokens),
-                    dollars(c.cost)
+                    esc(&dollars(c.cost))
                 );
             }
             None => {
@@ -233,10 +233,21 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
             let _ = writeln!(
                 out,
                 "<td class=\"num pending\" data-usage=\"{0}\" data-what=\"tokens\">…</td><td class=\"num pending\" data-usage=\"{0}\" data-what=\"cost\">…</td></tr>",
-                esc(&l.id)
+                esc(&usage_key(l))
             );
         }
     }
+}
+
+/// How a row names its session to `/api/session-usage`: `agent/host/id` (the agent
+/// and host hold no `/`; the id is the rest, whatever it holds).
+pub fn usage_key(l: &Listing) -> String {
+    format!(
+        "{}/{}/{}",
+        l.agent.name(),
+        l.host.as_deref().unwrap_or(crate::host::this_host()),
+        l.id
+    )
 }
 
 fn filters_form(out: &mut String, all: &[Listing], f: &Filters) {
