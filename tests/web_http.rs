@@ -611,3 +611,87 @@ fn url_encode(s: &str) -> String {
         })
         .collect()
 }
+
+/// The commands that continue a session are the ones that work: a session already
+/// continued in Codex by `fen-fs resume --in codex` offers the Codex session made
+/// then (as `fen-fs resume` and the MCP server's `resume_command` do), not a second
+/// copy; a session its agent deleted (shown from fen's kept copy) is restored before
+/// its agent resumes it.
+#[test]
+fn resume_commands_open_what_was_made_and_restore_what_was_deleted() {
+    let (w, s) = world_server();
+    let codex = w.tmp.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let a = session_path(&s, A);
+    let before = s.get(&a);
+    assert!(
+        before
+            .body
+            .contains(&format!("fen-fs resume {A} --in codex"))
+    );
+
+    let mut resume = support::fen_fs();
+    resume
+        .args(["resume", A, "--in", "codex"])
+        .args(w.args())
+        .args(["--source", &format!("codex={}", codex.display())]);
+    let out = resume.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `cd /home/u/web && codex resume NEW`.
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let made = printed.trim().lines().last().unwrap().to_string();
+    assert!(made.contains("codex resume "), "{made}");
+    let after = s.get(&a);
+    assert!(
+        after.body.contains(&html_text(&made)),
+        "the Codex session made then: {made}"
+    );
+    assert!(
+        !after
+            .body
+            .contains(&format!("fen-fs resume {A} --in codex")),
+        "a second copy offered"
+    );
+    assert!(
+        after.body.contains(&format!("fen-fs resume {A} --in pi")),
+        "the other agents as before"
+    );
+
+    // B's file is kept, then deleted by its agent.
+    let keep = support::fen_fs()
+        .arg("keep")
+        .args(["--store", &w.store.display().to_string(), "--no-detect"])
+        .args(["--source", &format!("claude={}", w.claude.display())])
+        .output()
+        .unwrap();
+    assert!(
+        keep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&keep.stderr)
+    );
+    std::fs::remove_file(w.session_file(B)).unwrap();
+    let home = s.get_until("/?kept=deleted", "B shown as deleted", |r| {
+        r.body.contains(B)
+    });
+    assert!(home.body.contains("badge deleted"));
+    let b = session_path(&s, B);
+    let page = s.get(&b);
+    assert!(page.body.contains("deleted by its agent"), "the badge");
+    let restore = format!(
+        "fen-fs restore {B} --store {} --source claude={} --no-detect &amp;&amp; cd /home/u/api &amp;&amp; claude --resume {B}",
+        w.store.display(),
+        w.claude.display()
+    );
+    assert!(page.body.contains(&restore), "{}", page.body);
+}
+
+/// `s` as it stands in the page's HTML text.
+fn html_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

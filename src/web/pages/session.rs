@@ -381,10 +381,13 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
     Ok(out)
 }
 
-/// The commands that continue the session (§10): in its own agent, and as a new
-/// session of each agent `fen-fs resume --in` writes.
+/// The commands that continue the session (§10): in its own agent (its file
+/// restored first when its agent deleted it), and in each agent `fen-fs resume --in`
+/// writes: the session made there by an earlier `--in` from this unchanged session
+/// when the resume ledger has one (as `fen-fs resume` and the MCP server's
+/// `resume_command` give it), else the command that makes one.
 fn resume_lines(app: &App, facts: &SessionFacts) -> Vec<html::ResumeLine> {
-    use crate::resume::command::{ResumeCommand, quote};
+    use crate::resume::command::{ResumeCommand, own_agent_line, quote};
     let mut out = Vec::new();
     let peer = facts.host.is_some();
     let id = if facts.id.is_empty() || peer {
@@ -392,18 +395,29 @@ fn resume_lines(app: &App, facts: &SessionFacts) -> Vec<html::ResumeLine> {
     } else {
         facts.id.clone()
     };
+    let store_root = &app.history.store().root;
     if !peer && facts.resumable {
-        if let Some(c) = ResumeCommand::of(facts.agent, &id, facts.cwd.as_deref()) {
+        if let Some(line) = own_agent_line(
+            facts.agent,
+            &id,
+            facts.cwd.as_deref(),
+            facts.source_deleted,
+            &app.history.store_args,
+        ) {
             out.push(html::ResumeLine {
-                agent: format!("{} (its own agent)", facts.agent.name()),
-                command: c.shell(),
+                agent: if facts.source_deleted {
+                    format!(
+                        "{} (its own agent; its file is restored first)",
+                        facts.agent.name()
+                    )
+                } else {
+                    format!("{} (its own agent)", facts.agent.name())
+                },
+                command: line,
             });
         } else if facts.agent == crate::agent::Agent::Fen
-            && let Some(ctl) = crate::resume::command::ctl_in_mount(
-                &app.history.store().root,
-                &facts.namespace,
-                &facts.dir,
-            )
+            && let Some(ctl) =
+                crate::resume::command::ctl_in_mount(store_root, &facts.namespace, &facts.dir)
         {
             out.push(html::ResumeLine {
                 agent: "fen (append to its ctl)".into(),
@@ -413,6 +427,25 @@ fn resume_lines(app: &App, facts: &SessionFacts) -> Vec<html::ResumeLine> {
     }
     if facts.resumable || facts.agent == crate::agent::Agent::Fen {
         for target in crate::resume::TARGETS {
+            let agent = crate::resume::parse_target(target).expect("a target");
+            if let Some(r) = crate::resume::made_earlier(store_root, facts, agent) {
+                let command = match ResumeCommand::of(agent, &r.id, Some(&r.cwd)) {
+                    Some(c) => c.shell(),
+                    None => {
+                        let mut words = vec!["fen-fs".to_string(), "resume".into(), quote(&r.id)];
+                        words.extend(app.history.store_args.iter().map(|a| quote(a)));
+                        words.join(" ")
+                    }
+                };
+                out.push(html::ResumeLine {
+                    agent: format!(
+                        "the {target} session made from it at {}",
+                        crate::views::local_time(&r.made_at)
+                    ),
+                    command,
+                });
+                continue;
+            }
             let mut words = vec![
                 "fen-fs".to_string(),
                 "resume".into(),
