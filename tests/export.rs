@@ -6,6 +6,7 @@
 //! agent root is a temporary folder.
 
 mod export_support;
+mod mcp_support;
 mod support;
 
 use export_support::{ID, claude_session};
@@ -589,10 +590,62 @@ fn a_fen_session_exports() {
         assert!(!got.contains(secret), "{format}");
         assert!(redactions(&got) >= 2, "{format}: {got}");
     }
+    // The Session page's messages: the history the compaction took out is there,
+    // marked, and the summary stands where the compaction happened.
     let html = out(&["export", &id]);
     let summary = html.find("class=\"msg role-user compaction\"").unwrap();
     assert!(
-        summary < html.find("<article id=\"m-1\"").unwrap(),
-        "the summary first"
+        html.contains("<article id=\"m-0\" class=\"msg role-user out-of-conversation\""),
+        "{html}"
     );
+    assert!(
+        summary > html.find("<article id=\"m-3\"").unwrap(),
+        "the summary after what it summarizes"
+    );
+}
+
+/// The HTML header's tokens and cost are the usage ledgers' as last saved (a mount's
+/// count, `fen-fs usage`, `fen-fs web`): an export reads no session file to count
+/// them and never waits for a count, so a session never counted has none; once
+/// counted, the header has what `fen-fs usage session` says.
+#[test]
+fn the_header_has_the_tokens_and_cost_the_usage_ledgers_hold() {
+    let s = Setup::new();
+    let id = "5e55c0de-0000-4000-8000-00000000c057";
+    let texts: Vec<String> = (0..12).map(|i| format!("turn {i}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    mcp_support::claude_session(&s.claude, "/p/costly", id, "2026-03-01T10:00:00Z", &texts);
+    let o = s.export(&[id]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(
+        !stdout(&o).contains("<dt>tokens</dt>"),
+        "never counted: none"
+    );
+    assert!(
+        !s.store.join(".fen-cache/usage").exists(),
+        "the export counted nothing"
+    );
+    let o = run(&s.store, &["usage", "session", "--json"], &s.sources());
+    assert!(o.status.success(), "{}", out_text(&o));
+    let row: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(row["session"], id);
+    let tokens = row["total_tokens"].as_u64().unwrap();
+    let cost = row["cost_usd"].as_f64().unwrap();
+    assert_eq!(tokens, 6 * 15, "six answers of 10 + 5 tokens");
+    let o = s.export(&[id]);
+    let html = stdout(&o);
+    assert!(
+        html.contains(&format!("<dt>tokens</dt><dd>{tokens}</dd>")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "<dt>cost</dt><dd>{}</dd>",
+            html_escape(&fen_fs::views::html::dollars(Some(cost)))
+        )),
+        "{html}"
+    );
+    // md and json are the session's views: no header of counts.
+    let o = s.export(&[id, "--format", "md"]);
+    assert!(!stdout(&o).contains("tokens"));
 }

@@ -695,3 +695,75 @@ fn html_text(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
+
+/// The Export button gives the page that was read: for every session of every
+/// agent's public fixtures (Claude Code's compactions and rewinds, Codex, Gemini CLI,
+/// Copilot CLI, Cursor's transcripts, OpenClaw), the exported file holds the same
+/// message articles as the Session page with every fragment loaded, and the header
+/// the page's tokens and cost.
+#[test]
+fn the_export_button_gives_the_page_that_was_read_for_every_agents_sessions() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/agent-fixtures");
+    let store = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--store".to_string(),
+        store.path().display().to_string(),
+        "--no-detect".into(),
+    ];
+    for agent in ["claude", "codex", "gemini", "copilot", "cursor", "openclaw"] {
+        args.extend([
+            "--source".into(),
+            format!("{agent}={}", fixtures.join(agent).display()),
+        ]);
+    }
+    let s = Server::start(&args);
+    let home = s.get_until("/", "every session counted", |r| {
+        r.body.contains("<table") && !r.body.contains("data-usage=")
+    });
+    let mut pages = 1;
+    while home.body.contains(&format!("?page={}", pages + 1)) {
+        pages += 1;
+    }
+    let mut sessions = Vec::new();
+    for p in 1..=pages {
+        let page = s.get(&format!("/?page={p}"));
+        for row in page
+            .body
+            .split("<tr><td class=\"title\"><a href=\"")
+            .skip(1)
+        {
+            sessions.push(row[..row.find('"').unwrap()].to_string());
+        }
+    }
+    assert!(sessions.len() >= 50, "{} sessions", sessions.len());
+    let mut with_tokens = 0;
+    let mut compared = 0;
+    for href in &sessions {
+        let on_page = web_support::page_articles(&s, href);
+        let exported = s.get(&format!("{href}/export"));
+        assert_eq!(exported.status, 200, "{href}: {}", exported.body);
+        let in_file = web_support::article_ids(&exported.body);
+        assert_eq!(in_file, on_page, "{href}: the export's messages");
+        compared += usize::from(!on_page.is_empty());
+        let page = s.get(href);
+        let fact = |body: &str, name: &str| -> Option<String> {
+            body.split(&format!("<dt>{name}</dt><dd>"))
+                .nth(1)
+                .map(|r| r[..r.find("</dd>").unwrap()].to_string())
+        };
+        assert_eq!(
+            fact(&exported.body, "tokens"),
+            fact(&page.body, "tokens"),
+            "{href}: tokens"
+        );
+        assert_eq!(
+            fact(&exported.body, "cost"),
+            fact(&page.body, "cost"),
+            "{href}"
+        );
+        with_tokens += usize::from(fact(&page.body, "tokens").is_some());
+    }
+    assert!(compared >= 40, "{compared} sessions with messages");
+    assert!(with_tokens >= 10, "{with_tokens} sessions with tokens");
+}

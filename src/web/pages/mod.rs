@@ -409,7 +409,28 @@ async fn export(State(app): AppState, Path(dir): Path<String>) -> Response {
     let made = tokio::task::spawn_blocking(move || {
         let found = app.history.find(&dir)?;
         let agent = found.source.agent().name().to_string();
-        let options = crate::export::Options::default();
+        // The tokens and cost the page shows (the server's count), else as the
+        // usage ledgers last saved them (what `fen-fs export` shows).
+        let listed = app
+            .listing()
+            .ok()
+            .and_then(|l| l.iter().find(|l| l.dir == found.dir).cloned());
+        let counted = app
+            .session_usage()
+            .zip(listed)
+            .and_then(|(u, l)| u.of(&l))
+            .or_else(|| {
+                crate::export::counted(
+                    &found.source,
+                    &found.ns,
+                    &found.dir,
+                    &app.history.store().root,
+                )
+            });
+        let options = crate::export::Options {
+            counted,
+            ..crate::export::Options::default()
+        };
         let (file, report) =
             crate::export::to_temp(found.source.as_ref(), &found.ns, &found.dir, &options)?;
         let size = file
