@@ -767,3 +767,56 @@ fn the_export_button_gives_the_page_that_was_read_for_every_agents_sessions() {
     assert!(compared >= 40, "{compared} sessions with messages");
     assert!(with_tokens >= 10, "{with_tokens} sessions with tokens");
 }
+
+/// While the index is first built, a search answers at once from what is indexed
+/// and says so once, with how far the build is; the box asks again until the
+/// answer is whole.
+#[test]
+fn a_search_while_the_index_is_built_says_so_once_and_then_is_whole() {
+    let w = World::new(130);
+    let texts: Vec<String> = (0..60)
+        .map(|i| format!("busy message {i} of a large history"))
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for n in 0..400 {
+        let id = format!("1a1a{n:04x}-0000-4000-8000-000000000001");
+        mcp_support::claude_session(
+            &w.claude,
+            &format!("/home/u/many-{}", n % 20),
+            &id,
+            "2026-01-20T08:00:00Z",
+            &texts,
+        );
+    }
+    let s = Server::start(&w.args());
+    let partial_seen = std::cell::Cell::new(0);
+    let whole = s.get_until(&format!("/api/search?q={PLANTED}"), "a whole answer", |r| {
+        let a: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        let said: Vec<String> = a["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            !said.iter().any(|n| n.contains("brought up to date")),
+            "the build said in a note as well: {said:?}"
+        );
+        if let Some(p) = a["partial"].as_str() {
+            partial_seen.set(partial_seen.get() + 1);
+            assert!(
+                p.starts_with("The search index is being brought up to date"),
+                "{p}"
+            );
+            assert!(!p.contains("ask again"), "the page asks by itself: {p}");
+        }
+        a["partial"].is_null() && !a["hits"].as_array().unwrap().is_empty()
+    });
+    assert!(whole.body.contains(PLANTED));
+    assert!(
+        partial_seen.get() > 0,
+        "no answer came before the index was built"
+    );
+    let page = s.get(&format!("/search?q={PLANTED}"));
+    assert_eq!(page.body.matches("brought up to date").count(), 0);
+}

@@ -63,10 +63,7 @@
       return box;
     }
     for (const n of answer.notes || []) box.append(el("p", { class: "note partial", role: "status" }, n));
-    if (answer.partial) {
-      box.append(el("p", { class: "note partial", role: "status" },
-        "The search index is being brought up to date: results may be incomplete."));
-    }
+    if (answer.partial) box.append(el("p", { class: "note partial", role: "status" }, answer.partial));
     if (!answer.hits.length) {
       if (answer.query.trim()) box.append(el("p", { class: "note empty" }, "No session matches."));
       return box;
