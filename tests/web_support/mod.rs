@@ -21,6 +21,8 @@ pub const PLANTED: &str = "zephyrine";
 /// A secret in B's first prompt: shown to the owner, redacted in an export.
 pub const SECRET: &str = "sk-ant-api03-6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po_799NksnRH9ucAUsdMlHUvTCQCyEZDz-TddJ8HyS5SUkCnD8zRA9a9SkpXz9AA";
 pub const B: &str = "0b0b0b0b-0000-4000-8000-00000000000b";
+/// A session whose prompt holds a screenshot (an image part, shown from its data).
+pub const IMAGE: &str = "0c0c0c0c-0000-4000-8000-00000000000c";
 /// A's title (its first prompt).
 pub const A_TITLE: &str = "Fix the flaky login test";
 
@@ -276,6 +278,34 @@ pub fn hostile_session(root: &Path) -> PathBuf {
     path
 }
 
+/// A 2×2 PNG, red.
+pub const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGP4z8AARAwQCgAf7gP9i18U1AAAAABJRU5ErkJggg==";
+
+/// A Claude Code session whose first prompt holds a screenshot.
+pub fn image_session(root: &Path) -> PathBuf {
+    let cwd = "/home/u/shots";
+    let folder = root.join("projects").join(cwd.replace(['/', '.'], "-"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!("{IMAGE}.jsonl"));
+    let t0 = chrono::DateTime::parse_from_rfc3339("2026-02-12T09:00:00Z").unwrap();
+    let mut l = line(IMAGE, cwd, 0, t0, None);
+    l["type"] = json!("user");
+    l["message"] = json!({"role": "user", "content": [
+        {"type": "text", "text": "The button is red in this screenshot"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_BASE64}},
+    ]});
+    let mut a = line(IMAGE, cwd, 1, t0, Some("0c0c0c0c-0000"));
+    a["type"] = json!("assistant");
+    a["message"] = json!({
+        "id": "msg_i1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "It should be blue."}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 50, "output_tokens": 8},
+    });
+    std::fs::write(&path, format!("{l}\n{a}\n")).unwrap();
+    path
+}
+
 /// Appends a user prompt and an assistant answer to Claude Code session `path`
 /// (its last entry's uuid `parent`), the answer holding `text`.
 pub fn append_turn(path: &Path, id: &str, cwd: &str, n: usize, text: &str) {
@@ -348,6 +378,7 @@ impl World {
             &texts,
         );
         hostile_session(&claude);
+        image_session(&claude);
         // Another machine's store, as Syncthing delivers it (§12): one fen session.
         let peer = tmp.path().join("peers").join("desktop");
         let cwd = "/home/u/web";
