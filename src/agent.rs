@@ -42,11 +42,20 @@ agents! {
     Copilot = "copilot",
     Cursor = "cursor",
     Openclaw = "openclaw",
+    Qwen = "qwen",
+    Aider = "aider",
+    Continue = "continue",
+    Droid = "droid",
+    Crush = "crush",
     Goose = "goose",
     Amp = "amp",
     Zed = "zed",
     Warp = "warp",
     CursorIde = "cursor-ide",
+    Kilo = "kilo",
+    Cline = "cline",
+    Roo = "roo",
+    VscodeCopilot = "vscode-copilot",
 }
 
 impl Agent {

@@ -65,3 +65,5 @@ pub mod usage_record;
 pub mod views;
 #[cfg(feature = "full")]
 pub mod web;
+#[cfg(feature = "full")]
+pub mod workers;

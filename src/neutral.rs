@@ -222,6 +222,34 @@ pub struct SessionFacts {
     /// The cwd as recorded there, when a path map changed it into `cwd`.
     #[serde(default)]
     pub cwd_on_host: Option<String>,
+    /// The session this one was spawned from (a subagent's parent), by id, and its
+    /// folder relative to this session's namespace folder when it is shown
+    /// (`<dir>`, or `../<namespace>/<dir>` in another namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// This session's id among its parent's subagents, for a subagent's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The subagents this session started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentLink>,
+}
+
+/// A subagent a session started: its id, the tool call that started it (when known)
+/// and its session's folder relative to the parent's namespace folder (when shown).
+/// `inline`: its messages are in the session's own history (Claude Code 1.0's
+/// sidechain lines), from entry `id`; it is no session of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentLink {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inline: bool,
 }
 
 /// A session's messages as neutral values, with its facts.

@@ -455,6 +455,23 @@ fn claude_file(path: &Path, id: &str, lines: usize, word: &str) {
     }
 }
 
+/// The bytes of every file under `dir`.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = e.path().symlink_metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
 fn run(cmd: &mut std::process::Command) -> std::process::Output {
     cmd.output().expect("run fen-fs")
 }
@@ -488,8 +505,9 @@ fn fen_fs_keep_keeps_without_a_mount_appends_and_compresses() {
         assert!(out.status.success(), "{}", out_text(&out));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // A missing store is created, every session copied as it is; the next keep
-    // compresses the quiet one.
+    // A missing store is created; the quiet session is written compressed at once
+    // (the first keep never needs room for its bytes whole), the one still being
+    // written to as it is.
     let said = keep();
     assert!(said.contains("2 new"), "{said}");
     let file_of = |id: &str| {
@@ -497,25 +515,37 @@ fn fen_fs_keep_keeps_without_a_mount_appends_and_compresses() {
         let r = copies.iter().find(|r| r["id"] == id).unwrap();
         r["generations"][0]["file"].as_str().unwrap().to_string()
     };
-    assert_eq!(file_of("11111111-1111-4111-8111-111111111111"), "1.jsonl");
-    let said = keep();
-    assert!(said.contains("1 compressed"), "{said}");
     assert_eq!(
         file_of("11111111-1111-4111-8111-111111111111"),
         "1.jsonl.zst"
     );
     assert_eq!(file_of("22222222-2222-4222-8222-222222222222"), "1.jsonl");
-    let on_disk: u64 = std::fs::read_dir(store.join(".kept/claude"))
-        .unwrap()
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .filter(|f| f.file_name().to_string_lossy().ends_with(".zst"))
-        .map(|f| f.metadata().unwrap().len())
-        .sum();
+    let zst_bytes = || -> u64 {
+        std::fs::read_dir(store.join(".kept/claude"))
+            .unwrap()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+            .filter(|f| f.file_name().to_string_lossy().ends_with(".zst"))
+            .map(|f| f.metadata().unwrap().len())
+            .sum()
+    };
+    let on_disk = zst_bytes();
     assert!(
         on_disk * 4 < old.metadata().unwrap().len(),
         "compressed to {on_disk} bytes"
     );
+    // Everything the first keep wrote (records included) is under a quarter of the
+    // sessions' bytes.
+    let sessions = old.metadata().unwrap().len() + young.metadata().unwrap().len();
+    let kept = tree_bytes(&store.join(".kept"));
+    assert!(
+        kept * 4 < sessions,
+        "the first keep wrote {kept} bytes for {sessions}"
+    );
+    // The next keep has nothing to compress: the quiet copy was written once.
+    let said = keep();
+    assert!(said.contains("0 compressed"), "{said}");
+    assert_eq!(zst_bytes(), on_disk);
     // Nothing changed: nothing kept again.
     assert!(keep().contains("0 new, 0 grew"));
     // Appends extend the copies (a frame more for the compressed one).

@@ -11,7 +11,7 @@ mod usage_support;
 use serde_json::Value;
 use std::path::Path;
 
-/// `fen-fs usage REPORT --json`: each row's subject, tokens and cost.
+/// `fen-fs usage REPORT --json`: each row's subject, tokens and cost (rounded).
 fn usage(h: &usage_support::History, store: &Path, report: &str) -> Vec<(String, u64, String)> {
     let key = if report == "session" {
         "session"
@@ -34,7 +34,12 @@ fn usage(h: &usage_support::History, store: &Path, report: &str) -> Vec<(String,
             (
                 r[key].as_str().unwrap_or_default().to_string(),
                 r["total_tokens"].as_u64().unwrap(),
-                r["cost_usd"].to_string(),
+                // To the nano-dollar: sums of the same costs in another order differ
+                // in their last bits.
+                r["cost_usd"]
+                    .as_f64()
+                    .map(|c| format!("{c:.9}"))
+                    .unwrap_or_default(),
             )
         })
         .collect();
@@ -62,20 +67,18 @@ fn a_deleted_session_still_counts_once_in_usage() {
     // Kept, sources still there: each session once.
     assert_eq!(usage(&h, &store, "session"), before);
 
-    // Claude Code deletes a session file with usage, a Codex rollout goes too.
-    let claude = std::fs::read_dir(h.claude.join("projects/-home-u-alpha"))
+    // Claude Code deletes a session file with usage, with its subagents' folder
+    // (subagents, a workflow run's, a side question's run replaying it) and its
+    // older-layout subagent beside it; a Codex rollout goes too.
+    let project = h.claude.join("projects/-home-u-alpha");
+    let claude = std::fs::read_dir(&project)
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| {
+        .find(|p| {
             p.extension().is_some_and(|e| e == "jsonl")
-                && !p
-                    .file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("agent-")
+                && p.with_extension("").join("subagents").is_dir()
         })
-        .min()
         .unwrap();
     let id = claude.file_stem().unwrap().to_string_lossy().into_owned();
     assert!(
@@ -83,6 +86,8 @@ fn a_deleted_session_still_counts_once_in_usage() {
         "{id} has usage: {before:?}"
     );
     std::fs::remove_file(&claude).unwrap();
+    std::fs::remove_dir_all(claude.with_extension("")).unwrap();
+    std::fs::remove_file(project.join("agent-d4e5f6.jsonl")).unwrap();
     let mut codex = Vec::new();
     let mut todo = vec![h.codex.join("sessions")];
     while let Some(d) = todo.pop() {

@@ -250,6 +250,8 @@ const MAY_NAME_AN_AGENT: &[(&str, &str)] = &[
 const NOT_THE_AGENT: &[(&str, &str)] = &[
     // LiteLLM's provider `gemini` (Google's models), not Gemini CLI.
     ("usage/prices.rs", "\"gemini\""),
+    // The programming languages' keyword `continue`, not Continue's CLI.
+    ("views/html/highlight.rs", "\"continue\""),
 ];
 
 /// What names agent `name` (variant `variant`) in `code`: `Agent::Variant`, a path

@@ -55,8 +55,7 @@ fn expected(
     file: &Path,
 ) -> (fen_fs::sources::foreign::ForeignSummary, Vec<u8>) {
     let bytes = std::fs::read(file).unwrap();
-    let name = file.file_name().unwrap().to_string_lossy().to_string();
-    let mut reader: Box<dyn ForeignReader> = agents::reader_for(agent, &name);
+    let mut reader: Box<dyn ForeignReader> = agents::reader_for_path(agent, file);
     let tail = feed_all(reader.as_mut(), &bytes);
     let msgs = reader.conversation(tail);
     let mut conv = Vec::new();
@@ -127,8 +126,12 @@ fn every_fixture_appears_as_its_agent_resumes_it() {
     ] {
         for file in files_under(&fixtures().join(sub)) {
             let name = file.file_name().unwrap().to_string_lossy().to_string();
-            if !agents::is_session_file(agent, &name) {
-                // agent-*.jsonl, sidecars: not sessions, never shown.
+            // Claude Code's subagents' transcripts are sessions too (beside their
+            // parent, tests/source_claude_subagents.rs).
+            let subagent = agent == fen_fs::agent::Agent::Claude
+                && fen_fs::sources::claude::is_subagent_file_name(&name);
+            if !agents::is_session_file(agent, &name) && !subagent {
+                // Sidecars: not sessions, never shown.
                 assert!(
                     folders
                         .iter()
@@ -622,7 +625,8 @@ fn new_agents_fixtures_appear_as_their_agent_resumes_them() {
         let found = folders
             .iter()
             .find(|(_, meta)| Path::new(meta["source_path"].as_str().unwrap()) == file);
-        if file.components().any(|c| c.as_os_str() == "subagents") {
+        let inside = file.strip_prefix(fixtures()).unwrap();
+        if inside.components().any(|c| c.as_os_str() == "subagents") {
             assert!(
                 found.is_none(),
                 "{name}: a subagent transcript is not a session"

@@ -528,3 +528,99 @@ fn the_first_look_after_a_mount_finds_every_sources_sessions() {
         }
     }
 }
+
+/// Every thread of process `pid`: (tid, name).
+fn threads_of(pid: i32) -> Vec<(i32, String)> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse::<i32>().ok()?;
+            let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            Some((tid, comm.trim_end().to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn background_work_runs_idle_and_the_mounts_requests_do_not() {
+    use fen_fs::background::priority::of_thread;
+    let test = "background_work_runs_idle_and_the_mounts_requests_do_not";
+    if !fuse_available(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    for k in 0..40 {
+        let id = format!("00000000-0000-4000-8000-{k:012}");
+        claude_session(&claude, &format!("/home/u/cl{}", k % 4), &id, "hello");
+    }
+    let cl = format!("claude={}", claude.display());
+    let mut m = Mount::unmounted(&["--no-detect", "--source", &cl]);
+    // The keeper copies slowly (its copying workers are there to be seen), and a
+    // fen session of ~24 MB makes the search index's first build take a while.
+    m.env = vec![
+        ("FEN_FS_TEST_KEEP_PAUSE_MS".into(), "300".into()),
+        ("RUST_LOG".into(), "fen_fs=info".into()),
+    ];
+    let para = paragraphs(40, 8 << 10, 5);
+    let texts: Vec<String> = (0..3000)
+        .map(|i| format!("{} m{i}", para[i % para.len()]))
+        .collect();
+    write_session(&m.store, "/home/u/big", 1, &texts);
+    drop(texts);
+    m.mount();
+    let pid = m.daemon_pid().expect("a daemon");
+    // The daemon's own priority (its main thread's), whatever the tests run at.
+    let main = of_thread(pid as u32, pid).expect("the daemon's main thread");
+    assert!(!main.is_idle(), "{main:?}");
+    let (mut keeper, mut build, mut writer, mut follower, mut requests) = (0, 0, 0, 0, 0);
+    let start = Instant::now();
+    while !(keeper > 1 && build > 0 && writer > 0 && follower > 0 && requests > 0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "seen: {keeper} keeper, {build} build, {writer} writer, {follower} follower, \
+             {requests} request threads\n{}",
+            m.daemon_log()
+        );
+        // A request of the mount, served meanwhile.
+        let _ = std::fs::read_dir(&m.mp);
+        for (tid, name) in threads_of(pid) {
+            let Some(s) = of_thread(pid as u32, tid) else {
+                continue;
+            };
+            match name.as_str() {
+                // The keeper and its copying workers (they inherit its name).
+                "fen-keep" => {
+                    assert!(s.is_idle(), "{name} {tid}: {s:?}");
+                    keeper += 1;
+                }
+                // The indexer follows changes at nice 10; a big pass's threads are
+                // idle (each enters it as it starts: its I/O class a moment after).
+                "fen-search" if s.policy == 5 => build += 1,
+                "fen-search" => {
+                    assert_eq!(s.policy, main.policy, "{name} {tid}: {s:?}");
+                    assert!(s.nice >= 10, "{name} {tid}: {s:?}");
+                    follower += 1;
+                }
+                // The first build's writer (Tantivy's indexing thread).
+                n if n.starts_with("thrd-tantivy-in") && s.is_idle() => writer += 1,
+                // The mount's requests, and the first index a listing waits for.
+                "fen-fuse" | "fen-index-claude" => {
+                    assert_eq!(s, main, "{name} {tid}: {s:?}");
+                    requests += 1;
+                }
+                "fen-usage" => assert!(s.is_idle(), "{name} {tid}: {s:?}"),
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = timed_umount(&m);
+    assert!(
+        took <= UMOUNT_LIMIT,
+        "umount took {took:?}\n{}",
+        m.daemon_log()
+    );
+}

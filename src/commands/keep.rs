@@ -45,6 +45,7 @@ pub fn run(args: Args) -> crate::Result<ExitCode> {
         .collect();
     let options = KeepOptions {
         agents: args.agents.clone(),
+        lines: !args.quiet,
     };
     let Some(keeper) = Keeper::new(&args.store_root, live.clone(), options)? else {
         println!(

@@ -443,7 +443,9 @@ fn write_markdown(
     let mut failed: Option<Error> = None;
     let mut index = 0usize;
     let counts = &mut report.counts;
-    let mut facts = source.each_message(ns, dir, false, &mut |_, mut m| {
+    // Where the session's subagents ran is marked as conversation.md marks it.
+    let mut calls: Option<markdown::SubagentCalls> = None;
+    let mut facts = source.each_message(ns, dir, false, &mut |f, mut m| {
         if failed.is_some() {
             return;
         }
@@ -453,7 +455,8 @@ fn write_markdown(
         }
         index += 1;
         scan.message(&mut m, counts);
-        let text = markdown::one_message(&m);
+        let calls = calls.get_or_insert_with(|| markdown::SubagentCalls::of(&f.subagents));
+        let text = markdown::one_message_marked(&m, calls);
         if m.summary {
             summaries.push_str(&text);
         } else {

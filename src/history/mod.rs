@@ -18,6 +18,7 @@
 //! the new bytes of grown ones), saved to the ledgers `fen-fs usage` keeps, dropped
 //! `KEEP` after the last call.
 
+use crate::background::Class;
 use crate::error::Result;
 use crate::resume::find::Found;
 use crate::search::hits::Answer;
@@ -28,6 +29,7 @@ use crate::sources::{ForeignOptions, SessionSource};
 use crate::store::Store;
 use crate::usage::Usage;
 use crate::views::listing::Listing;
+use crate::workers::Workers;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -40,6 +42,8 @@ const UPDATE_EVERY: Duration = Duration::from_secs(1);
 const KEEP: Duration = Duration::from_secs(10);
 /// At exit, how long an update still running has to stop and commit.
 const STOP_WAIT: Duration = Duration::from_secs(5);
+/// The idle index and usage counts are looked at this often (to close them).
+const LOOK_EVERY: Duration = Duration::from_secs(5);
 
 pub struct History {
     store: Arc<Store>,
@@ -55,6 +59,9 @@ pub struct History {
     updating: Arc<(Mutex<bool>, Condvar)>,
     /// When the last update of the index ended.
     updated_at: Arc<Mutex<Option<Instant>>>,
+    /// The server's background work (`workers`): the index's updates, and closing
+    /// what is idle; stopped at exit.
+    workers: Workers,
     /// `--store`, `--source`, `--no-detect`, `--peers` and `--map` as the server was
     /// started with, for the commands it prints (`fen-fs resume ... --in AGENT`).
     pub store_args: Vec<String>,
@@ -101,12 +108,19 @@ impl History {
             usage: Arc::new(Mutex::new(None)),
             updating: Arc::new((Mutex::new(false), Condvar::new())),
             updated_at: Arc::new(Mutex::new(None)),
+            workers: Workers::new(),
             store_args,
         })
     }
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// The process's background workers (`workers.rs`): what a front end (the web
+    /// app) runs beside its requests goes through them too, and `stop` stops it.
+    pub fn workers(&self) -> &Workers {
+        &self.workers
     }
 
     /// The other agents' sources, indexed (the first call waits for that: their
@@ -187,23 +201,28 @@ impl History {
     /// Drops the usage counts `KEEP` after their last use (saved already: the next
     /// call loads them again).
     fn drop_usage_when_idle(&self) {
-        let usage = self.usage.clone();
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(KEEP / 2);
-                let mut slot = usage.lock().unwrap();
-                let Some(open) = slot.as_ref() else { return };
-                // Not while a call counts with it (it holds another reference).
-                if open.last_use.elapsed() >= KEEP && Arc::strong_count(&open.usage) == 1 {
-                    let dropped = slot.take();
-                    drop(slot);
-                    drop(dropped);
-                    // SAFETY: glibc call with no preconditions.
-                    unsafe { libc::malloc_trim(0) };
-                    return;
+        let (usage, bg) = (self.usage.clone(), self.workers.background().clone());
+        // Not idle: its trim holds malloc's locks, which a call's thread may wait for.
+        let closer = self
+            .workers
+            .spawn("fen-hist-usage", Class::Awaited, move || {
+                while bg.sleep(LOOK_EVERY) {
+                    let mut slot = usage.lock().unwrap();
+                    let Some(open) = slot.as_ref() else { return };
+                    // Not while a call counts with it (it holds another reference).
+                    if open.last_use.elapsed() >= KEEP && Arc::strong_count(&open.usage) == 1 {
+                        let dropped = slot.take();
+                        drop(slot);
+                        drop(dropped);
+                        // SAFETY: glibc call with no preconditions.
+                        unsafe { libc::malloc_trim(0) };
+                        return;
+                    }
                 }
-            }
-        });
+            });
+        if let Err(e) = closer {
+            log::warn!("{}", e.reason);
+        }
     }
 
     /// Where the store is mounted by a live daemon, if it is.
@@ -285,22 +304,28 @@ impl History {
     /// Closes the index `KEEP` after its last use (not while an update runs).
     fn close_when_idle(&self) {
         let (index, updating) = (self.index.clone(), self.updating.clone());
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(KEEP / 2);
-                let mut slot = index.lock().unwrap();
-                let Some(open) = slot.as_ref() else { return };
-                if open.last_use.elapsed() >= KEEP && !*updating.0.lock().unwrap() {
-                    let closed = slot.take();
-                    drop(slot);
-                    drop(closed);
-                    // What the index's maps and the writer freed goes back at once.
-                    // SAFETY: glibc call with no preconditions.
-                    unsafe { libc::malloc_trim(0) };
-                    return;
+        let bg = self.workers.background().clone();
+        // Not idle: its trim holds malloc's locks, which a call's thread may wait for.
+        let closer = self
+            .workers
+            .spawn("fen-hist-index", Class::Awaited, move || {
+                while bg.sleep(LOOK_EVERY) {
+                    let mut slot = index.lock().unwrap();
+                    let Some(open) = slot.as_ref() else { return };
+                    if open.last_use.elapsed() >= KEEP && !*updating.0.lock().unwrap() {
+                        let closed = slot.take();
+                        drop(slot);
+                        drop(closed);
+                        // What the index's maps and the writer freed goes back at once.
+                        // SAFETY: glibc call with no preconditions.
+                        unsafe { libc::malloc_trim(0) };
+                        return;
+                    }
                 }
-            }
-        });
+            });
+        if let Err(e) = closer {
+            log::warn!("{}", e.reason);
+        }
     }
 
     /// Whether an update of the index runs now (a search answered meanwhile may miss
@@ -342,17 +367,27 @@ impl History {
                 self.foreign_sources().to_vec(),
                 self.foreign_indexed.clone(),
             );
-            std::thread::spawn(move || {
-                // The other agents' sources are indexed first, here: the call's wait
-                // covers it.
-                indexed.get_or_init(|| crate::sources::build_indexes(&foreign));
-                if let Err(e) = search.update(&mut |_| {}) {
-                    log::warn!("search index: {}", e.reason);
-                }
-                *updated_at.lock().unwrap() = Some(Instant::now());
-                *updating.0.lock().unwrap() = false;
-                updating.1.notify_all();
-            });
+            // Awaited work: a call may wait for it (one that does not, a key typed in
+            // the web page's box, is followed by one that does; a first build of a
+            // large history goes on after the call's wait, at the same priority).
+            let started = self
+                .workers
+                .spawn("fen-hist-update", Class::Awaited, move || {
+                    // The other agents' sources are indexed first, here: the call's wait
+                    // covers it.
+                    indexed.get_or_init(|| crate::sources::build_indexes(&foreign));
+                    if let Err(e) = search.update(&mut |_| {}) {
+                        log::warn!("search index: {}", e.reason);
+                    }
+                    *updated_at.lock().unwrap() = Some(Instant::now());
+                    *updating.0.lock().unwrap() = false;
+                    updating.1.notify_all();
+                });
+            if let Err(e) = started {
+                log::warn!("{}", e.reason);
+                *busy = false;
+                return;
+            }
         }
         let deadline = Instant::now() + wait;
         while *busy {
@@ -367,7 +402,7 @@ impl History {
 
 impl History {
     /// Before the server exits: an update still running stops at its next session
-    /// and commits what it indexed (waiting for it at most `STOP_WAIT`).
+    /// and commits what it indexed; every worker is waited for at most `STOP_WAIT`.
     pub fn stop(&self) {
         let open = self
             .index
@@ -375,19 +410,9 @@ impl History {
             .unwrap()
             .as_ref()
             .map(|o| o.search.clone());
-        let Some(search) = open else { return };
-        let (lock, done) = &*self.updating;
-        let mut busy = lock.lock().unwrap();
-        if !*busy {
-            return;
+        if let Some(search) = open {
+            search.stop();
         }
-        search.stop();
-        let deadline = Instant::now() + STOP_WAIT;
-        while *busy && Instant::now() < deadline {
-            busy = done
-                .wait_timeout(busy, deadline.saturating_duration_since(Instant::now()))
-                .unwrap()
-                .0;
-        }
+        self.workers.stop_and_wait(STOP_WAIT);
     }
 }

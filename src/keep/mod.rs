@@ -58,6 +58,9 @@ pub fn off_by_env() -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct KeepOptions {
     pub agents: Option<Vec<Agent>>,
+    /// A line per copy changed in the report (`fen-fs keep` prints them; the daemon,
+    /// whose first pass may change 10,000 copies, logs only the summary).
+    pub lines: bool,
 }
 
 impl KeepOptions {
@@ -240,8 +243,9 @@ fn is_disk_full(e: &Error) -> bool {
 /// Whether `a[..len]` and `b[..len]` hold the same bytes.
 fn same_bytes(a: &File, b: &File, len: u64) -> std::io::Result<bool> {
     use std::os::unix::fs::FileExt;
-    let mut x = vec![0u8; 1 << 20];
-    let mut y = vec![0u8; 1 << 20];
+    let size = (len as usize).min(1 << 20);
+    let mut x = vec![0u8; size];
+    let mut y = vec![0u8; size];
     let mut at = 0u64;
     while at < len {
         let n = ((len - at) as usize).min(x.len());
@@ -394,10 +398,13 @@ impl Keeper {
         // What is unchanged since it was last found up to date costs nothing more; the
         // rest is kept by a few workers at once (copying is reading and compressing:
         // one core each).
-        let todo: Vec<&ToKeep> = items
+        let mut todo: Vec<&ToKeep> = items
             .iter()
             .filter(|i| !self.up_to_date(agent, i))
             .collect();
+        // Largest first: a big session copied (and compressed) last would leave the
+        // other workers idle while one core does it alone.
+        todo.sort_by_key(|i| std::cmp::Reverse(i.stamp.size));
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, KEEP_WORKERS)
@@ -668,8 +675,10 @@ impl Keeper {
             );
             return Ok(self
                 .store
-                // Copied as it is, at disk speed; compressed by a later pass once quiet.
-                .stage_new(&name, record, &file, len, false, ctl)?
+                // A quiet session is written compressed at once (a first keep of a
+                // quiet history never needs room for its bytes whole); one still being
+                // written to is copied as it is, and compressed once quiet.
+                .stage_new(&name, record, &file, len, quiet(stamp.mtime_ns), ctl)?
                 .map(|s| (s, Kind::New, Some(stamp), line)));
         };
         let old = c.record.clone();
@@ -807,7 +816,15 @@ impl Keeper {
         };
         Ok(self
             .store
-            .stage_generation(&c.name, r, &file, len, dropped.then_some(why), false, ctl)?
+            .stage_generation(
+                &c.name,
+                r,
+                &file,
+                len,
+                dropped.then_some(why),
+                quiet(stamp.mtime_ns),
+                ctl,
+            )?
             .map(|s| (s, kind, Some(stamp), line)))
     }
 
@@ -921,7 +938,7 @@ impl Keeper {
                 Kind::Back => report.back += 1,
                 Kind::Record => {}
             }
-            if !line.is_empty() {
+            if !line.is_empty() && self.options.lines {
                 report.lines.push(line);
             }
             // A copy cut short by a stop is not up to date: the next pass goes on.
@@ -1051,9 +1068,14 @@ pub fn run(
     let test_pause = test_pause();
     let ctl = Control {
         stop: &|| bg.should_stop(),
-        pause: &|| match test_pause {
-            Some(d) => std::thread::sleep(d),
-            None => bg.pause(),
+        pause: &|| {
+            // Copying frees what each copy held (its chunk, its zstd context): given
+            // back every few seconds while it goes on.
+            bg.trim_soon();
+            match test_pause {
+                Some(d) => std::thread::sleep(d),
+                None => bg.pause(),
+            }
         },
     };
     let mut first = true;

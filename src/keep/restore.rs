@@ -97,6 +97,9 @@ pub fn restore(k: &KeptSession) -> Result<(PathBuf, Option<String>)> {
         .kept_source_of(&k.ns, &k.dir)
         .ok_or_else(|| Error::not_found(format!("no kept session {}", k.dir)))?;
     let r = &f.record;
+    // Its agent's resume command is given only for what the agent resumes (not a
+    // subagent's transcript).
+    let resumable = k.source.kept_resumable(&k.ns, &k.dir);
     if f.version.is_some() {
         return Err(Error::invalid(format!(
             "{} is an earlier version of a session; restore writes back a session whose \
@@ -190,6 +193,7 @@ pub fn restore(k: &KeptSession) -> Result<(PathBuf, Option<String>)> {
             }
         })?;
     let command = crate::agent::Agent::from_kind(&r.agent)
+        .filter(|_| resumable)
         .and_then(|a| crate::resume::command::ResumeCommand::of(a, &r.id, r.facts.cwd.as_deref()))
         .map(|c| c.shell());
     if let Some(c) = k.source.kept_copies() {

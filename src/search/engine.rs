@@ -76,6 +76,9 @@ pub struct SessionInfo {
     /// Another machine's name (§12); `None`: this machine's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// A subagent's session: its parent's folder, relative to the namespace's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// One hit before it is shown: a session's best document.

@@ -37,6 +37,10 @@ pub struct Hit {
     pub kept: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_deleted: Option<bool>,
+    /// Found in a subagent's session: its parent's folder, relative to the
+    /// namespace's (the hit's `dir` is the subagent's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     /// The namespace as the store names it (for the tree's links).
     #[serde(skip)]
     pub store_namespace: String,

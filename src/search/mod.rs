@@ -22,7 +22,7 @@ pub mod snippet;
 pub mod storage;
 pub mod sync;
 
-use crate::background::Background;
+use crate::background::{Background, Class};
 use crate::error::{Error, Result};
 use crate::sources::SessionSource;
 use engine::{Engine, Filters, Known};
@@ -397,6 +397,7 @@ impl Search {
                     score: f.score,
                     kept: f.session.kept.then_some(true),
                     source_deleted: f.session.kept.then_some(f.session.source_deleted),
+                    parent: f.session.parent.clone(),
                 }
             })
             .collect();
@@ -544,9 +545,12 @@ impl Search {
             indexed: total - todo.len() as u64,
         };
         // A daemon's big pass (its first, or many changed sessions) yields to the
-        // mount: its threads, and the index's own (made here, they inherit it), run
-        // at a lower priority, and pause while the mount serves someone; small
-        // updates keep the normal priority, to be fresh.
+        // mount: its reading threads, and the writer made for it (Tantivy's threads
+        // inherit it), are idle work (`Class::Idle`), and pause while the mount serves
+        // someone; small updates stay on the indexer's own thread (`Class::Fresh`),
+        // to be fresh. Nothing a request waits for runs on them: a query reads the
+        // last commit, and the first commit (what a search right after a mount waits
+        // for) is made on the indexer's thread before they start.
         let background = self.yields && (first || todo.len() > 16);
         engine.with_writer(|w| {
             for sid in &gone {
@@ -570,7 +574,7 @@ impl Search {
             engine.release_writer();
             std::thread::scope(|scope| {
                 scope.spawn(|| {
-                    crate::background::lower_priority(true);
+                    crate::background::priority::enter(Class::Idle);
                     engine.with_writer(|_| Ok(()))
                 });
             });
@@ -605,6 +609,9 @@ impl Search {
                 let workers: Vec<_> = (0..n)
                     .map(|_| {
                         scope.spawn(|| {
+                            if background {
+                                crate::background::priority::enter(Class::Idle);
+                            }
                             let mut mine = sync::Effort::default();
                             loop {
                                 if over() || failure.lock().unwrap().is_some() {
@@ -825,12 +832,10 @@ impl Search {
             }
         });
         let me = self.clone();
-        self.bg.spawn("fen-search", move || {
-            // Every indexing runs below the mount's requests: appends are found
-            // within a second all the same (they take milliseconds), and the
-            // indexer never takes a core the daemon's requests are waiting for.
-            // (The writer's threads, made from here, inherit it.)
-            crate::background::lower_priority(false);
+        // Following changes keeps answers fresh (appends found within a second):
+        // below the mount's requests, never idle. A big pass's threads and its
+        // writer's are idle (`full_pass`).
+        self.bg.spawn("fen-search", Class::Fresh, move || {
             storage::private_files_on_this_thread();
             if let Err(e) = me.run() {
                 log::error!("search indexer stopped: {}", e.reason);

@@ -442,6 +442,7 @@ fn pass(
         kept: facts.kept,
         source_deleted: facts.source_deleted,
         host: facts.host.clone(),
+        parent: facts.parent.clone(),
     };
     let k = Known {
         src: src.src,

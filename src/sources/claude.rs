@@ -8,6 +8,7 @@
 //! (`chain.rs`), so an append only parses and walks the new lines.
 
 mod chain;
+mod helper;
 pub mod kind;
 mod neutral;
 pub mod usage;
@@ -17,7 +18,7 @@ use crate::json::strict::{valid_array_items, valid_object_fields};
 use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{
     ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
-    Piece,
+    Piece, Spawned, SubagentFacts,
 };
 use crate::sources::growth::{KeptCell, Resumed};
 use chain::{Growth, chain, walk};
@@ -34,6 +35,42 @@ const LITE: u64 = 65536;
 /// `:538`); `agent-*.jsonl` are subagent transcripts.
 pub fn is_session_file_name(name: &str) -> bool {
     name.strip_suffix(".jsonl").is_some_and(is_uuid)
+}
+
+/// The agent id of a subagent transcript's name, `agent-<id>.jsonl`.
+pub fn subagent_file_id(name: &str) -> Option<&str> {
+    name.strip_prefix("agent-")?
+        .strip_suffix(".jsonl")
+        .filter(|id| !id.is_empty())
+}
+
+/// Whether the agent id names a forked helper run rather than a subagent: Claude Code
+/// 2.1.330's agent ids are `a(<label>-)?<16 hex>` (`^a(?:[\w-]{1,63}-)?[0-9a-f]{16}$`
+/// in its code), the label naming the fork (`side_question` for a `/btw` side
+/// question, `compact`, `prompt_suggestion`, ...). Such a run (where a version
+/// recorded one: 2.1.330 runs side questions and compactions with `skipTranscript`)
+/// replays the parent's messages before its one request, so it is not a session of
+/// its own. An Agent tool subagent's id has no label (`a` and 16 hex digits; 7 in
+/// older versions).
+pub fn is_forked_helper_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    if b.len() < 19 || b[0] != b'a' {
+        return false;
+    }
+    let (head, hex) = b.split_at(b.len() - 16);
+    let label = &head[1..head.len() - 1];
+    hex.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+        && head[head.len() - 1] == b'-'
+        && (1..=63).contains(&label.len())
+        && label
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+}
+
+/// Whether `name` is a subagent's transcript shown as a session: `agent-<id>.jsonl`,
+/// not a forked helper's.
+pub fn is_subagent_file_name(name: &str) -> bool {
+    subagent_file_id(name).is_some_and(|id| !is_forked_helper_id(id))
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -134,12 +171,36 @@ struct Listing {
     malformed: u64,
     compactions: u64,
     non_utf8: bool,
+    /// The first `sessionId` (a subagent's lines carry their parent's).
+    session_id: Option<String>,
+    /// `(tool_use_id, agentId)` of each tool result whose `toolUseResult` names an
+    /// `agentId` (the subagent that call started), the first per agent.
+    spawned: Vec<(String, String)>,
+    /// Each Task/Agent call's id and a hash of its prompt, and each inline sidechain
+    /// root's uuid and a hash of its text (Claude Code 1.0 wrote a subagent's lines
+    /// into the session's file): a root whose text is a call's prompt is that call's.
+    task_calls: Vec<(String, u64)>,
+    sidechain_roots: Vec<(String, u64)>,
+}
+
+/// A subagent's transcript, as its name and place say: `agent-<agent_id>.jsonl`, in
+/// `<parent_id>/subagents/` (or `<parent_id>/subagents/workflows/<workflow>/`), or
+/// beside its parent's file in older versions (the parent then named by the lines'
+/// `sessionId`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, borsh::BorshSerialize, borsh::BorshDeserialize)]
+pub struct SubagentFile {
+    pub agent_id: String,
+    pub parent_id: Option<String>,
+    pub workflow: Option<String>,
 }
 
 #[derive(borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ClaudeReader {
     id: String,
     session_file: bool,
+    /// A subagent's transcript: its own lines (sidechain lines carrying its
+    /// `agentId`) are its conversation.
+    subagent: Option<SubagentFile>,
     /// Absolute offset just past the last consumed line.
     end: u64,
     list: Listing,
@@ -236,6 +297,7 @@ impl ClaudeReader {
         ClaudeReader {
             id: id.to_string(),
             session_file: is_session_file_name(file_name),
+            subagent: None,
             end: 0,
             list: Listing::default(),
             records: Vec::new(),
@@ -243,6 +305,30 @@ impl ClaudeReader {
             resumed: KeptCell::default(),
             followed: false,
         }
+    }
+
+    /// A reader of a subagent's transcript (`agent-<id>.jsonl`).
+    pub fn subagent(file: SubagentFile) -> ClaudeReader {
+        let mut r = ClaudeReader::new(&format!("agent-{}.jsonl", file.agent_id));
+        r.subagent = Some(file);
+        r
+    }
+
+    /// Whether the reader keeps entry `e`. A subagent's file holds its lines as
+    /// sidechain lines: those carrying its `agentId` (or none, as older versions
+    /// wrote) are its own, taken as a session's main line; any other is left out, as
+    /// Claude Code loads an agent's transcript from its own lines only (2.1.330:
+    /// `agentId === id && isSidechain`, the leaf the last of them no other names).
+    fn adopt(&self, e: &mut Entry) -> bool {
+        let Some(sub) = &self.subagent else {
+            return true;
+        };
+        let own = e.sidechain
+            && e.agent_id
+                .as_deref()
+                .is_none_or(|raw| string(Some(raw)).as_deref() == Some(&sub.agent_id));
+        e.sidechain = false;
+        own
     }
 
     /// The unterminated tail as the agent sees it: the SDK splits on `\n` and parses
@@ -257,6 +343,9 @@ impl ClaudeReader {
         } else {
             read_line(&mut list, self.end, tail)
         };
+        if entry.as_mut().is_some_and(|e| !self.adopt(e)) {
+            entry = None;
+        }
         if let Some(e) = entry.as_mut() {
             self.ids.assign_temporarily(e);
         }
@@ -280,7 +369,7 @@ impl ClaudeReader {
     /// The resumed conversation: the kept chain brought up to date when the tail
     /// holds no entry (the usual case), else a walk of every entry.
     fn resolve(&self, list: &Listing, extra: &Option<Entry>) -> Resolved<'_> {
-        if self.not_resumable(list, extra).is_some() {
+        if self.refusal(list, extra).is_some() {
             return Resolved::Refused;
         }
         if extra.is_some() {
@@ -356,8 +445,22 @@ impl ClaudeReader {
         }
     }
 
+    /// Why `claude --resume` cannot resume the file, if it cannot.
     fn not_resumable(&self, list: &Listing, extra: &Option<Entry>) -> Option<String> {
-        if !self.session_file {
+        self.refusal(list, extra).or_else(|| {
+            self.subagent.as_ref().map(|s| {
+                format!(
+                    "A subagent's transcript: Claude Code continues a subagent only from its parent session (SendMessage to {}), never with claude --resume.",
+                    s.agent_id
+                )
+            })
+        })
+    }
+
+    /// Why the file holds no conversation Claude Code would load, if it holds none
+    /// (a subagent's transcript holds one: what continuing the subagent loads).
+    fn refusal(&self, list: &Listing, extra: &Option<Entry>) -> Option<String> {
+        if !self.session_file && self.subagent.is_none() {
             return Some("Claude Code resumes only <uuid>.jsonl session files.".into());
         }
         if list.non_utf8 {
@@ -381,7 +484,9 @@ impl ForeignReader for ClaudeReader {
         while let Some(nl) = memchr::memchr(b'\n', &bytes[pos..]) {
             let line = &bytes[pos..pos + nl];
             let start = offset + pos as u64;
-            if let Some(mut e) = read_line(&mut self.list, start, line) {
+            if let Some(mut e) = read_line(&mut self.list, start, line)
+                && self.adopt(&mut e)
+            {
                 self.ids.assign(&mut e);
                 self.records.push(e);
             }
@@ -549,12 +654,34 @@ impl ClaudeReader {
         let preview = in_tail(&list.last_prompt)
             .or_else(|| in_tail(&list.summary))
             .or(first_prompt);
+        let sub = self.subagent.as_ref();
         let listed = self.session_file
             && size > 0
             && !list.first_line_sidechain
             && (title.is_some() || preview.is_some());
         ForeignSummary {
-            id: self.id.clone(),
+            id: sub.map_or_else(|| self.id.clone(), |s| s.agent_id.clone()),
+            parent_id: sub.and_then(|s| s.parent_id.clone().or_else(|| list.session_id.clone())),
+            subagent: sub.map(|s| SubagentFacts {
+                agent_id: s.agent_id.clone(),
+                workflow: s.workflow.clone(),
+                ..SubagentFacts::default()
+            }),
+            spawned: list
+                .spawned
+                .iter()
+                .map(|(call_id, agent_id)| Spawned {
+                    call_id: call_id.clone(),
+                    agent_id: agent_id.clone(),
+                    entry: None,
+                })
+                .chain(
+                    (sub.is_none())
+                        .then(|| inline_spawned(list, &list.spawned))
+                        .into_iter()
+                        .flatten(),
+                )
+                .collect(),
             cwd: head(&list.cwd),
             title,
             preview,
@@ -724,6 +851,9 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
     {
         list.last_timestamp = Some(s.value);
     }
+    if list.session_id.is_none() {
+        list.session_id = string(last(&obj, "sessionId")).filter(|s| !s.is_empty());
+    }
     let ty = string(last(&obj, "type"));
     if list.first_prompt.is_none()
         && ty.as_deref() == Some("user")
@@ -783,6 +913,10 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
                 e.model = boxed(string(last(&msg, "model")).filter(|s| !s.is_empty()));
             }
             let content = last(&msg, "content");
+            if let Some(c) = content {
+                let uid = e.uuid.clone();
+                note_subagent_prompts(list, &obj, kind, &uid, c);
+            }
             for b in content.map(blocks).unwrap_or_default() {
                 match b.ty.as_deref() {
                     Some("tool_use") if kind == Kind::Assistant => {
@@ -836,7 +970,89 @@ fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Optio
         Kind::CompactBoundary => e.preserved = preserved(&obj),
         Kind::Progress | Kind::OtherSystem => {}
     }
+    if kind == Kind::User
+        && let Some(call) = e.tool_result_ids.first()
+        && let Some(agent) = spawned_agent(&obj)
+        && !list.spawned.iter().any(|(_, a)| *a == agent)
+    {
+        list.spawned.push((call.to_string(), agent));
+    }
     Some(e)
+}
+
+/// Notes a Task/Agent call's prompt (an assistant line) or an inline sidechain's
+/// first text (a user line starting a sidechain), as hashes.
+fn note_subagent_prompts(list: &mut Listing, obj: &Fields, kind: Kind, uuid: &str, content: &str) {
+    let hash = |t: &str| crate::store::atomic::checksum(&[t.trim().as_bytes()]);
+    let finder = memchr::memmem::find;
+    if kind == Kind::Assistant {
+        let b = content.as_bytes();
+        if finder(b, b"\"Task\"").is_none() && finder(b, b"\"Agent\"").is_none() {
+            return;
+        }
+        for item in array_items(content).unwrap_or_default() {
+            let Some(f) = object_fields(item) else {
+                continue;
+            };
+            let named = matches!(string(last(&f, "name")).as_deref(), Some("Task" | "Agent"));
+            if string(last(&f, "type")).as_deref() != Some("tool_use") || !named {
+                continue;
+            }
+            let prompt = last(&f, "input")
+                .and_then(object_fields)
+                .and_then(|i| string(last(&i, "prompt")));
+            if let (Some(id), Some(p)) = (string(last(&f, "id")), prompt) {
+                list.task_calls.push((id, hash(&p)));
+            }
+        }
+    } else if truthy(last(obj, "isSidechain"))
+        && string(last(obj, "parentUuid")).is_none_or(|p| p.is_empty())
+    {
+        let text = string(Some(content)).or_else(|| {
+            let texts: Vec<String> = blocks(content)
+                .into_iter()
+                .filter(|b| b.ty.as_deref() == Some("text"))
+                .filter_map(|b| string(b.text))
+                .collect();
+            (texts.len() == 1).then(|| texts.concat())
+        });
+        if let Some(t) = text {
+            list.sidechain_roots.push((uuid.to_string(), hash(&t)));
+        }
+    }
+}
+
+/// The subagents whose lines are inline in the file: each Task/Agent call paired,
+/// in order, with the first unpaired sidechain root whose text is its prompt.
+fn inline_spawned(list: &Listing, known: &[(String, String)]) -> Vec<Spawned> {
+    let mut used = vec![false; list.sidechain_roots.len()];
+    let mut out = Vec::new();
+    for (call, h) in &list.task_calls {
+        if known.iter().any(|(c, _)| c == call) {
+            continue;
+        }
+        let found = list
+            .sidechain_roots
+            .iter()
+            .enumerate()
+            .find(|(i, (_, r))| !used[*i] && r == h);
+        if let Some((i, (root, _))) = found {
+            used[i] = true;
+            out.push(Spawned {
+                call_id: call.clone(),
+                agent_id: String::new(),
+                entry: Some(root.clone()),
+            });
+        }
+    }
+    out
+}
+
+/// The `agentId` a tool result's `toolUseResult` names: the subagent its call
+/// started (the Agent/Task tool's result, synchronous or `async_launched`).
+fn spawned_agent(obj: &Fields) -> Option<String> {
+    let result = object_fields(last(obj, "toolUseResult")?)?;
+    string(last(&result, "agentId")).filter(|a| !a.is_empty())
 }
 
 /// `compactMetadata.preservedMessages = {anchorUuid, uuids}` (partial compaction).

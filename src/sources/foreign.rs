@@ -48,14 +48,64 @@ pub struct ForeignSummary {
     /// `time_archived`...): shown all the same, marked in meta.json.
     #[serde(default)]
     pub archived: bool,
-    /// The session this one was spawned from (OpenCode's child sessions), if any.
+    /// The session this one was spawned from (OpenCode's child sessions, Claude Code's
+    /// subagents), if any: its id (for a subagent spawned by another subagent, that
+    /// subagent's session id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
+    /// This session is a subagent's run (Claude Code's `subagents/agent-<id>.jsonl`):
+    /// shown beside its parent, in the parent's namespace, under a folder named after
+    /// the parent's (see `foreign_source/index.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<SubagentFacts>,
+    /// Not shown as a session, only kept (§11) and its usage counted: a forked
+    /// helper run that replays its parent's messages before its one request (Claude
+    /// Code's side questions and compactions, where a version recorded them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
+    /// The subagents this session started, as its own file records them (Claude
+    /// Code: a tool result whose `toolUseResult` names an `agentId`), in file order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spawned: Vec<Spawned>,
     /// How far `conversation.json` is the agent's own rebuild: `None` when it follows
     /// the agent's code or observed behaviour, else a short note (`"best effort"`)
     /// for an agent whose resume rules are not public.
     #[serde(default)]
     pub resume_rules: Option<String>,
+}
+
+/// What a subagent's session says of its place under its parent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentFacts {
+    /// Its id among its parent's subagents (Claude Code's `agentId`).
+    pub agent_id: String,
+    /// The kind of subagent (`general-purpose`, `Explore`, ...), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// The tool call of the parent that started it, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// How deep it was spawned (1: by the parent session itself), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Whether its agent recorded it as finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<bool>,
+    /// The workflow run it ran in (Claude Code's `subagents/workflows/<run>/`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+}
+
+/// A subagent a session started: the tool call, and the subagent's id (its transcript
+/// a session of its own) or, for a subagent whose lines are inline in the session's
+/// own file (Claude Code 1.0's sidechain lines), the entry they start at.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spawned {
+    pub call_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub agent_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
 }
 
 /// A reader of one agent's session file, fed the file from its start in order, whole

@@ -67,7 +67,8 @@ pub const UNKNOWN_CWD_NAMESPACE: &str = "--unknown-cwd--";
 /// 2: summaries carry `archived` and `resume_rules`; 3: entries carry
 /// `context_tokens`.
 // 4: Claude Code's and Codex's updated_at come from the content (§12).
-const INDEX_VERSION: u32 = 4;
+// 5: Claude Code's subagents (summaries carry `subagent` and `spawned`).
+const INDEX_VERSION: u32 = 5;
 
 /// Files at least this large keep their conversation layout across mounts: reading
 /// the layout back is much cheaper than parsing the file again.
@@ -254,7 +255,7 @@ impl SessionSource for ForeignSource {
                 Snapshot::Pieces(PieceSnapshot::new(file, layout))
             }
             ViewKind::Meta => Snapshot::Bytes(Arc::new(self.meta(ns, dir, &path, &e)?)),
-            ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(&path, &e))),
+            ViewKind::Summary => Snapshot::Bytes(Arc::new(self.summary_text(ns, &path, &e))),
             ViewKind::Markdown => self.markdown(ns, dir)?.snapshot()?,
         })
     }
@@ -298,5 +299,8 @@ impl SessionSource for ForeignSource {
 
     fn persist(&self) {
         self.persist_caches();
+        if let Some(k) = &self.kept {
+            k.persist();
+        }
     }
 }

@@ -4,17 +4,22 @@
 //! know which kind of store it serves.
 
 pub mod agents;
+pub mod aider;
 pub mod all;
 pub mod amp;
 pub mod claude;
+pub mod cline;
 pub mod codex;
+pub mod continue_cli;
 pub mod convert;
 pub mod copilot;
+pub mod crush;
 pub mod cursor;
 pub mod cursor_ide;
 pub mod cursor_store;
 pub mod db_units;
 pub mod digest;
+pub mod droid;
 pub mod fen;
 pub mod foreign;
 pub mod foreign_source;
@@ -23,18 +28,24 @@ pub mod goose;
 pub mod growth;
 pub mod json_text;
 pub mod kept;
+pub mod kilo;
 pub mod kind;
 pub mod openclaw;
 pub mod opencode;
 pub mod peers;
 pub mod pi;
+pub mod projects;
 pub mod protobuf_wire;
+pub mod qwen;
 pub mod registry;
+pub mod roo;
 pub mod sqlite_ro;
 pub mod units;
 pub mod vscdb;
+pub mod vscode_copilot;
 pub mod warp;
 pub mod watch;
+pub mod whole_json;
 pub mod zed;
 
 use crate::agent::Agent;

@@ -60,17 +60,42 @@ pub fn generation_of(file_name: &str) -> Generation {
     }
 }
 
+/// An agent that stores sessions as OpenCode does: OpenCode itself, or a fork (Kilo)
+/// with its own data folder and names. Everything else (the tables, the dump, the
+/// reader, the usage) is OpenCode's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flavor {
+    /// The agent's name: in log lines and in the keys of its usage records.
+    pub name: &'static str,
+    /// The databases' file names: `<db_prefix>*.db` in the data folder.
+    pub db_prefix: &'static str,
+    /// The variable naming one more database (absolute, or relative to the folder).
+    pub db_env: &'static str,
+}
+
+/// OpenCode's own names.
+pub const OPENCODE: Flavor = Flavor {
+    name: "opencode",
+    db_prefix: "opencode",
+    db_env: "OPENCODE_DB",
+};
+
 /// The databases of a data folder: `$OPENCODE_DB` (absolute, or relative to the data
 /// folder; `:memory:` is none) and every `opencode*.db` in it (the channel databases).
 pub fn databases(root: &Path) -> Vec<PathBuf> {
+    databases_of(&OPENCODE, root)
+}
+
+/// The databases of a data folder by `flavor`'s names.
+pub fn databases_of(flavor: &Flavor, root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(v) = std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty() && v != ":memory:") {
+    if let Some(v) = std::env::var_os(flavor.db_env).filter(|v| !v.is_empty() && v != ":memory:") {
         out.push(root.join(v));
     }
     if let Ok(rd) = std::fs::read_dir(root) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("opencode")
+            if name.starts_with(flavor.db_prefix)
                 && name.ends_with(".db")
                 && e.file_type().is_ok_and(|t| t.is_file())
             {
@@ -122,16 +147,23 @@ fn dir_stamp(path: &Path) -> Option<FileStamp> {
         .map(|m| FileStamp::of(&m))
 }
 
-/// OpenCode's data folder as units.
+/// OpenCode's data folder (or a fork's) as units.
 pub struct OpencodeUnits {
     root: PathBuf,
+    flavor: Flavor,
     state: Mutex<State>,
 }
 
 impl OpencodeUnits {
     pub fn new(root: &Path) -> Self {
+        Self::of(OPENCODE, root)
+    }
+
+    /// The data folder of an agent storing sessions as OpenCode does, by its names.
+    pub fn of(flavor: Flavor, root: &Path) -> Self {
         OpencodeUnits {
             root: root.to_path_buf(),
+            flavor,
             state: Mutex::new(State::default()),
         }
     }
@@ -162,7 +194,8 @@ impl OpencodeUnits {
             Err(ReadError::Busy(why)) if st.databases.contains_key(path) => {
                 // Keep what was read last; try again on the next access.
                 log::info!(
-                    "opencode: {} busy ({why}); showing its last listing",
+                    "{}: {} busy ({why}); showing its last listing",
+                    self.flavor.name,
                     path.display()
                 );
                 if let Some(d) = st.databases.get_mut(path) {
@@ -173,7 +206,7 @@ impl OpencodeUnits {
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
         if let Some(why) = &error {
-            log::warn!("opencode: {}: {why}", path.display());
+            log::warn!("{}: {}: {why}", self.flavor.name, path.display());
         }
         st.databases.insert(
             path.to_path_buf(),
@@ -246,7 +279,7 @@ impl UnitSource for OpencodeUnits {
             || st.databases.iter().any(|(p, d)| {
                 d.at != (stamp(p), stamp(&with_suffix(p, "-wal"))) || d.error.is_some()
             })
-            || std::env::var_os("OPENCODE_DB").is_some_and(|v| {
+            || std::env::var_os(self.flavor.db_env).is_some_and(|v| {
                 let p = self.root.join(v);
                 stamp(&p).is_some() && !st.databases.contains_key(&p)
             })
@@ -254,7 +287,7 @@ impl UnitSource for OpencodeUnits {
 
     fn list(&self) -> Vec<UnitInfo> {
         let root_at = dir_stamp(&self.root);
-        let dbs = databases(&self.root);
+        let dbs = databases_of(&self.flavor, &self.root);
         let mut st = self.state.lock().unwrap();
         st.root_at = root_at;
         st.databases.retain(|p, _| dbs.contains(p));
@@ -307,7 +340,9 @@ impl UnitSource for OpencodeUnits {
             return storage::signature(&self.root, &s);
         }
         let (path, id, v2) = Self::split_key(key)?;
-        if !st.databases.contains_key(&path) && !databases(&self.root).contains(&path) {
+        if !st.databases.contains_key(&path)
+            && !databases_of(&self.flavor, &self.root).contains(&path)
+        {
             return None;
         }
         self.refresh(&mut st, &path);
@@ -349,7 +384,11 @@ impl UnitSource for OpencodeUnits {
             }),
             Ok(Err(why)) => Some(error(&why, self.signature(key)?, false)),
             Err(e) => {
-                log::warn!("opencode: {}: session {id}: {e}", path.display());
+                log::warn!(
+                    "{}: {}: session {id}: {e}",
+                    self.flavor.name,
+                    path.display()
+                );
                 // Said with the session's identity (so its folder stays where it is);
                 // a made-up signature differs from the listing's, so the next access
                 // reads it again.

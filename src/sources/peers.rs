@@ -103,6 +103,11 @@ pub fn peer_sources(
     Ok(out)
 }
 
+/// What a peer's session folder names end with here (`<dir>@host`).
+pub fn dir_suffix(host: &str) -> String {
+    format!("@{host}")
+}
+
 /// Peer `host`'s kept copies (§11, `<root>/.kept/<agent>/`), one source per agent, each
 /// the agents' own source type over them (`ForeignSource::over_kept`: the agent's
 /// reader, every view as it was there), showing every copy (its source is on that
@@ -257,7 +262,7 @@ impl PeerSource {
     ) -> PeerSource {
         PeerSource {
             host: host.to_string(),
-            suffix: format!("@{host}"),
+            suffix: dir_suffix(host),
             root: root.to_path_buf(),
             inner,
             cwd_of,

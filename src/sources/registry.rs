@@ -4,8 +4,8 @@
 
 use super::kind::AgentKind;
 use super::{
-    amp, claude, codex, copilot, cursor, cursor_ide, fen, gemini, goose, openclaw, opencode, pi,
-    warp, zed,
+    aider, amp, claude, cline, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid, fen,
+    gemini, goose, kilo, openclaw, opencode, pi, qwen, roo, vscode_copilot, warp, zed,
 };
 use crate::agent::Agent;
 
@@ -21,11 +21,20 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Copilot => &copilot::kind::Copilot,
         Agent::Cursor => &cursor::kind::Cursor,
         Agent::Openclaw => &openclaw::kind::Openclaw,
+        Agent::Qwen => &qwen::kind::Qwen,
+        Agent::Aider => &aider::kind::Aider,
+        Agent::Continue => &continue_cli::kind::Continue,
+        Agent::Droid => &droid::kind::Droid,
+        Agent::Crush => &crush::kind::Crush,
         Agent::Goose => &goose::kind::Goose,
         Agent::Amp => &amp::kind::Amp,
         Agent::Zed => &zed::kind::Zed,
         Agent::Warp => &warp::kind::Warp,
         Agent::CursorIde => &cursor_ide::kind::CursorIde,
+        Agent::Kilo => &kilo::kind::Kilo,
+        Agent::Cline => &cline::kind::Cline,
+        Agent::Roo => &roo::kind::Roo,
+        Agent::VscodeCopilot => &vscode_copilot::kind::VscodeCopilot,
     }
 }
 

@@ -198,6 +198,31 @@ pub fn workspace_dirs(user: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The user folder of the VS Code build named `product` ("Code" for VS Code): on
+/// macOS `~/Library/Application Support/<product>/User` when it exists, else
+/// Electron's appData on Linux, `$XDG_CONFIG_HOME` (an absolute one), else
+/// `~/.config`, then `<product>/User`.
+pub fn user_dir(product: &str) -> Option<PathBuf> {
+    let env = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = env("HOME");
+    if let Some(mac) = home.as_ref().map(|h| {
+        h.join("Library/Application Support")
+            .join(product)
+            .join("User")
+    }) && std::fs::symlink_metadata(&mac).is_ok_and(|m| m.is_dir())
+    {
+        return Some(mac);
+    }
+    env("XDG_CONFIG_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.map(|h| h.join(".config")))
+        .map(|c| c.join(product).join("User"))
+}
+
 /// `state.vscdb` in `dir`.
 pub fn state_db(dir: &Path) -> PathBuf {
     dir.join("state.vscdb")

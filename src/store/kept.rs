@@ -158,7 +158,7 @@ impl KeptRecord {
 
     /// Whether every file it names is a plain name of a generation (a record is read
     /// from a store that may be damaged or synced from elsewhere).
-    fn sane(&self) -> bool {
+    pub fn sane(&self) -> bool {
         self.format == RECORD_FORMAT
             && !self.generations.is_empty()
             && self
@@ -318,7 +318,9 @@ fn copy_range(
 ) -> std::io::Result<(u64, u32)> {
     let mut hasher = crc32fast::Hasher::new_with_initial(crc);
     let mut pos = from;
-    let mut buf = vec![0u8; CHUNK];
+    // No bigger than what is copied: most sessions are a few KB, and a 2 MiB buffer
+    // zeroed per copy was most of what copying them wrote to memory.
+    let mut buf = vec![0u8; CHUNK.min(to.saturating_sub(from) as usize)];
     // Bytes read but not written: the part of a chunk after its last newline.
     let mut held: Vec<u8> = Vec::new();
     let mut copied = 0u64;

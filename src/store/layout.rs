@@ -88,6 +88,14 @@ pub fn kept_read_dir(root: &Path) -> CacheFile {
     cache_file(root, &["kept"], String::new())
 }
 
+/// The records of the kept copies in folder `copies` (this machine's
+/// `.kept/<agent>`, or a peer's), listed in one file (`sources::kept`): a cold
+/// listing reads it instead of one record per copy.
+pub fn kept_listing_cache(root: &Path, agent: &str, copies: &Path) -> CacheFile {
+    let h = super::naming::fnv1a64(copies.as_os_str().as_encoded_bytes());
+    cache_file(root, &["kept-lists"], format!("{agent}-{h:016x}.json"))
+}
+
 /// The lock a keeper holds while it writes kept copies (one writer per store).
 pub const KEEP_LOCK: &str = "keep.lock";
 

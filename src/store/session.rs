@@ -184,8 +184,15 @@ impl Session {
             .open_with(libc::O_RDONLY)
             .map_err(|e| self.open_error(&e))?;
         let stamp = FileStamp::of(&meta);
-        if self.index.read().unwrap().file == stamp {
+        let known = self.index.read().unwrap().file;
+        if known == stamp {
             return Ok(Refresh::Unchanged);
+        }
+        if known.ino == 0
+            && meta.len() >= index_cache::MIN_BYTES
+            && let Some(done) = self.first_read_unlocked(&file, stamp)?
+        {
+            return Ok(done);
         }
         let mut idx = self.index.write().unwrap();
         // A large file this process has not indexed yet: start from its persisted index.
@@ -213,6 +220,41 @@ impl Session {
             self.persist(&idx);
         }
         Ok(result)
+    }
+
+    /// The first reading of a large session in this process (its persisted index, or
+    /// the whole file parsed), made without the index's lock and put in place once
+    /// done: whoever else needs the session meanwhile reads it too rather than wait
+    /// (a request of the mount never waits for background work that reads it at idle
+    /// priority; docs/background.md). `None`: another reading was put in place first
+    /// (the caller reads on from it).
+    fn first_read_unlocked(&self, file: &File, stamp: FileStamp) -> Result<Option<Refresh>> {
+        let mut fresh = SessionIndex::new();
+        let mut saved = None;
+        if let Some(cache) = &self.cache_file
+            && let Some(cached) = index_cache::load(cache, file, &stamp, self.renamed_copies)
+        {
+            saved = Some(cached.file);
+            fresh = cached;
+        }
+        let result = fresh.update(file, stamp)?;
+        // Saved before it is put in place: nothing is written under the lock.
+        let grown = stamp.size.saturating_sub(saved.map_or(0, |s| s.size));
+        if grown >= index_cache::MIN_BYTES.max(stamp.size / 8)
+            && let Some(cache) = &self.cache_file
+        {
+            index_cache::save(cache, &fresh);
+            saved = Some(fresh.file);
+        }
+        let mut idx = self.index.write().unwrap();
+        if idx.file.ino != 0 {
+            return Ok(None);
+        }
+        *idx = fresh;
+        if saved.is_some() {
+            *self.saved.lock().unwrap() = saved;
+        }
+        Ok(Some(result))
     }
 
     /// Writes the index cache if this session's is large and newer than the saved one.

@@ -295,17 +295,10 @@ impl Usage {
     }
 }
 
-/// A daemon's first count after its mount, at a lower CPU and I/O priority, saved when
-/// done: `stop` ends it at the next unit or chunk (what it read is saved), `pause` is
+/// A daemon's first count after its mount (idle work: the caller's thread is in the
+/// idle class), saved when done: `stop` ends it at the next unit or chunk (what it read is saved), `pause` is
 /// where it waits while foreground requests are served.
 pub fn count_in_background(usage: &Usage, stop: &dyn Fn() -> bool, pause: &dyn Fn()) {
-    // SAFETY: plain syscalls on the calling thread.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-        // IOPRIO_CLASS_IDLE (3) << 13, for this thread (IOPRIO_WHO_PROCESS = 1).
-        libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
-    }
     let started = std::time::Instant::now();
     match usage.refresh(stop, pause) {
         Ok(r) => log::info!(

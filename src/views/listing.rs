@@ -43,6 +43,11 @@ pub struct Listing {
     /// (its folder name), shown beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_of: Option<String>,
+    /// A subagent's (child) session: its parent's folder relative to this
+    /// namespace's folder (`<dir>`, or `../<namespace>/<dir>`) when that is shown
+    /// (its id is `parent_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl Listing {
@@ -91,13 +96,18 @@ pub fn render_json<T: Serialize>(list: &[T]) -> Vec<u8> {
     out
 }
 
-/// What the table says first of a session shown from its kept copy (§11).
+/// What the table says first of a session shown from its kept copy (§11), and of a
+/// subagent's session.
 fn kept_mark(l: &Listing) -> String {
-    match (l.kept, l.version, l.source_deleted) {
+    let kept = match (l.kept, l.version, l.source_deleted) {
         (false, ..) => String::new(),
         (true, Some(n), _) => format!("[version {n}] "),
         (true, None, Some(true)) => "[deleted] ".into(),
         (true, None, _) => "[kept] ".into(),
+    };
+    match l.parent_id {
+        Some(_) => format!("{kept}[subagent] "),
+        None => kept,
     }
 }
 

@@ -11,10 +11,13 @@
 //! (and each line after 1,000 characters), with what was left out said below it;
 //! thinking or reasoning as one line saying it is left out; an image as
 //! `[image: TYPE, N bytes]`; context the agent injected left out with a one-line note.
+//! A subagent's session names its parent in the head, a session that started
+//! subagents lists them there, and below each tool call that started one a line says
+//! so, linking to the subagent's `conversation.md` when it is shown.
 //! A fence is longer than any run of backticks in what it holds, so content with
 //! ```` ``` ```` never ends it.
 
-use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages};
+use crate::neutral::{Message, Part, Role, SessionFacts, SessionMessages, SubagentLink};
 use crate::store::index::FileStamp;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -34,7 +37,7 @@ pub fn render(sm: &SessionMessages) -> String {
 /// The same, letting go of each message once it is written (a large session's
 /// messages and its document are not both whole in memory).
 pub fn render_owned(sm: SessionMessages) -> String {
-    let mut w = MarkdownWriter::new(None);
+    let mut w = MarkdownWriter::new(None).with_subagents(&sm.facts.subagents);
     for m in sm.messages {
         w.push(&m);
     }
@@ -57,6 +60,8 @@ pub struct MarkdownWriter {
     messages: bool,
     scratch: String,
     failed: Option<std::io::Error>,
+    /// The subagents started by a tool call, by the call's id.
+    calls: HashMap<String, SubagentLink>,
 }
 
 /// Where the body goes.
@@ -74,7 +79,14 @@ impl MarkdownWriter {
             messages: false,
             scratch: String::new(),
             failed: None,
+            calls: HashMap::new(),
         }
+    }
+
+    /// Marks each tool call that started one of `subagents` where it is written.
+    pub fn with_subagents(mut self, subagents: &[SubagentLink]) -> Self {
+        self.calls = SubagentCalls::of(subagents).0;
+        self
     }
 
     /// The next message, in conversation order.
@@ -85,7 +97,7 @@ impl MarkdownWriter {
         }
         self.messages = true;
         self.scratch.clear();
-        message(&mut self.scratch, m);
+        message(&mut self.scratch, m, &self.calls);
         self.write_body();
     }
 
@@ -176,11 +188,34 @@ pub fn document_head(facts: &SessionFacts, summaries: &str, messages: bool) -> S
 
 /// One message as the document shows it (a compaction's summary as its quoted block).
 pub fn one_message(m: &Message) -> String {
+    one_message_marked(m, &SubagentCalls::default())
+}
+
+/// The tool calls of a session that started its subagents, by call id: where the
+/// document marks that one ran (`SessionFacts::subagents`).
+#[derive(Debug, Clone, Default)]
+pub struct SubagentCalls(HashMap<String, SubagentLink>);
+
+impl SubagentCalls {
+    pub fn of(subagents: &[SubagentLink]) -> Self {
+        let mut calls = HashMap::new();
+        for l in subagents {
+            if let Some(call) = &l.call_id {
+                calls.entry(call.clone()).or_insert_with(|| l.clone());
+            }
+        }
+        SubagentCalls(calls)
+    }
+}
+
+/// `one_message`, marking below each tool call that started one of `calls`' subagents
+/// that it ran there, as the whole document does.
+pub fn one_message_marked(m: &Message, calls: &SubagentCalls) -> String {
     let mut out = String::new();
     if m.summary {
         summary(&mut out, m);
     } else {
-        message(&mut out, m);
+        message(&mut out, m, &calls.0);
     }
     out
 }
@@ -208,7 +243,48 @@ fn header(out: &mut String, f: &SessionFacts) {
     if let Some(t) = &f.updated_at {
         let _ = writeln!(out, "- updated: {}", super::local_time(t));
     }
+    if let Some(parent) = &f.parent_id {
+        let agent = f
+            .agent_id
+            .as_deref()
+            .map(|a| format!(" (as subagent `{}`)", inline(a)))
+            .unwrap_or_default();
+        match &f.parent {
+            Some(dir) => {
+                let _ = writeln!(
+                    out,
+                    "- subagent of: [{}](../{dir}/conversation.md){agent}",
+                    link_text(dir)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "- subagent of: {parent}{agent}");
+            }
+        }
+    }
+    for l in f.subagents.iter().filter(|l| !l.inline) {
+        let _ = writeln!(
+            out,
+            "- subagent `{}`: {}",
+            inline(&l.id),
+            subagent_target(l)
+        );
+    }
     out.push('\n');
+}
+
+/// Where a subagent's session is: a link to its `conversation.md`, or that it is not
+/// shown.
+fn subagent_target(l: &SubagentLink) -> String {
+    match &l.dir {
+        Some(dir) => format!("[{}](../{dir}/conversation.md)", link_text(dir)),
+        None => "(its transcript is not shown)".into(),
+    }
+}
+
+/// A folder name as a link's text (brackets would end it).
+fn link_text(dir: &str) -> String {
+    dir.replace(['[', ']'], "")
 }
 
 fn summary(out: &mut String, m: &Message) {
@@ -238,7 +314,7 @@ fn role_heading(m: &Message) -> &str {
     if results_only { "tool" } else { m.role.name() }
 }
 
-fn message(out: &mut String, m: &Message) {
+fn message(out: &mut String, m: &Message, calls: &HashMap<String, SubagentLink>) {
     if m.injected {
         let chars = m.plain_text().chars().count();
         let role = match m.role {
@@ -274,6 +350,24 @@ fn message(out: &mut String, m: &Message) {
         }
         last_reasoning = false;
         part(out, p);
+        if let Part::ToolCall { id, .. } = p
+            && let Some(l) = calls.get(id)
+        {
+            if l.inline {
+                let _ = writeln!(
+                    out,
+                    "↳ a subagent ran here: its messages are in this session's history (transcript.jsonl, from entry `{}`), not in its conversation\n",
+                    inline(&l.id)
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "↳ subagent `{}` ran here: {}\n",
+                    inline(&l.id),
+                    subagent_target(l)
+                );
+            }
+        }
     }
 }
 
@@ -567,7 +661,8 @@ impl MarkdownCache {
                 return Ok(e.text.clone());
             }
         }
-        let mut w = MarkdownWriter::new(self.spill_root.as_deref());
+        let mut w =
+            MarkdownWriter::new(self.spill_root.as_deref()).with_subagents(&facts.subagents);
         make(&mut |m| w.push(&m))?;
         // The facts the key was checked against: they describe the state `stamp`.
         let text = w.finish(facts)?;
@@ -887,6 +982,70 @@ mod tests {
         let d = mem(get(grown, &renamed));
         assert!(String::from_utf8_lossy(&d).starts_with("# New\n"));
         assert_eq!(calls.get(), 3);
+    }
+
+    #[test]
+    fn subagents_are_named_in_the_head_and_marked_below_their_calls() {
+        let mut parent = facts();
+        parent.subagents = vec![
+            SubagentLink {
+                id: "a1".into(),
+                call_id: Some("call_1".into()),
+                dir: Some("d.agent-a1".into()),
+                inline: false,
+            },
+            SubagentLink {
+                id: "a2".into(),
+                call_id: Some("call_2".into()),
+                dir: None,
+                inline: false,
+            },
+        ];
+        let call = |id: &str| Part::ToolCall {
+            id: id.into(),
+            name: "Agent".into(),
+            input: json!({"prompt": "look"}),
+        };
+        let d = render(&SessionMessages {
+            facts: parent,
+            messages: vec![msg(
+                Role::Assistant,
+                vec![call("call_1"), call("call_3"), call("call_2")],
+            )],
+        });
+        assert!(
+            d.contains("- subagent `a1`: [d.agent-a1](../d.agent-a1/conversation.md)\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("- subagent `a2`: (its transcript is not shown)\n"),
+            "{d}"
+        );
+        let one = d
+            .find("↳ subagent `a1` ran here: [d.agent-a1](../d.agent-a1/conversation.md)")
+            .unwrap();
+        let two = d
+            .find("↳ subagent `a2` ran here: (its transcript is not shown)")
+            .unwrap();
+        assert!(one < two, "{d}");
+        assert_eq!(
+            d.matches("↳ subagent").count(),
+            2,
+            "call_3 started none: {d}"
+        );
+        // A subagent's own document names its parent.
+        let mut child = facts();
+        child.parent_id = Some("p-id".into());
+        child.parent = Some("p-dir".into());
+        child.agent_id = Some("a1".into());
+        let d = render(&SessionMessages {
+            facts: child,
+            messages: vec![],
+        });
+        assert!(
+            d.contains("- subagent of: [p-dir](../p-dir/conversation.md) (as subagent `a1`)\n"),
+            "{d}"
+        );
     }
 }
 

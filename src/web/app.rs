@@ -8,6 +8,7 @@
 use super::guard::Guard;
 use super::pages::session::Readings;
 use crate::agent::Agent;
+use crate::background::Class;
 use crate::history::History;
 use crate::sync::setup::PeerStatus;
 use crate::usage::report::{SessionCost, SessionKey};
@@ -85,14 +86,22 @@ impl App {
     /// indexed and the listing made, the search index brought up to date, the usage
     /// counted.
     pub fn warm(self: &Arc<Self>) {
+        // Awaited work (the first pages wait for it), through the history's worker
+        // registry.
         let app = self.clone();
-        std::thread::spawn(move || {
+        let workers = self.history.workers();
+        let started = workers.spawn("fen-web-warm", Class::Awaited, move || {
             app.history.foreign();
             let _ = app.listing();
             app.count_usage();
         });
         let history = self.history.clone();
-        std::thread::spawn(move || history.warm_index());
+        let indexing = workers.spawn("fen-web-index", Class::Awaited, move || {
+            history.warm_index()
+        });
+        for e in [started, indexing].into_iter().filter_map(|r| r.err()) {
+            log::warn!("{}", e.reason);
+        }
     }
 
     pub fn stop(&self) {
@@ -135,8 +144,15 @@ impl App {
             (now, stale)
         };
         if stale {
+            // Not idle: a usage call may wait for the ledgers this count holds.
             let app = self.clone();
-            std::thread::spawn(move || app.count_usage());
+            let started =
+                self.history
+                    .workers()
+                    .spawn("fen-web-usage", Class::Awaited, move || app.count_usage());
+            if let Err(e) = started {
+                log::warn!("{}", e.reason);
+            }
         }
         now
     }

@@ -266,6 +266,67 @@ pub fn anthropic_message(reply: &str, stream: bool) -> Response {
     ])
 }
 
+/// Anthropic Messages API with any content blocks (`text`, `tool_use`): message `id`,
+/// `stop_reason` (`end_turn`, `tool_use`), streamed when asked (a tool call's input
+/// as one `input_json_delta`).
+pub fn anthropic_blocks(
+    id: &str,
+    blocks: &[serde_json::Value],
+    stop_reason: &str,
+    stream: bool,
+) -> Response {
+    use serde_json::json;
+    let usage = json!({"input_tokens": 10, "output_tokens": 5});
+    if !stream {
+        return Response::json(&json!({
+            "id": id, "type": "message", "role": "assistant", "model": "claude-mock",
+            "content": blocks, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+        }));
+    }
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": "claude-mock",
+            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
+    )];
+    for (i, b) in blocks.iter().enumerate() {
+        if b["type"] == "tool_use" {
+            let start = json!({"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}});
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": i, "content_block": start}),
+            ));
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i, "delta":
+                       {"type": "input_json_delta", "partial_json": b["input"].to_string()}}),
+            ));
+        } else {
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": i,
+                       "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i,
+                       "delta": {"type": "text_delta", "text": b["text"]}}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        ));
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": 5}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    Response::sse(&events)
+}
+
 /// OpenAI Responses API (`POST /v1/responses`), always streamed (Codex streams).
 pub fn openai_response(reply: &str) -> Response {
     use serde_json::json;
@@ -308,32 +369,98 @@ pub fn openai_response(reply: &str) -> Response {
 
 /// OpenAI Chat Completions (`POST /v1/chat/completions`), streamed when asked.
 pub fn openai_chat(reply: &str, stream: bool) -> Response {
+    openai_chat_reply(
+        Some(reply),
+        &[],
+        serde_json::json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
+        stream,
+    )
+}
+
+/// One tool call of a Chat Completions answer: its id, the function's name and its
+/// arguments (sent as the JSON text of this value, as the API does).
+pub struct ChatToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub arguments: serde_json::Value,
+}
+
+/// Whether the request is a Chat Completions request.
+pub fn is_openai_chat(req: &Request) -> bool {
+    req.method == "POST" && req.path.contains("/chat/completions")
+}
+
+/// OpenAI Chat Completions answering with `text` and/or `tool_calls`, with `usage`
+/// (`prompt_tokens`, `completion_tokens`, ...): one JSON body, or when `stream` the
+/// server-sent chunks an OpenAI-compatible server sends (the role, the text, each
+/// call's id and name then its arguments, the finish reason, the usage chunk when
+/// `stream_options.include_usage` asks for it, which fen-fs's mock always sends,
+/// then `[DONE]`).
+pub fn openai_chat_reply(
+    text: Option<&str>,
+    tool_calls: &[ChatToolCall],
+    usage: serde_json::Value,
+    stream: bool,
+) -> Response {
     use serde_json::json;
-    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    let finish = if tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let calls: Vec<serde_json::Value> = tool_calls
+        .iter()
+        .map(|c| {
+            json!({"id": c.id, "type": "function",
+                   "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+        })
+        .collect();
     if !stream {
+        let mut message = json!({"role": "assistant", "content": text});
+        if !calls.is_empty() {
+            message["tool_calls"] = json!(calls);
+        }
         return Response::json(&json!({
             "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": "mock",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": reply}}],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": usage}));
     }
     let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
         json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
                "model": "mock", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     };
-    let mut resp = Response::sse(&[
-        (
+    let mut events = vec![(
+        "",
+        chunk(json!({"role": "assistant", "content": ""}), json!(null)),
+    )];
+    if let Some(text) = text {
+        events.push(("", chunk(json!({"content": text}), json!(null))));
+    }
+    for (i, c) in tool_calls.iter().enumerate() {
+        events.push((
             "",
-            chunk(json!({"role": "assistant", "content": ""}), json!(null)),
-        ),
-        ("", chunk(json!({"content": reply}), json!(null))),
-        ("", chunk(json!({}), json!("stop"))),
-        (
+            chunk(
+                json!({"tool_calls": [{"index": i, "id": c.id, "type": "function",
+                                        "function": {"name": c.name, "arguments": ""}}]}),
+                json!(null),
+            ),
+        ));
+        events.push((
             "",
-            json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
-                   "model": "mock", "choices": [], "usage": usage}),
-        ),
-    ]);
+            chunk(
+                json!({"tool_calls": [{"index": i,
+                                        "function": {"arguments": c.arguments.to_string()}}]}),
+                json!(null),
+            ),
+        ));
+    }
+    events.push(("", chunk(json!({}), json!(finish))));
+    events.push((
+        "",
+        json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
+               "model": "mock", "choices": [], "usage": usage}),
+    ));
+    let mut resp = Response::sse(&events);
     resp.body.extend_from_slice(b"data: [DONE]\n\n");
     resp
 }

@@ -31,6 +31,13 @@ pub fn fen_fs() -> Command {
     // OpenCode's data folder ($XDG_DATA_HOME/opencode) and its $OPENCODE_DB.
     cmd.env("XDG_DATA_HOME", "/nonexistent/fen-fs-tests");
     cmd.env("OPENCODE_DB", "/nonexistent/fen-fs-tests/opencode.db");
+    // Kilo's ($XDG_DATA_HOME/kilo) and its $KILO_DB; Cline's data folder; VS Code's
+    // and its forks' user folders ($XDG_CONFIG_HOME/<product>/User: Roo Code,
+    // Copilot Chat, Cursor).
+    cmd.env("KILO_DB", "/nonexistent/fen-fs-tests/kilo.db");
+    cmd.env("CLINE_DIR", "/nonexistent/fen-fs-tests");
+    cmd.env("CLINE_DATA_DIR", "/nonexistent/fen-fs-tests");
+    cmd.env("XDG_CONFIG_HOME", "/nonexistent/fen-fs-tests");
     // Nor its state folder: a daemon without --log-file logs there by default.
     let state = std::env::temp_dir().join(format!("fen-fs-tests-state-{}", std::process::id()));
     // Nor its cache folder: usage and resume without a store keep their caches there.
@@ -428,7 +435,7 @@ pub fn backing_entries(m: &Mount, session_dir: &Path) -> Vec<serde_json::Value> 
 }
 
 /// A real agent's command installed by `scripts/install-agents NAME` (NAME: claude,
-/// codex, pi, opencode, opencode-json, gemini, ccusage): `None` (SKIPPED, loudly) when it is not
+/// codex, pi, opencode, opencode-json, gemini, qwen, continue, droid, aider, ccusage): `None` (SKIPPED, loudly) when it is not
 /// installed, or a panic when FEN_FS_REQUIRE_AGENTS=1 (CI).
 pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
     let (version, cmd) = match name {
@@ -438,6 +445,13 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         "opencode" => ("1.18.33", "opencode"),
         "opencode-json" => ("1.1.65", "opencode"),
         "gemini" => ("0.61.0", "gemini"),
+        "qwen" => ("0.24.4", "qwen"),
+        "continue" => ("1.5.47", "cn"),
+        "droid" => ("0.225.2", "droid"),
+        "kilo" => ("7.7.7", "kilo"),
+        "cline" => ("3.0.65", "cline"),
+        // PyPI (scripts/install-pypi-agents): a virtual environment.
+        "aider" => ("0.86.2", "aider"),
         // Not an agent: the usage report's oracle.
         "ccusage" => ("20.0.24", "ccusage"),
         _ => panic!("agent_bin: unknown agent {name}"),
@@ -446,17 +460,54 @@ pub fn agent_bin(test: &str, name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agents"));
     let dir = base.join(format!("{name}-{version}"));
-    let bin = dir.join("node_modules/.bin").join(cmd);
+    let bin = match name {
+        "aider" => dir.join("venv/bin").join(cmd),
+        // The platform package declares no command: its binary.
+        "droid" => dir
+            .join("node_modules/@factory/cli-linux-x64/bin")
+            .join(cmd),
+        _ => dir.join("node_modules/.bin").join(cmd),
+    };
     if dir.join(".installed").exists() && bin.exists() {
         return Some(bin);
     }
     if std::env::var("FEN_FS_REQUIRE_AGENTS").as_deref() == Ok("1") {
         panic!(
-            "{test}: {name} {version} is required (FEN_FS_REQUIRE_AGENTS=1) but not installed: run scripts/install-agents {name}"
+            "{test}: {name} {version} is required (FEN_FS_REQUIRE_AGENTS=1) but not installed: run scripts/install-agents {name} (or scripts/install-pypi-agents {name})"
         );
     }
     eprintln!(
-        "\n*** SKIPPED {test}: {name} {version} not installed (scripts/install-agents {name}) ***\n"
+        "\n*** SKIPPED {test}: {name} {version} not installed (scripts/install-agents {name}, or scripts/install-pypi-agents {name}) ***\n"
     );
     None
+}
+
+/// Every file under `dir`, links not followed: (size, mtime, ctime, content hash) —
+/// what "reading changed nothing in another agent's folder" compares, a database's
+/// `-shm` and `-wal` included.
+pub fn folder_state(dir: &Path) -> std::collections::BTreeMap<PathBuf, (u64, i128, i128, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+                continue;
+            }
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
+            out.insert(
+                e.path(),
+                (
+                    m.len(),
+                    ns(m.mtime(), m.mtime_nsec()),
+                    ns(m.ctime(), m.ctime_nsec()),
+                    fen_fs::store::atomic::checksum(&[&bytes]),
+                ),
+            );
+        }
+    }
+    out
 }

@@ -1,6 +1,7 @@
 //! Generated agent histories with token usage, as each agent writes them, for the
 //! usage tests: Claude Code (responses repeated on every content block, a resumed
-//! copy, subagent transcripts in both layouts, 5-minute and 1-hour cache writes, a
+//! copy, subagent transcripts in both layouts and a workflow run's, a `/btw` side
+//! question replaying its parent, 5-minute and 1-hour cache writes, a
 //! response past 200k input tokens, fast mode, a recorded cost, a response without a
 //! request id), Codex (token_count events with and without `last_token_usage`,
 //! repeated events, a model switch, a fork that replays its parent, an archived
@@ -367,6 +368,69 @@ fn write_claude(root: &Path) {
         old.extend(l);
     }
     write(&project.join("agent-d4e5f6.jsonl"), &old);
+    // A `/btw` side question (versions before 2.1.330): the parent's first lines
+    // replayed as its sidechain lines (same message and request ids), then its own
+    // response. Not a session; its usage counts (its own response once).
+    let side_id = "aside_question-0123456789abcdef";
+    let mut side: Vec<String> = lines[..24]
+        .iter()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["isSidechain"] = json!(true);
+            v["agentId"] = json!(side_id);
+            format!("{v}\n")
+        })
+        .collect();
+    let u = usage(&mut r, 100);
+    let (l, _) = claude_response(
+        &mut r,
+        &a,
+        cwd,
+        u,
+        Resp {
+            time: &at(3, 58),
+            model: "claude-opus-4-7",
+            request: None,
+            extra: &[("isSidechain", json!(true)), ("agentId", json!(side_id))],
+            blocks: 1,
+        },
+    );
+    side.extend(l);
+    write(
+        &project
+            .join(&a)
+            .join(format!("subagents/agent-{side_id}.jsonl")),
+        &side,
+    );
+    // A workflow run's subagent.
+    let mut flow = Vec::new();
+    for k in 0..3i64 {
+        let t = at(4, 20 + k * 5);
+        let u = usage(&mut r, 40);
+        let (l, _) = claude_response(
+            &mut r,
+            &a,
+            cwd,
+            u,
+            Resp {
+                time: &t,
+                model: "claude-haiku-4-5",
+                request: None,
+                extra: &[
+                    ("isSidechain", json!(true)),
+                    ("agentId", json!("a0123456789abcdef")),
+                ],
+                blocks: 2,
+            },
+        );
+        flow.extend(l);
+    }
+    write(
+        &project
+            .join(&a)
+            .join("subagents/workflows/wf_0a1b2c3d-4e5-1/agent-a0123456789abcdef.jsonl"),
+        &flow,
+    );
     // Another project.
     let c = uuid(&mut r);
     let cwd2 = "/home/u/beta";

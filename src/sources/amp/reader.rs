@@ -277,6 +277,7 @@ impl ForeignReader for AmpReader {
             archived,
             parent_id: h.and_then(|h| h.main_thread.clone()),
             resume_rules: Some("best effort".into()),
+            ..ForeignSummary::default()
         }
     }
 

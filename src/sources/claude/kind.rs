@@ -1,7 +1,9 @@
 //! Claude Code as a kind of agent: `projects/<project>/<uuid>.jsonl` under
-//! `~/.claude`.
+//! `~/.claude`, and its subagents' transcripts: `<project>/<uuid>/subagents/agent-<id>.jsonl`
+//! (workflow runs' in `subagents/workflows/<run>/`) with their `agent-<id>.meta.json`,
+//! and older versions' `<project>/agent-<id>.jsonl` beside the parent.
 
-use super::ClaudeReader;
+use super::{ClaudeReader, SubagentFile};
 use crate::agent::Agent;
 use crate::sources::foreign::{ForeignReader, ForeignSummary};
 use crate::sources::kind::{AgentKind, OwnResume, SessionsFolder, env_or_home, files_below};
@@ -31,8 +33,34 @@ impl AgentKind for Claude {
         "$CLAUDE_CONFIG_DIR, else ~/.claude"
     }
 
+    /// Session files two levels down (`<project>/<uuid>.jsonl`); subagents' four
+    /// (`<project>/<uuid>/subagents/agent-<id>.jsonl`) and six (a workflow run's).
     fn sessions_folders(&self, root: &Path) -> Vec<SessionsFolder> {
-        vec![SessionsFolder::new(root, "projects", 2)]
+        vec![SessionsFolder::new(root, "projects", 6)]
+    }
+
+    /// Project folders, a session's own folder (its uuid), its `subagents/`, that
+    /// folder's `workflows/` and each run's folder; nothing else (`tool-results/`...).
+    fn enters_folder(&self, level: usize, name: &str) -> bool {
+        match level {
+            1 | 5 => true,
+            2 => super::is_uuid(name),
+            3 => name == "subagents",
+            4 => name == "workflows",
+            _ => false,
+        }
+    }
+
+    /// Sessions, subagents' transcripts and forked helper runs' (indexed to be kept,
+    /// never shown: `helper.rs`).
+    fn is_session_entry(&self, _: &SessionsFolder, level: usize, parent: &str, name: &str) -> bool {
+        let agent = super::subagent_file_id(name).is_some();
+        match level {
+            2 => super::is_session_file_name(name) || agent,
+            4 => parent == "subagents" && agent,
+            6 => agent,
+            _ => false,
+        }
     }
 
     fn is_session_file(&self, name: &str) -> bool {
@@ -43,7 +71,26 @@ impl AgentKind for Claude {
         Box::new(ClaudeReader::new(file_name))
     }
 
+    /// A subagent's transcript by its name and place (the parent's id is the folder
+    /// above `subagents/`; beside the parent, the lines' `sessionId`).
+    fn reader_for_path(&self, path: &Path) -> Box<dyn ForeignReader> {
+        match subagent_file(path) {
+            Some(f) if super::is_forked_helper_id(&f.agent_id) => {
+                Box::new(super::helper::HelperRun::new(f))
+            }
+            Some(f) => Box::new(ClaudeReader::subagent(f)),
+            None => self.reader_for(&path.file_name().unwrap_or_default().to_string_lossy()),
+        }
+    }
+
     fn complete_summary(&self, _root: &Path, path: &Path, s: &mut ForeignSummary) {
+        if s.hidden {
+            return;
+        }
+        if s.subagent.is_some() {
+            complete_from_sidecar(path, s);
+            return;
+        }
         s.archived |= index_archives(path, &s.id);
     }
 
@@ -75,6 +122,73 @@ impl AgentKind for Claude {
             program: "claude",
             args: vec!["--resume".into(), id.into()],
         })
+    }
+}
+
+/// What a subagent (or forked helper run) transcript's path says of it:
+/// `agent-<id>.jsonl` in `<parent>/subagents/`, in `<parent>/subagents/workflows/<run>/`,
+/// or elsewhere (an older version's, beside its parent's file). `None`: not one.
+pub fn subagent_file(path: &Path) -> Option<SubagentFile> {
+    let name = path.file_name()?.to_str()?;
+    let agent_id = super::subagent_file_id(name)?.to_string();
+    let up: Vec<&str> = path
+        .ancestors()
+        .skip(1)
+        .take(4)
+        .map(|p| p.file_name().and_then(|n| n.to_str()).unwrap_or(""))
+        .collect();
+    let uuid = |s: &&str| super::is_uuid(s);
+    let (parent_id, workflow) = match up.as_slice() {
+        [sub, parent, ..] if *sub == "subagents" && uuid(parent) => (Some(parent), None),
+        [run, wf, sub, parent] if *wf == "workflows" && *sub == "subagents" && uuid(parent) => {
+            (Some(parent), Some(run.to_string()))
+        }
+        _ => (None, None),
+    };
+    Some(SubagentFile {
+        agent_id,
+        parent_id: parent_id.map(|p| p.to_string()),
+        workflow,
+    })
+}
+
+/// The `agent-<id>.meta.json` Claude Code writes beside a subagent's transcript:
+/// `agentType`, `description`, `toolUseId` (the parent's Agent call), `spawnDepth`,
+/// `finished`, and `parentAgentId` for a subagent another subagent started (its
+/// parent is then that subagent's session).
+fn complete_from_sidecar(path: &Path, s: &mut ForeignSummary) {
+    let Some(sidecar) = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".jsonl"))
+        .map(|p| PathBuf::from(format!("{p}.meta.json")))
+    else {
+        return;
+    };
+    let Some(v) = crate::store::open::read_small(&sidecar, 1 << 20)
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    else {
+        return;
+    };
+    let text = |k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_str())
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(sub) = s.subagent.as_mut() {
+        sub.agent_type = text("agentType");
+        sub.call_id = text("toolUseId");
+        sub.depth = v
+            .get("spawnDepth")
+            .and_then(|d| d.as_u64())
+            .map(|d| d.min(u32::MAX as u64) as u32);
+        sub.finished = v.get("finished").and_then(|f| f.as_bool());
+    }
+    if s.title.is_none() {
+        s.title = text("description");
+    }
+    if let Some(parent) = text("parentAgentId") {
+        s.parent_id = Some(parent);
     }
 }
 

@@ -443,6 +443,7 @@ impl ForeignReader for CursorIdeReader {
             archived: h.archived,
             parent_id: None,
             resume_rules: Some(rules),
+            ..ForeignSummary::default()
         }
     }
 

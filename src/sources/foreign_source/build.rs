@@ -343,7 +343,11 @@ impl ForeignSource {
         } else if !self.is_unit(path) {
             agents::complete_summary(self.agent, &self.root, path, &mut summary);
         }
+        // A subagent's transcript (or a helper run's) is never resumed on its own:
+        // nothing to warn of.
         if !summary.resumable
+            && summary.subagent.is_none()
+            && !summary.hidden
             && let Some(why) = &summary.not_resumable_reason
         {
             log::warn!(

@@ -87,6 +87,10 @@ pub(super) struct Index {
     /// the files carrying it; only the one `agents::prefer` ranks first is placed in
     /// `by_ns`, the others wait in `files` in case it goes.
     pub(super) by_id: HashMap<String, Vec<PathBuf>>,
+    /// Every indexed file by its session id (a subagent's parent is found here).
+    pub(super) by_session: HashMap<String, BTreeSet<PathBuf>>,
+    /// A parent's id → the files of the sessions that name it as their parent.
+    pub(super) children: HashMap<String, BTreeSet<PathBuf>>,
     pub(super) folders: HashMap<PathBuf, FolderScan>,
     /// Codex renames (`session_index.jsonl`): id → name, with the file's stamp.
     pub(super) renames: HashMap<String, String>,
@@ -113,6 +117,20 @@ pub(super) struct Index {
 impl Index {
     pub(super) fn namespace_of(&self, path: &Path) -> Option<String> {
         self.dir_of.get(path).map(|(n, _)| n.clone())
+    }
+}
+
+impl ForeignSource {
+    /// The namespace `path` is shown in (its own when it is not shown).
+    fn namespace_of_dir(&self, idx: &Index, path: &Path) -> String {
+        match idx.dir_of.get(path) {
+            Some((n, _)) => n.clone(),
+            None => idx
+                .files
+                .get(path)
+                .map(FileEntry::namespace)
+                .unwrap_or_default(),
+        }
     }
 }
 
@@ -145,11 +163,13 @@ impl ForeignSource {
     }
 
     pub(super) fn insert(&self, idx: &mut Index, path: PathBuf, e: FileEntry) {
-        self.remove(idx, &path);
+        // Its subagents are placed again once it is (`place`), not twice.
+        self.remove_keeping_children(idx, &path);
         let id = (agents::one_session_per_id(self.agent)
             && !e.summary.id.is_empty()
             && !self.is_version(&path))
         .then(|| e.summary.id.clone());
+        link(idx, &path, &e);
         idx.files.insert(path.clone(), e);
         idx.generation += 1;
         match id {
@@ -161,13 +181,19 @@ impl ForeignSource {
         }
     }
 
-    /// Shows the indexed file `path` as a session folder of its namespace.
+    /// Shows the indexed file `path` as a session folder of its namespace, and its
+    /// subagents beside it.
     pub(super) fn place(&self, idx: &mut Index, path: PathBuf) {
-        let Some(e) = idx.files.get(&path) else {
+        self.place_nested(idx, path, 0)
+    }
+
+    fn place_nested(&self, idx: &mut Index, path: PathBuf, depth: usize) {
+        let Some(e) = idx.files.get(&path).filter(|e| !e.summary.hidden) else {
+            // A hidden file is indexed (kept, its usage counted), never shown.
             return;
         };
-        let ns = e.namespace();
-        let mut dir = self.dir_name(&path, e);
+        let id = e.summary.id.clone();
+        let (ns, mut dir) = self.placement(idx, &path, e);
         if idx
             .by_ns
             .get(&ns)
@@ -190,6 +216,140 @@ impl ForeignSource {
             }
         }
         idx.generation += 1;
+        self.place_children(idx, &id, depth + 1);
+    }
+
+    /// Where `path` shows: its own namespace and folder name; a subagent's session
+    /// beside its parent's (shown by this source), in the parent's namespace, as
+    /// `<parent's folder>.agent-<agent id>` (it sorts right after its parent and reads
+    /// as its own). A subagent whose parent is not shown: where its kept copy's
+    /// record says it was, else its own namespace as `<stamp>_<agent>-<parent
+    /// id>.agent-<agent id>`.
+    fn placement(&self, idx: &Index, path: &Path, e: &FileEntry) -> (String, String) {
+        let s = &e.summary;
+        let (Some(sub), Some(parent)) = (&s.subagent, &s.parent_id) else {
+            return (e.namespace(), self.dir_name(path, e));
+        };
+        let agent = path_safe(&sub.agent_id);
+        let kept = self.kept_facts(path);
+        let version = kept
+            .as_ref()
+            .and_then(|f| f.version)
+            .map(|n| format!(".v{n}"))
+            .unwrap_or_default();
+        if let Some((ns, dir)) = self.parent_place(idx, parent, path) {
+            return (ns, format!("{dir}.agent-{agent}{version}"));
+        }
+        if let Some(f) = &kept
+            && let (Some(ns), Some(dir)) = (&f.record.facts.namespace, &f.record.facts.dir)
+        {
+            return (ns.clone(), format!("{dir}{version}"));
+        }
+        let mut named = e.clone();
+        named.summary.id = parent.clone();
+        let own = session_dir_name(self.agent, path, &named);
+        (e.namespace(), format!("{own}.agent-{agent}{version}"))
+    }
+
+    /// Where the session `id` (a parent) shows, other than `path`: its current
+    /// version first.
+    fn parent_place(&self, idx: &Index, id: &str, path: &Path) -> Option<(String, String)> {
+        let files = idx.by_session.get(id)?;
+        let placed = |p: &&PathBuf| *p != path && idx.dir_of.contains_key(*p);
+        files
+            .iter()
+            .filter(placed)
+            .find(|p| !self.is_version(p))
+            .or_else(|| files.iter().find(placed))
+            .and_then(|p| idx.dir_of.get(p).cloned())
+    }
+
+    /// Places again the subagents of session `id` whose place changed with it.
+    fn place_children(&self, idx: &mut Index, id: &str, depth: usize) {
+        // Deeper than any chain of subagents: a parent loop stops here.
+        if depth > 8 || id.is_empty() {
+            return;
+        }
+        let kids: Vec<PathBuf> = idx
+            .children
+            .get(id)
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
+        for kid in kids {
+            let Some(e) = idx.files.get(&kid) else {
+                continue;
+            };
+            let Some(now) = idx.dir_of.get(&kid) else {
+                continue;
+            };
+            let want = self.placement(idx, &kid, e);
+            if *now != want {
+                unplace(idx, &kid);
+                self.place_nested(idx, kid, depth);
+            }
+        }
+    }
+
+    /// The parent and subagents of session `path` as links: the parent's id and
+    /// folder, and each subagent it started or that names it as parent (by the tool
+    /// call its file records, else its subagent's), relative to namespace `ns`'s
+    /// folder.
+    pub(super) fn links(&self, idx: &Index, path: &Path, e: &FileEntry, ns: &str) -> Links {
+        // A peer's kept copies show as `<dir>@host` (`peers.rs`): so do their links.
+        let suffix = (self.kept.as_ref())
+            .and_then(|k| k.host())
+            .map(crate::sources::peers::dir_suffix)
+            .unwrap_or_default();
+        let rel = |(n, d): (String, String)| {
+            if n == ns {
+                format!("{d}{suffix}")
+            } else {
+                format!("../{}/{d}{suffix}", naming::mount_name(&n))
+            }
+        };
+        let s = &e.summary;
+        let parent = s
+            .parent_id
+            .as_deref()
+            .and_then(|p| self.parent_place(idx, p, path))
+            .map(rel);
+        let mut subagents: Vec<crate::neutral::SubagentLink> = s
+            .spawned
+            .iter()
+            .map(|sp| crate::neutral::SubagentLink {
+                id: sp.entry.clone().unwrap_or_else(|| sp.agent_id.clone()),
+                call_id: Some(sp.call_id.clone()),
+                dir: None,
+                inline: sp.entry.is_some(),
+            })
+            .collect();
+        let kids = (!s.id.is_empty())
+            .then(|| idx.children.get(&s.id))
+            .flatten()
+            .into_iter()
+            .flatten();
+        for kid in kids {
+            let (Some(k), Some(place)) = (idx.files.get(kid), idx.dir_of.get(kid)) else {
+                continue;
+            };
+            let dir = rel(place.clone());
+            let agent_id = k
+                .summary
+                .subagent
+                .as_ref()
+                .map_or_else(|| k.summary.id.clone(), |a| a.agent_id.clone());
+            match subagents.iter_mut().find(|l| !l.inline && l.id == agent_id) {
+                Some(l) if l.dir.is_none() => l.dir = Some(dir),
+                Some(_) => {}
+                None => subagents.push(crate::neutral::SubagentLink {
+                    id: agent_id,
+                    call_id: k.summary.subagent.as_ref().and_then(|a| a.call_id.clone()),
+                    dir: Some(dir),
+                    inline: false,
+                }),
+            }
+        }
+        Links { parent, subagents }
     }
 
     /// Of the files carrying session `id`, places the preferred one and hides the rest.
@@ -214,23 +374,34 @@ impl ForeignSource {
         }
     }
 
-    /// Drops `path` from the index; a file it hid (same session id) shows again.
+    /// Drops `path` from the index; a file it hid (same session id) shows again, and
+    /// its subagents show where they do without it.
     pub(super) fn remove(&self, idx: &mut Index, path: &Path) {
+        let id = self.remove_keeping_children(idx, path);
+        if let Some(id) = id {
+            self.place_children(idx, &id, 1);
+        }
+    }
+
+    /// `remove`, its subagents left where they were; returns its session id.
+    fn remove_keeping_children(&self, idx: &mut Index, path: &Path) -> Option<String> {
         let id = idx.files.get(path).map(|e| e.summary.id.clone());
-        if idx.files.remove(path).is_some() {
+        if let Some(old) = idx.files.remove(path) {
+            unlink(idx, path, &old);
             idx.generation += 1;
         }
         unplace(idx, path);
-        if let Some(id) = id
-            && let Some(group) = idx.by_id.get_mut(&id)
+        if let Some(id) = &id
+            && let Some(group) = idx.by_id.get_mut(id)
         {
             group.retain(|p| p != path);
             if group.is_empty() {
-                idx.by_id.remove(&id);
+                idx.by_id.remove(id);
             } else {
-                self.elect(idx, &id);
+                self.elect(idx, id);
             }
         }
+        id
     }
 
     /// The file and index entry of session `ns/dir`, re-read if it changed on disk.
@@ -284,6 +455,9 @@ impl ForeignSource {
             host: Some(self.host_shown().to_string()),
             cwd_on_host: s.cwd.clone(),
             version_of: None,
+            parent: self
+                .links(idx, path, e, &self.namespace_of_dir(idx, path))
+                .parent,
         })
     }
 
@@ -329,6 +503,54 @@ impl ForeignSource {
             .find(|(_, e)| e.stamp.dev == meta.dev() && e.stamp.ino == meta.ino())
             .and_then(|(p, _)| idx.dir_of.get(p).cloned())
     }
+}
+
+/// A session's parent and subagents (`ForeignSource::links`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Links {
+    pub(super) parent: Option<String>,
+    pub(super) subagents: Vec<crate::neutral::SubagentLink>,
+}
+
+/// Notes `e`'s ids: its own, and its parent's.
+fn link(idx: &mut Index, path: &Path, e: &FileEntry) {
+    if !e.summary.id.is_empty() {
+        let files = idx.by_session.entry(e.summary.id.clone()).or_default();
+        files.insert(path.to_path_buf());
+    }
+    if let Some(p) = &e.summary.parent_id {
+        let kids = idx.children.entry(p.clone()).or_default();
+        kids.insert(path.to_path_buf());
+    }
+}
+
+fn unlink(idx: &mut Index, path: &Path, e: &FileEntry) {
+    let drop_from = |map: &mut HashMap<String, BTreeSet<PathBuf>>, key: &str| {
+        if let Some(set) = map.get_mut(key) {
+            set.remove(path);
+            if set.is_empty() {
+                map.remove(key);
+            }
+        }
+    };
+    drop_from(&mut idx.by_session, &e.summary.id);
+    if let Some(p) = &e.summary.parent_id {
+        drop_from(&mut idx.children, p);
+    }
+}
+
+/// An id as part of a folder name: anything but ASCII letters, digits, `-` and `_`
+/// becomes `-`.
+fn path_safe(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// Takes `path`'s session folder out of its namespace (the file stays indexed).

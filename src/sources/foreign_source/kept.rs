@@ -147,6 +147,13 @@ impl ForeignSource {
         }
     }
 
+    /// Whether its agent could resume kept session `ns/dir` (a subagent's transcript,
+    /// for one, it cannot).
+    pub fn kept_resumable(&self, ns: &str, dir: &str) -> bool {
+        self.session(ns, dir)
+            .is_ok_and(|(_, e)| e.summary.resumable)
+    }
+
     /// The source each kept session was kept from (for `fen-fs restore`).
     pub fn kept_source_of(&self, ns: &str, dir: &str) -> Option<(PathBuf, CopyFacts)> {
         let (path, _) = self.session(ns, dir).ok()?;

@@ -139,9 +139,9 @@ impl ForeignSource {
 
     /// What the session's listing says of it.
     fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::index::FileEntry) -> SessionFacts {
-        let listing = {
+        let (listing, links) = {
             let idx = self.index.lock().unwrap();
-            self.listing(&idx, path, e)
+            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
         };
         let s = &e.summary;
         SessionFacts {
@@ -161,6 +161,10 @@ impl ForeignSource {
             source_deleted: listing.as_ref().and_then(|l| l.source_deleted) == Some(true),
             host: None,
             cwd_on_host: None,
+            parent_id: s.parent_id.clone(),
+            parent: links.parent,
+            agent_id: s.subagent.as_ref().map(|a| a.agent_id.clone()),
+            subagents: links.subagents,
         }
     }
 

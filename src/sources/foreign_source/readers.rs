@@ -250,7 +250,8 @@ impl ForeignSource {
 }
 
 // 2: Claude Code's and Codex's readers keep their last entry's time.
-const STATE_VERSION: u32 = 2;
+// 3: Claude Code readers know subagents (and the calls that started them).
+const STATE_VERSION: u32 = 3;
 
 /// The first line of a saved reader state; the reader's own bytes follow.
 #[derive(Serialize, Deserialize)]

@@ -17,11 +17,16 @@ impl ForeignSource {
             Some(t) => t,
             None => self.conversation(path)?.2,
         };
-        let listing = {
+        let (listing, links) = {
             let idx = self.index.lock().unwrap();
-            self.listing(&idx, path, e)
+            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
         };
         let s = &e.summary;
+        let subagents: Vec<&str> = links
+            .subagents
+            .iter()
+            .filter_map(|l| l.dir.as_deref())
+            .collect();
         let meta = ForeignMeta {
             id: &s.id,
             dir,
@@ -50,6 +55,10 @@ impl ForeignSource {
             listed_by_agent: s.listed,
             archived: s.archived,
             parent_id: s.parent_id.as_deref(),
+            parent: links.parent.as_deref(),
+            agent_id: s.subagent.as_ref().map(|a| a.agent_id.as_str()),
+            subagent: s.subagent.as_ref(),
+            subagents,
             kept: self.kept_facts(path).map(|f| KeptMeta::of(&f, path)),
         };
         let mut out = serde_json::to_vec_pretty(&meta).expect("meta serializes");
@@ -57,11 +66,11 @@ impl ForeignSource {
         Ok(out)
     }
 
-    pub(super) fn summary_text(&self, path: &Path, e: &FileEntry) -> Vec<u8> {
+    pub(super) fn summary_text(&self, ns: &str, path: &Path, e: &FileEntry) -> Vec<u8> {
         let s = &e.summary;
-        let listing = {
+        let (listing, links) = {
             let idx = self.index.lock().unwrap();
-            self.listing(&idx, path, e)
+            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
         };
         let mut out = String::new();
         let heading = listing
@@ -111,7 +120,21 @@ impl ForeignSource {
             field("rebuilt", rules);
         }
         if let Some(parent) = &s.parent_id {
-            field("parent", parent);
+            match &links.parent {
+                Some(dir) => field("parent", &format!("{dir} ({parent})")),
+                None => field("parent", parent),
+            }
+        }
+        if let Some(sub) = &s.subagent {
+            let kind = sub.agent_type.as_deref().unwrap_or("subagent");
+            field("subagent", &format!("{} ({kind})", sub.agent_id));
+        }
+        for l in &links.subagents {
+            match (&l.dir, l.inline) {
+                (_, true) => field("spawned", &format!("inline, from entry {}", l.id)),
+                (Some(dir), _) => field("spawned", &format!("{} {dir}", l.id)),
+                (None, _) => field("spawned", &format!("{} (no transcript shown)", l.id)),
+            }
         }
         if s.archived {
             field("archived", "yes");
@@ -195,9 +218,21 @@ struct ForeignMeta<'a> {
     listed_by_agent: bool,
     /// Whether the agent keeps it archived.
     archived: bool,
-    /// The session it was spawned from (a subagent's), if any.
+    /// The session it was spawned from (a subagent's), if any: its id, and its folder
+    /// relative to this namespace's folder when it is shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     parent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<&'a str>,
+    /// A subagent's id among its parent's subagents, and what its agent recorded of
+    /// it (type, the parent's call that started it, depth, finished, workflow run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subagent: Option<&'a crate::sources::foreign::SubagentFacts>,
+    /// The folders of the subagents it started (relative to its namespace's folder).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    subagents: Vec<&'a str>,
     /// Shown from fen's kept copy (§11).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     kept: Option<KeptMeta>,

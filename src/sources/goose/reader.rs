@@ -392,6 +392,7 @@ impl ForeignReader for GooseReader {
             archived: s.archived,
             parent_id: s.parent_id.clone(),
             resume_rules: None,
+            ..ForeignSummary::default()
         }
     }
 

@@ -592,6 +592,7 @@ impl ForeignReader for OpencodeReader {
             archived: s.archived,
             parent_id: s.parent_id.clone(),
             resume_rules: (self.generation == Generation::V2).then(|| "best effort".into()),
+            ..ForeignSummary::default()
         }
     }
 

@@ -60,14 +60,23 @@ struct Time<'a> {
 
 pub struct OpencodeUsage {
     facts: UnitFacts,
+    /// The agent's name, the first part of each record's key (a fork's message ids are
+    /// its own).
+    name: &'static str,
     session: Option<String>,
     cwd: Option<String>,
 }
 
 impl OpencodeUsage {
     pub fn new(facts: UnitFacts) -> Self {
+        Self::of(&super::OPENCODE, facts)
+    }
+
+    /// The usage of an agent storing sessions as OpenCode does, by its names.
+    pub fn of(flavor: &super::Flavor, facts: UnitFacts) -> Self {
         OpencodeUsage {
             facts,
+            name: flavor.name,
             session: None,
             cwd: None,
         }
@@ -124,7 +133,7 @@ impl OpencodeUsage {
             .clone()
             .or_else(|| self.facts.session.clone())
             .unwrap_or_default();
-        let key = raw_str(line.id).map(|id| key_of(&[b"opencode", id.as_bytes()]));
+        let key = raw_str(line.id).map(|id| key_of(&[self.name.as_bytes(), id.as_bytes()]));
         out.records.push(UsageRecord {
             time_ms,
             agent: self.facts.agent,

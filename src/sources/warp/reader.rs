@@ -210,6 +210,7 @@ impl ForeignReader for WarpReader {
             archived: false,
             parent_id: h.parent.clone(),
             resume_rules: Some("best effort".into()),
+            ..ForeignSummary::default()
         }
     }
 

@@ -244,6 +244,7 @@ impl ForeignReader for ZedReader {
             resume_rules: self
                 .mentions
                 .then(|| "best effort: the context block of mentions is simplified".into()),
+            ..ForeignSummary::default()
         }
     }
 

@@ -9,14 +9,20 @@
 //! - **Yielding.** The mount marks each request it serves (`foreground`: an open, a
 //!   read, an append, a query); a worker's `pause` at a boundary waits while a request
 //!   is being served or was a moment ago, for at most half of every second, so a busy
-//!   mount slows background work down but never stops it. Workers also run at a lower
-//!   CPU and I/O priority (`lower_priority`).
+//!   mount slows background work down but never stops it.
+//! - **Priority.** Each worker runs in the class of its work (`priority::Class`):
+//!   the kernel runs idle work only on a core nothing else wants, and its reads
+//!   only when the disk has nothing else to do.
 //!
 //! A loop written against a pair of closures gets them from here:
 //! `let stop = || bg.should_stop(); let pause = || bg.pause();`
 //!
 //! No module of this crate below it: `sources`, `search` and any later background
 //! module may all use it.
+
+pub mod priority;
+
+pub use priority::Class;
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -29,6 +35,9 @@ const QUIET: Duration = Duration::from_millis(150);
 const STEP: Duration = Duration::from_millis(10);
 /// ...for at most this much of every second (per worker thread).
 const SHARE: Duration = Duration::from_millis(500);
+/// Memory freed by workers is given back at most this often (a trim of a daemon's
+/// arenas takes a few ms, during which a request's allocation may wait).
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 
 /// The daemon's background work: its stop signal, its yielding to the mount, and its
 /// running workers. Cheap to clone (one shared state).
@@ -38,6 +47,8 @@ pub struct Background(Arc<Inner>);
 #[derive(Default)]
 struct Inner {
     stopping: AtomicBool,
+    /// A worker freed a lot of memory: the trimmer gives it back (`trim_soon`).
+    trim_wanted: AtomicBool,
     /// Foreground requests being served now.
     serving: AtomicUsize,
     /// When the last foreground request ended (ms after `epoch`, +1; 0: never).
@@ -96,6 +107,36 @@ impl Background {
         }
         for wake in self.0.wakers.lock().unwrap().iter() {
             wake();
+        }
+    }
+
+    /// Asks for the memory freed so far to go back to the system soon (glibc keeps
+    /// it in its arenas otherwise): after a batch of work that freed a lot. The trim
+    /// is made by the trimmer's thread (`run_trimmer`), not by the worker: a trim
+    /// holds the arenas' locks while it walks them, and an idle thread holding them
+    /// could keep a request's allocation waiting. Without a trimmer, nothing happens.
+    pub fn trim_soon(&self) {
+        self.0.trim_wanted.store(true, Ordering::Relaxed);
+    }
+
+    /// The trimmer: gives memory back when a worker asked, at most every
+    /// `TRIM_EVERY`, until asked to stop. Run on a thread that is not idle.
+    pub fn run_trimmer(&self) {
+        while self.sleep(TRIM_EVERY) {
+            if self.0.trim_wanted.swap(false, Ordering::Relaxed) {
+                // SAFETY: glibc call with no preconditions.
+                unsafe { libc::malloc_trim(0) };
+                // SAFETY: glibc call with no preconditions.
+                let m = unsafe { libc::mallinfo2() };
+                log::debug!(
+                    "memory given back: malloc's arenas hold {} MB, {} MB in use, {} MB \
+                     free; {} MB in blocks of their own",
+                    m.arena >> 20,
+                    m.uordblks >> 20,
+                    m.fordblks >> 20,
+                    m.hblkhd >> 20
+                );
+            }
         }
     }
 
@@ -197,11 +238,12 @@ impl Background {
         !self.should_stop()
     }
 
-    /// Runs `work` on a thread of its own named `name`, counted until it returns (or
-    /// panics), so that `stop_and_wait` can wait for it.
+    /// Runs `work` on a thread of its own named `name`, in `class`'s priority,
+    /// counted until it returns (or panics), so that `stop_and_wait` can wait for it.
     pub fn spawn(
         &self,
         name: &str,
+        class: Class,
         work: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         struct Done(Arc<Inner>);
@@ -219,6 +261,7 @@ impl Background {
             .name(name.to_string())
             .spawn(move || {
                 let _done = done;
+                priority::enter(class);
                 work();
             })
     }
@@ -251,21 +294,6 @@ impl Background {
     }
 }
 
-/// The calling thread (and the threads it starts, which inherit it) below the mount's
-/// requests: CPU priority nice 10, and with `idle_io` the idle I/O class (for big
-/// passes: the mount's reads go first at the disk).
-pub fn lower_priority(idle_io: bool) {
-    // SAFETY: plain syscalls on the calling thread.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-        if idle_io {
-            // IOPRIO_CLASS_IDLE (3) << 13, for this thread (IOPRIO_WHO_PROCESS = 1).
-            libc::syscall(libc::SYS_ioprio_set, 1, tid, 3 << 13);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,12 +302,12 @@ mod tests {
     fn stop_wakes_sleepers_and_waits_for_workers_with_a_deadline() {
         let bg = Background::new();
         let b = bg.clone();
-        bg.spawn("t-sleeper", move || {
+        bg.spawn("t-sleeper", Class::Idle, move || {
             b.sleep(Duration::from_secs(60));
         })
         .unwrap();
         let b = bg.clone();
-        bg.spawn("t-stubborn", move || {
+        bg.spawn("t-stubborn", Class::Awaited, move || {
             while !b.should_stop() {
                 std::thread::sleep(Duration::from_millis(1));
             }

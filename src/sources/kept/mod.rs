@@ -7,17 +7,24 @@
 //! earlier version is shown always, as `<dir>.v<N>`. Over a peer's `.kept` folder
 //! every copy is shown: its sources are on another machine.
 //!
+//! A process's first listing reads the records from one file in this machine's
+//! `.fen-cache`, each proved by its copy folder's stamp (`listing_cache`), and only
+//! the records of folders that changed.
+//!
 //! A copy is read as its record says, never further: a plain generation's bytes are
 //! checked (length and CRC-32) once per state before they are served; a compressed
 //! one is decompressed, checked on the way, into an unnamed file in this machine's
 //! cache folder. A copy that fails the check is served empty, and says why (its
 //! `meta.json`, `summary.txt`, `fen-fs fsck`).
 
+mod listing_cache;
+
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::store::index::FileStamp;
 use crate::store::kept::{self, Generation, KeptRecord};
 use crate::store::open::Dir;
+use listing_cache::{CachedRef, FolderStamp};
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -38,6 +45,10 @@ pub enum Shown {
 const LIST_FOR: Duration = Duration::from_millis(250);
 /// Decompressed copies held open at once.
 const OPEN_COPIES: usize = 8;
+/// A listing that read records writes the listing cache at most this often (a
+/// mount's keeper making thousands of copies changes it all the time); `persist`
+/// writes what is left.
+const CACHE_EVERY: Duration = Duration::from_secs(30);
 
 /// What the record of a shown copy says of one of its generations.
 #[derive(Debug, Clone)]
@@ -59,14 +70,22 @@ pub struct CopyFacts {
 type Listed = Vec<(PathBuf, Option<String>)>;
 
 struct Known {
-    /// `kept.json`'s stamp when read.
-    stamp: (u64, i128, i128),
+    /// The copy folder's stamp when its record was read.
+    stamp: FolderStamp,
+    /// The stamp cannot hide a change made in the same clock tick as the reading
+    /// (`listing_cache::settled`): trusted from now on. Else read again next time.
+    settled: bool,
     record: KeptRecord,
 }
 
 #[derive(Default)]
 struct State {
     copies: HashMap<String, Known>,
+    /// The listing cache was read (once per process).
+    cache_read: bool,
+    /// Settled records read (or copies gone) since the listing cache was written.
+    cache_stale: bool,
+    cache_written: Option<Instant>,
     listed: Option<(Instant, Listed)>,
     /// Whether each shown copy's source is gone, as of the last listing.
     gone: HashMap<String, bool>,
@@ -166,43 +185,102 @@ impl KeptCopies {
         Some((parent.file_name()?.to_str()?.to_string(), file))
     }
 
-    /// Re-reads the records whose `kept.json` changed; drops copies that went.
+    /// Re-reads the records whose copy folder changed; drops copies that went. A
+    /// process's first look takes the records the listing cache proves.
     fn refresh_records(&self, st: &mut State) {
         let Ok(dir) = self.agent_dir() else {
             st.copies.clear();
             return;
         };
+        let cache = self.listing_cache();
+        let mut cached = HashMap::new();
+        if !st.cache_read {
+            st.cache_read = true;
+            if let Some(c) = &cache {
+                cached = listing_cache::load(c, &self.dir, self.agent.name());
+            }
+        }
+        let now = listing_cache::now_ns();
+        let before = st.copies.len();
         let mut seen = HashMap::new();
         for (name, kind) in dir.read_dir().unwrap_or_default() {
             let Some(name) = name.to_str() else { continue };
             if !kind.is_dir() || name.starts_with('.') {
                 continue;
             }
-            let Ok(folder) = dir.open_dir(name) else {
+            let Ok(folder_st) = dir.stat(name) else {
                 continue;
             };
-            let Ok(st_) = folder.stat(kept::RECORD) else {
-                continue;
-            };
-            let stamp = (
-                st_.st_ino,
-                st_.st_mtime as i128 * 1_000_000_000 + st_.st_mtime_nsec as i128,
-                st_.st_ctime as i128 * 1_000_000_000 + st_.st_ctime_nsec as i128,
-            );
-            match st.copies.remove(name) {
-                Some(k) if k.stamp == stamp => {
-                    seen.insert(name.to_string(), k);
-                }
+            let stamp = listing_cache::folder_stamp(&folder_st);
+            let known = match (st.copies.remove(name), cached.remove(name)) {
+                (Some(k), _) if k.stamp == stamp && k.settled => Some(k),
+                (_, Some((s, record))) if s == stamp => Some(Known {
+                    stamp,
+                    settled: true,
+                    record,
+                }),
                 _ => {
-                    if let Some(record) =
-                        kept::read_record(&folder).filter(|r| r.agent == self.agent.name())
-                    {
-                        seen.insert(name.to_string(), Known { stamp, record });
-                    }
+                    let settled = listing_cache::settled(&stamp, now);
+                    let record = dir
+                        .open_dir(name)
+                        .ok()
+                        .as_ref()
+                        .and_then(kept::read_record)
+                        .filter(|r| r.agent == self.agent.name());
+                    st.cache_stale |= settled;
+                    record.map(|record| Known {
+                        stamp,
+                        settled,
+                        record,
+                    })
                 }
+            };
+            if let Some(k) = known {
+                seen.insert(name.to_string(), k);
             }
         }
+        st.cache_stale |= seen.len() < before;
         st.copies = seen;
+        if st.cache_stale && st.cache_written.is_none_or(|t| t.elapsed() >= CACHE_EVERY) {
+            self.write_listing_cache(st);
+        }
+    }
+
+    /// This machine's listing cache of these copies (none without a store).
+    fn listing_cache(&self) -> Option<crate::store::layout::CacheFile> {
+        let root = self.cache_root.as_ref()?;
+        Some(crate::store::layout::kept_listing_cache(
+            root,
+            self.agent.name(),
+            &self.dir,
+        ))
+    }
+
+    fn write_listing_cache(&self, st: &mut State) {
+        let Some(cache) = self.listing_cache() else {
+            return;
+        };
+        let entries: Vec<CachedRef> = st
+            .copies
+            .iter()
+            .filter(|(_, k)| k.settled)
+            .map(|(name, k)| CachedRef {
+                name,
+                stamp: k.stamp,
+                record: &k.record,
+            })
+            .collect();
+        listing_cache::save(&cache, &self.dir, &entries);
+        st.cache_stale = false;
+        st.cache_written = Some(Instant::now());
+    }
+
+    /// Writes the listing cache if records were read since it was last written.
+    pub fn persist(&self) {
+        let mut st = self.state.lock().unwrap();
+        if st.cache_stale {
+            self.write_listing_cache(&mut st);
+        }
     }
 
     /// Whether copy `r`'s source is gone, on this machine.
@@ -500,5 +578,154 @@ impl KeptCopies {
                 k.record.source == f.record.source && k.record.first_seen == f.record.first_seen
             })
             .map(|(n, _)| n.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::kept::{Control, KeptStore, OutsideFacts, SourceProof};
+
+    /// Sets folder `path`'s mtime an hour back (a copy settled long ago).
+    fn settle(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        let then = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            - 3600;
+        let t = [
+            libc::timespec {
+                tv_sec: then,
+                tv_nsec: 0,
+            },
+            libc::timespec {
+                tv_sec: then,
+                tv_nsec: 0,
+            },
+        ];
+        // SAFETY: a valid C string and timespec pair.
+        assert_eq!(
+            unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), t.as_ptr(), 0) },
+            0
+        );
+    }
+
+    /// A store with `n` kept Claude Code copies `c<i>`, each with cwd `/old/<i>`.
+    fn store_with_copies(root: &Path, n: usize) -> PathBuf {
+        let store = KeptStore::open(root, true).unwrap().unwrap();
+        for i in 0..n {
+            let src_path = root.join(format!("s{i}.jsonl"));
+            std::fs::write(&src_path, format!("{{\"n\":{i}}}\n")).unwrap();
+            let src = File::open(&src_path).unwrap();
+            let record = KeptRecord {
+                format: kept::RECORD_FORMAT,
+                agent: "claude".into(),
+                source: src_path.clone(),
+                source_root: root.to_path_buf(),
+                unit: false,
+                id: format!("s{i}"),
+                facts: OutsideFacts {
+                    cwd: Some(format!("/old/{i}")),
+                    ..Default::default()
+                },
+                first_seen: "2026-01-01T00:00:00.000Z".into(),
+                last_seen: "2026-01-01T00:00:00.000Z".into(),
+                source_deleted: false,
+                deleted_noticed: None,
+                generations: Vec::new(),
+                proof: SourceProof::default(),
+            };
+            let len = src.metadata().unwrap().len();
+            let s = store
+                .stage_new(&format!("c{i}"), record, &src, len, false, &Control::none())
+                .unwrap()
+                .unwrap();
+            store.commit(s).unwrap();
+            settle(&store.path().join("claude").join(format!("c{i}")));
+        }
+        store.path().join("claude")
+    }
+
+    /// A new reader of the copies (as a new process makes): (copy → cwd).
+    fn cwds(root: &Path, dir: &Path) -> std::collections::BTreeMap<String, String> {
+        let copies = KeptCopies::new(
+            Agent::Claude,
+            dir.to_path_buf(),
+            Shown::All,
+            None,
+            Some(root.to_path_buf()),
+            Vec::new(),
+        );
+        copies
+            .list()
+            .into_iter()
+            .map(|(key, _)| {
+                let f = copies.facts(&key).unwrap();
+                let (folder, _) = copies.split(&key).unwrap();
+                (folder, f.record.facts.cwd.unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_listing_cache_is_trusted_only_where_each_copy_folder_proves_it() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let dir = store_with_copies(root, 3);
+        let cache = crate::store::layout::kept_listing_cache(root, "claude", &dir).path();
+        // A first listing reads every record and lists them in the cache.
+        let first = cwds(root, &dir);
+        assert_eq!(first.len(), 3);
+        assert_eq!(first["c1"], "/old/1");
+        assert!(cache.is_file());
+
+        // A record changed without its folder (written in place, as no keeper does):
+        // a new listing takes the cached record, proved by the folder's stamp; the
+        // record itself is not read.
+        let record_path = dir.join("c1").join(kept::RECORD);
+        let mut r: KeptRecord =
+            serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+        r.facts.cwd = Some("/in-place/1".into());
+        std::fs::write(&record_path, serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(cwds(root, &dir)["c1"], "/old/1", "the cache was not used");
+
+        // The keeper's way: a new record renamed into the folder moves its stamp, and
+        // the record is read again (and the others still come from the cache).
+        r.facts.cwd = Some("/renamed/1".into());
+        let folder = Dir::open_root(&dir).unwrap().open_dir("c1").unwrap();
+        folder
+            .replace_file(kept::RECORD, &serde_json::to_vec(&r).unwrap())
+            .unwrap();
+        let now = cwds(root, &dir);
+        assert_eq!(now["c1"], "/renamed/1");
+        assert_eq!(now["c0"], "/old/0");
+        // A copy gone, another added: the listing follows the folders.
+        std::fs::remove_dir_all(dir.join("c2")).unwrap();
+        std::fs::rename(dir.join("c0"), dir.join("c9")).unwrap();
+        let now = cwds(root, &dir);
+        assert_eq!(now.keys().collect::<Vec<_>>(), ["c1", "c9"], "{now:?}");
+        assert_eq!(now["c9"], "/old/0");
+
+        // Settled again (and cached), then the cache file is edited: its checksum
+        // fails, and every record is read from its folder.
+        settle(&dir.join("c1"));
+        settle(&dir.join("c9"));
+        assert_eq!(cwds(root, &dir)["c1"], "/renamed/1");
+        let text = std::fs::read_to_string(&cache).unwrap();
+        assert!(text.contains("/renamed/1"), "cached: {text}");
+        let forged = text.replace("/renamed/1", "/forged/1");
+        std::fs::write(&cache, forged).unwrap();
+        // (and the record in place once more, which only a trusted cache would hide)
+        r.facts.cwd = Some("/on-disk/1".into());
+        std::fs::write(&record_path, serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(cwds(root, &dir)["c1"], "/on-disk/1");
+        // A cache of another folder of copies is not this one's.
+        let other = root.join("elsewhere");
+        std::fs::create_dir(&other).unwrap();
+        let mine = crate::store::layout::kept_listing_cache(root, "claude", &dir);
+        let bytes = std::fs::read(mine.path()).unwrap();
+        assert!(listing_cache::load(&mine, &other, "claude").is_empty());
+        assert_eq!(std::fs::read(mine.path()).unwrap(), bytes);
     }
 }
