@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate sessions of the agents issue 34 added (Qwen Code, Aider, Continue's cn,
 Factory Droid, Crush), each in its agent's own format, for the benchmark rows of
-scripts/bench_agents_run.py.
+scripts/bench.d/91-agents-run.py.
 
 usage: gen_agents_run.py OUT [--sessions N] [--seed S]
 

@@ -2,11 +2,13 @@
 //! systemd's readiness protocol, the notifier and sync threads, clean unmount on
 //! SIGINT/SIGTERM (only of the mount this daemon made), and `fen-fs umount`.
 
+use crate::background::Class;
 use crate::ctl::CtlService;
 use crate::error::{Error, Result};
 use crate::mount_table::{self, MountEntry};
 use crate::sources::SessionSource;
 use crate::sources::fen::FenSource;
+use crate::sources::set::SourceSet;
 use crate::store::Store;
 use crate::store::durability::FsyncMode;
 use crate::tree::Tree;
@@ -299,7 +301,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         vec![Arc::new(FenSource::watching(store.clone()))];
     // Every worker beside the mount's requests is started through this registry: it
     // stops them at unmount, and each runs in its work's priority class.
-    let workers = Workers::new();
+    let workers = Arc::new(Workers::new());
     let background = workers.background().clone();
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
@@ -311,20 +313,24 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         workers.first_indexes(std::slice::from_ref(&foreign))?;
         sources.push(foreign);
     }
-    // Other machines' stores (§12), read-only, their caches in this store's.
+    // Other machines' stores (§12), read-only, their caches in this store's; peers
+    // that come or go while the mount runs are followed (`watch_peers`).
+    let mut peer_hosts = Vec::new();
     match crate::sources::peers::peer_sources(&args.peers, &root, true) {
         Ok(peers) => {
             for p in peers {
-                // A peer's kept copies (§11) are indexed as the agents' stores are.
-                if let Some(kept) = p.kept_index() {
-                    let name = format!("fen-index-{}@{}", kept.agent().name(), p.host_name());
-                    workers.first_index(kept, &name)?;
+                index_kept_copies(&p, &workers)?;
+                if !peer_hosts.iter().any(|h| h == p.host_name()) {
+                    peer_hosts.push(p.host_name().to_string());
                 }
                 sources.push(p as Arc<dyn SessionSource>);
             }
         }
         Err(e) => return fail(&mut ready, e),
     }
+    // One set of sources, which the tree, the search indexer and the usage counter
+    // share: a peer added to it shows everywhere at once.
+    let sources = SourceSet::new(sources);
     // The search index is opened, checked and brought up to date in the background.
     let search = Arc::new(crate::search::Search::open_deferred(
         &root,
@@ -379,7 +385,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let on_end = || unsafe {
         libc::kill(libc::getpid(), libc::SIGUSR1);
     };
-    let mounted = match crate::fuse::mount(tree, &args.mountpoint, &config, on_end) {
+    let mounted = match crate::fuse::mount(tree.clone(), &args.mountpoint, &config, on_end) {
         Ok(m) => m,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
             return fail(&mut ready, stale_mount(&args.mountpoint));
@@ -431,6 +437,17 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = workers.usage(&usage) {
         log::error!("{}", e.reason);
     }
+    let peers = PeersFollowed {
+        options: args.peers.clone(),
+        root: root.clone(),
+        sources: sources.clone(),
+        tree,
+        search: search.clone(),
+        workers: workers.clone(),
+    };
+    if let Err(e) = watch_peers(peers, peer_hosts) {
+        log::error!("{}", e.reason);
+    }
     log::info!(
         "background workers: {}",
         workers
@@ -463,7 +480,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         );
     }
     // Indexes, so the next mount need not re-read unchanged files.
-    for s in &sources {
+    for s in sources.current().iter() {
         s.persist();
     }
     usage.persist();
@@ -485,6 +502,92 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Error::io("fuse session", &e)),
     }
+}
+
+/// Builds the first index of a peer's kept copies (§11), if it is a source over
+/// them, in the background, as the agents' stores are.
+fn index_kept_copies(p: &crate::sources::peers::PeerSource, workers: &Workers) -> Result<()> {
+    if let Some(kept) = p.kept_index() {
+        let name = format!("fen-index-{}@{}", kept.agent().name(), p.host_name());
+        workers.first_index(kept, &name)?;
+    }
+    Ok(())
+}
+
+/// What following the peers folder changes: the shared set of sources, and who must
+/// hear of a change.
+struct PeersFollowed {
+    options: crate::sources::peers::PeerOptions,
+    root: PathBuf,
+    sources: SourceSet,
+    tree: Arc<Tree>,
+    search: Arc<crate::search::Search>,
+    workers: Arc<Workers>,
+}
+
+/// Follows the peers folder (§12) while the mount runs: a peer's folder that appears
+/// adds its sources to the set (the tree, search and usage show it at once; the
+/// indexer indexes it now), one that goes takes them out (its names leave the
+/// kernel's caches, its sessions the index). `shown`: the peers shown at mount.
+fn watch_peers(f: PeersFollowed, mut shown: Vec<String>) -> Result<()> {
+    let dir = f.options.peers_dir();
+    let mut watch = crate::sources::peers_watch::PeersWatch::new(&dir)
+        .map_err(|e| Error::io(format!("watching {}", dir.display()), &e))?;
+    let waker = watch.waker();
+    let bg = f.workers.background().clone();
+    bg.on_stop(move || waker.wake());
+    let workers = f.workers.clone();
+    workers.spawn("fen-peers", Class::Fresh, move || {
+        while !bg.should_stop() {
+            watch.wait();
+            if bg.should_stop() {
+                break;
+            }
+            let now = watch.names();
+            if now == shown {
+                continue;
+            }
+            let gone: Vec<String> = shown.iter().filter(|h| !now.contains(h)).cloned().collect();
+            let new: Vec<String> = now.iter().filter(|h| !shown.contains(h)).cloned().collect();
+            let removed = f
+                .sources
+                .remove(|s| s.host().is_some_and(|h| gone.iter().any(|g| g == h)));
+            for s in &removed {
+                log::info!(
+                    "peer {} is gone: its sessions leave the mount",
+                    s.host().unwrap_or("?")
+                );
+            }
+            if !new.is_empty() {
+                // The path map as config.toml says it now (a rule for the new peer may
+                // have been written with it).
+                let rules = f.options.rules().unwrap_or_else(|e| {
+                    log::warn!("{}: the peers' paths are not mapped", e.reason);
+                    f.options.maps.clone()
+                });
+                for name in &new {
+                    log::info!("peer {name} arrived in {}: showing it", dir.display());
+                    let made = crate::sources::peers::one_peer_sources(
+                        name,
+                        watch.dir(),
+                        &rules,
+                        &f.root,
+                        true,
+                    );
+                    for p in made {
+                        if let Err(e) = index_kept_copies(&p, &f.workers) {
+                            log::warn!("peer {name}: {}", e.reason);
+                        }
+                        f.sources.add(p as Arc<dyn SessionSource>);
+                    }
+                }
+            }
+            shown = now;
+            f.tree.sources_changed(&gone);
+            f.search.sources_changed();
+        }
+    })?;
+    Ok(())
 }
 
 /// What `fen-fs status` says of keeping before the keeper says more.

@@ -10,6 +10,7 @@
 //! | the keeper | `fen-keep` and its copying workers | idle |
 //! | the usage counter | `fen-usage` | idle |
 //! | the trimmer: memory workers freed, back to the system | `fen-trim` | fresh |
+//! | the peers folder followed: peers come and go while mounted (§12) | `fen-peers` | fresh |
 //! | one-off work a call waits for (the MCP server's index update) | its own name | awaited |
 //!
 //! Above every module whose work it starts (sources, search, keep, usage); the

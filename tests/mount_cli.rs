@@ -381,3 +381,40 @@ fn no_mount_name_begins_with_a_dash_and_path_finds_the_folder() {
         out_text(&out)
     );
 }
+
+#[test]
+fn list_in_a_folder_without_sessions_says_so_and_how_to_see_them_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let list = |args: &[&str]| {
+        run(fen_fs()
+            .arg("list")
+            .args(args)
+            .arg("--store")
+            .arg(&store)
+            .arg("--no-detect")
+            .current_dir(tmp.path()))
+    };
+    let out = list(&[]);
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert!(out.stdout.is_empty(), "no table: {}", out_text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let here = tmp.path().canonicalize().unwrap();
+    assert!(
+        said.contains(&format!("no sessions in {}", here.display())) && said.contains("--all"),
+        "{said}"
+    );
+    // Another folder, named: the same, naming it.
+    let out = list(&["--cwd", "/home/u/elsewhere"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no sessions in /home/u/elsewhere"));
+    // Nothing anywhere.
+    let out = list(&["--all"]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no sessions at all"));
+    // JSON stays an empty array, with nothing on stderr.
+    let out = list(&["--json"]);
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+    assert!(out.stderr.is_empty(), "{}", out_text(&out));
+}

@@ -278,6 +278,13 @@ fn a_session_its_agent_deletes_stays_kept() {
         });
         kept.push((kind, dir.clone(), views(&dir)));
     }
+    // Roo's subagent stays while its parent goes: each still links to the other.
+    let child = wait("roo r-child", || {
+        folder(&m.mp, "/home/u/roo-proj", "roo", "r-child")
+    });
+    let child_views = views(&child);
+    let child_parent = support::meta(&child)["parent"].clone();
+    assert!(child_parent.is_string(), "{child_parent}");
     // The agents delete them.
     let root = |k: &str| roots.iter().find(|(n, _)| *n == k).unwrap().1.clone();
     let db = rusqlite::Connection::open(root("kilo").join("kilo.db")).unwrap();
@@ -304,4 +311,10 @@ fn a_session_its_agent_deletes_stays_kept() {
         assert_eq!(meta["agent"], kind);
         assert_eq!(views(&dir), was, "{kind}: the kept copy is what was shown");
     }
+    assert_eq!(support::meta(&child)["parent"], child_parent);
+    assert_eq!(
+        views(&child),
+        child_views,
+        "roo's subagent links to its kept parent"
+    );
 }

@@ -406,7 +406,7 @@ fn a_peers_usage_is_counted_as_that_machines_in_its_mapped_cwd() {
         fen_fs::config::PathMap::for_host(&rules, "desktop"),
     );
     let usage = fen_fs::usage::Usage::new(
-        vec![Arc::new(peer)],
+        vec![Arc::new(peer) as Arc<dyn SessionSource>],
         None,
         fen_fs::usage::prices::Prices::builtin(),
     );

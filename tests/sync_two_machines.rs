@@ -616,3 +616,164 @@ fn bad_input_is_refused_before_anything_changes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--name"));
     assert!(!m.store.exists() && !m.peers().exists());
 }
+
+/// The mounts run first, as they do all day; then `sync add` on both machines: each
+/// one's sessions show in the other's mount (`meta.json` with `host`), `search` and
+/// `list` within Syncthing's delay + 3 s of their files arriving, with no remount.
+/// Then `sync remove` on one: the other machine leaves its mount, search and list
+/// there, and Syncthing no longer receives or sends anything between them.
+#[test]
+fn a_peer_added_or_removed_while_mounted_needs_no_remount() {
+    let test = "a_peer_added_or_removed_while_mounted_needs_no_remount";
+    if !fuse_available(test) || !syncthing::available(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Machine::new(tmp.path(), "alpha");
+    let mut b = Machine::new(tmp.path(), "beta");
+    a.st = Some(Syncthing::start(&a.dir.join("syncthing")));
+    b.st = Some(Syncthing::start(&b.dir.join("syncthing")));
+    let delay = DELAY.to_string();
+    for m in [&a, &b] {
+        let out = m.sync(&["init", "--watch-delay", &delay]);
+        assert!(out.status.success(), "{}", out_text(&out));
+    }
+    // Both mounted before either knows the other (no peers folder yet).
+    a.mount();
+    b.mount();
+    assert!(!a.peers().exists());
+    let made = b.create_session("/home/bob/proj", "the okapi semaphore");
+    let dir = made.file_name().unwrap().to_string_lossy().into_owned();
+    let mine = a.create_session("/home/alice/src", "the gecko almanac");
+    let mine_dir = mine.file_name().unwrap().to_string_lossy().into_owned();
+
+    for (m, other, name) in [(&a, &b, "beta"), (&b, &a, "alpha")] {
+        let addr = format!("tcp://127.0.0.1:{}", other.st().listen_port);
+        let out = m.sync(&[
+            "add",
+            &other.st().device_id,
+            "--name",
+            name,
+            "--address",
+            &addr,
+            "--watch-delay",
+            &delay,
+        ]);
+        assert!(out.status.success(), "{}", out_text(&out));
+    }
+    // beta's session arrives on alpha's disk; from then on the clock runs.
+    let arrived_file = a
+        .peers()
+        .join("beta/--home-bob-proj--")
+        .join(format!("{dir}.jsonl"));
+    wait_for(60, "beta's session file on alpha's disk", || {
+        arrived_file.exists()
+    });
+    let arrived = Instant::now();
+    let on_alpha = a.mnt.join("home-bob-proj").join(format!("{dir}@beta"));
+    wait_for(30, "beta's session in alpha's mount", || {
+        on_alpha.join("meta.json").exists()
+    });
+    let in_mount = arrived.elapsed();
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(on_alpha.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["host"], "beta");
+    let index: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(a.mnt.join("home-bob-proj/index.json")).unwrap())
+            .unwrap();
+    assert_eq!(index.len(), 1);
+    assert_eq!(index[0]["host"], "beta");
+    let hits = |m: &Machine, word: &str| json_lines(&m.fen_ok(&["search", "--json", word]));
+    wait_for(30, "beta's session in alpha's search", || {
+        hits(&a, "okapi").iter().any(|h| h["host"] == "beta")
+    });
+    let mount_hits = a.mnt.join("search/okapi/hits.jsonl");
+    wait_for(30, "beta's session in alpha's search/", || {
+        std::fs::read_to_string(&mount_hits).is_ok_and(|t| t.contains("\"host\":\"beta\""))
+    });
+    let in_search = arrived.elapsed();
+    let listed: Vec<Value> =
+        serde_json::from_str(&a.fen_ok(&["list", "--all", "--json", "--host", "beta"])).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["dir"], format!("{dir}@beta"));
+    eprintln!(
+        "beta added while alpha was mounted: in its mount {in_mount:?} and search {in_search:?} after the file arrived"
+    );
+    assert!(
+        in_mount <= Duration::from_secs(DELAY + 3) && in_search <= Duration::from_secs(DELAY + 3),
+        "{in_mount:?} {in_search:?}"
+    );
+    // And the other way: alpha's session in beta's mount, also never remounted.
+    let on_beta = b
+        .mnt
+        .join("home-alice-src")
+        .join(format!("{mine_dir}@alpha"));
+    wait_for(60, "alpha's session in beta's mount", || {
+        on_beta.join("meta.json").exists()
+    });
+    wait_for(30, "alpha's session in beta's search", || {
+        hits(&b, "gecko").iter().any(|h| h["host"] == "alpha")
+    });
+
+    // alpha removes beta: Syncthing stops receiving beta's store and sending alpha's,
+    // the copy goes, and so do beta's sessions from alpha's mount, search and list.
+    let out = a.sync(&["remove", "beta"]);
+    assert!(out.status.success(), "{}", out_text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("removed beta") && said.contains("1 sessions"),
+        "{said}"
+    );
+    let removed = Instant::now();
+    assert!(!a.peers().join("beta").exists());
+    let folders = a.st().get("/rest/config/folders").unwrap();
+    let folders = folders.as_array().unwrap();
+    assert_eq!(folders.len(), 1, "alpha's own store only: {folders:?}");
+    assert!(
+        folders[0]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["deviceID"] != b.st().device_id.as_str()),
+        "{folders:?}"
+    );
+    let devices = a.st().get("/rest/config/devices").unwrap();
+    assert!(
+        devices
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["deviceID"] != b.st().device_id.as_str()),
+        "{devices}"
+    );
+    wait_for(30, "beta's session out of alpha's mount", || {
+        std::fs::metadata(&on_alpha).is_err()
+            && std::fs::metadata(a.mnt.join("home-bob-proj")).is_err()
+    });
+    let out_of_mount = removed.elapsed();
+    wait_for(30, "beta's session out of alpha's search", || {
+        hits(&a, "okapi").is_empty()
+            && !std::fs::read_to_string(&mount_hits)
+                .unwrap_or_default()
+                .contains("beta")
+    });
+    let listed: Vec<Value> =
+        serde_json::from_str(&a.fen_ok(&["list", "--all", "--json", "--host", "beta"])).unwrap();
+    assert!(listed.is_empty(), "{listed:?}");
+    // alpha's own session is untouched.
+    assert_eq!(hits(&a, "gecko").len(), 1);
+    eprintln!(
+        "beta removed: out of alpha's mount after {out_of_mount:?}, out of its search after {:?}",
+        removed.elapsed()
+    );
+    assert!(out_of_mount <= Duration::from_secs(3), "{out_of_mount:?}");
+    // Removing it again: there is nothing to remove (exit 1, said).
+    let out = a.sync(&["remove", "beta"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no peer beta"));
+
+    a.umount();
+    b.umount();
+    b.st.as_mut().unwrap().stop();
+    a.st.as_mut().unwrap().stop();
+}

@@ -348,3 +348,119 @@ fn bump(bytes: &mut [u8], mut from: usize) -> usize {
         from = at;
     }
 }
+
+/// Each file of `usage/` as `stat` says it and as a read gives it.
+fn usage_state(f: &Fixture) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
+    [
+        "by-agent.json",
+        "by-model.json",
+        "by-project.json",
+        "daily.json",
+        "daily.svg",
+        "monthly.json",
+    ]
+    .iter()
+    .map(|name| {
+        let path = format!("/usage/{name}");
+        let ino = f.lookup(&path).unwrap();
+        // An open counts what changed; then fstat through the handle, the read, fstat
+        // again (as tar does), and a stat by path: one size and time.
+        let o = f.tree.open(ino, libc::O_RDONLY, 1).unwrap();
+        let before = f.tree.getattr(ino, Some(o.fh), None).unwrap();
+        let bytes = f.read_all(o.fh);
+        let after = f.tree.getattr(ino, Some(o.fh), None).unwrap();
+        f.tree.release(o.fh);
+        let a = f.tree.getattr(ino, None, None).unwrap();
+        assert_eq!((a.size, a.mtime), (before.size, before.mtime), "{name}");
+        assert_eq!((a.size, a.mtime), (after.size, after.mtime), "{name}");
+        assert_eq!(a.size, bytes.len() as u64, "{name}");
+        (name.to_string(), a.size, a.mtime, bytes)
+    })
+    .collect()
+}
+
+/// The class of `tar: file changed as we read it`: a file of `usage/` keeps its size
+/// and mtime from `stat` to the last read, and across opens, while what it is made of
+/// does not change; when its bytes change, so does its mtime (to the time of the newest
+/// response counted, or, with none newer, the time the change was seen). Driven by
+/// random sequences of what happens to a history: nothing, a look after a while, an
+/// agent's file touched without a new response, a new response (newer or older than
+/// every other), a response's file deleted.
+#[test]
+fn usage_files_keep_their_size_and_mtime_while_their_inputs_are_unchanged() {
+    use proptest::prelude::*;
+    #[derive(Debug, Clone)]
+    enum Step {
+        Nothing,
+        Later,
+        Touch,
+        Append { newest: bool, tokens: u64 },
+        Delete,
+    }
+    let step = prop_oneof![
+        Just(Step::Nothing),
+        Just(Step::Later),
+        Just(Step::Touch),
+        (any::<bool>(), 1u64..5000).prop_map(|(newest, tokens)| Step::Append { newest, tokens }),
+        Just(Step::Delete),
+    ];
+    let config = ProptestConfig {
+        cases: 12,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(steps in proptest::collection::vec(step, 1..6))| {
+        let f = fixture();
+        let mut was = usage_state(&f);
+        for (i, s) in steps.iter().enumerate() {
+            let claude = f.h.claude.join("projects/-home-u-alpha");
+            let files: Vec<_> = std::fs::read_dir(&claude)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .collect();
+            match s {
+                Step::Nothing => {}
+                // Past the stat reuse: a fresh count of every unit.
+                Step::Later => std::thread::sleep(std::time::Duration::from_millis(600)),
+                Step::Touch => {
+                    let t = std::time::SystemTime::now();
+                    std::fs::File::options()
+                        .append(true)
+                        .open(&files[0])
+                        .unwrap()
+                        .set_modified(t)
+                        .unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(600));
+                }
+                Step::Append { newest, tokens } => {
+                    let time = if *newest {
+                        format!("2026-04-0{}T12:00:00.000Z", i % 9 + 1)
+                    } else {
+                        "2026-01-05T12:00:00.000Z".to_string()
+                    };
+                    usage_support::append_claude_response(&f.h, &time, *tokens);
+                }
+                Step::Delete => {
+                    if files.len() > 1 {
+                        std::fs::remove_file(files.iter().max().unwrap()).unwrap();
+                    }
+                }
+            }
+            let now = usage_state(&f);
+            for (w, n) in was.iter().zip(&now) {
+                if w.3 == n.3 {
+                    prop_assert_eq!((w.1, w.2), (n.1, n.2), "{} after {:?}: same bytes", &n.0, s);
+                } else {
+                    prop_assert!(n.2 > w.2, "{} after {:?}: new bytes, mtime {:?} -> {:?}", &n.0, s, w.2, n.2);
+                }
+            }
+            was = now;
+        }
+        // A report's mtime is its newest response's time when that is the change.
+        let newest = f.usage.newest_response_ms().unwrap();
+        let daily = &was[3];
+        let ms = daily.2.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        prop_assert!(ms >= newest, "{ms} < {newest}");
+    });
+}

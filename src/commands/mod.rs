@@ -632,6 +632,13 @@ enum SyncCommand {
         #[arg(long, value_name = "SECS")]
         watch_delay: Option<u32>,
     },
+    /// Remove a peer: its store is no longer received, this store no longer shared
+    /// with it, and its copy under PEERS/NAME is deleted (its sessions stay on that
+    /// machine). A running mount drops its sessions.
+    Remove {
+        /// The peer's name (as given to `sync add`; `sync status` lists them).
+        name: String,
+    },
     /// Each peer: connected, last synced, sessions.
     Status {
         /// One JSON object per peer and line.
@@ -677,6 +684,19 @@ fn each(specs: &[String], mut one: impl FnMut(&str) -> crate::Result<String>) ->
 
 fn current_dir() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
+/// What `fen-fs list` says when it found nothing: where it looked, and how to see more.
+fn no_sessions_message(cwd: Option<&str>, host: Option<&str>) -> String {
+    let of_host = host.map(|h| format!(" of {h}")).unwrap_or_default();
+    match cwd {
+        Some(dir) => format!(
+            "no sessions{of_host} in {dir} (`fen-fs list --all` lists every session, `--cwd DIR` another folder's)"
+        ),
+        None => format!(
+            "no sessions{of_host} at all (none in the store, in the other agents' stores found, or from peers)"
+        ),
+    }
 }
 
 /// Runs the parsed command line.
@@ -765,6 +785,13 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
             let mut list = list::list_among(&store, &all_sources, cwd.as_deref())?;
             if let Some(h) = &host {
                 list.retain(|l| l.host.as_deref() == Some(h.as_str()));
+            }
+            if list.is_empty() && !json {
+                // A header alone reads as a broken listing: say what was looked at
+                // and how to see more (on stderr, as `kubectl get` does; stdout stays
+                // empty for pipes).
+                eprintln!("{}", no_sessions_message(cwd.as_deref(), host.as_deref()));
+                return Ok(ExitCode::SUCCESS);
             }
             let out = if json {
                 listing::render_json(&list)
@@ -1104,6 +1131,9 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                     address.as_deref(),
                     watch_delay,
                 ),
+                SyncCommand::Remove { name } => {
+                    sync::remove(home, &store.root(), &peers_dir, &name)
+                }
                 SyncCommand::Status { json } => sync::status(home, json),
             }
         }

@@ -1,4 +1,4 @@
-//! `fen-fs sync init | add | status`: printing what `crate::sync::setup` did.
+//! `fen-fs sync init | add | remove | status`: printing what `crate::sync::setup` did.
 
 use crate::error::Result;
 use crate::sync::{home, rest::Client, setup};
@@ -55,6 +55,40 @@ pub fn add(
         added.name,
         added.path.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn remove(
+    syncthing_home: Option<&Path>,
+    store: &Path,
+    peers: &Path,
+    name: &str,
+) -> Result<ExitCode> {
+    let c = client(syncthing_home)?;
+    let r = setup::remove(&c, store, peers, name)?;
+    let mut said = format!("removed {}", r.name);
+    if let Some(d) = &r.device_id {
+        said.push_str(&format!(" ({})", crate::sync::short_id(d)));
+    }
+    if r.folder_id.is_some() {
+        said.push_str(": its store is no longer received here");
+    }
+    if r.device_id.is_some() {
+        said.push_str(if r.device_kept {
+            "; this store is no longer shared with it (the device stays in Syncthing: it shares other folders)"
+        } else {
+            "; this store is no longer shared with it"
+        });
+    }
+    if r.deleted_copy {
+        said.push_str(&format!(
+            "; deleted its copy {} ({} sessions: they stay on {})",
+            r.path.display(),
+            r.sessions,
+            r.name
+        ));
+    }
+    println!("{said}");
     Ok(ExitCode::SUCCESS)
 }
 

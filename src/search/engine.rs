@@ -111,6 +111,10 @@ pub struct Engine {
     writer: RwLock<Option<IndexWriter>>,
     /// Bumped whenever what a search sees may have changed.
     generation: AtomicU64,
+    /// The commit searched (its opstamp) and when this process first searched it:
+    /// what a search sees changes only with a commit (a merge rewrites files, not
+    /// what they hold).
+    commit_seen: Mutex<(Option<u64>, std::time::SystemTime)>,
     /// The commit payload as of the reader's last reload.
     stamp: RwLock<Option<Stamp>>,
     /// meta.json's stamp at the last reload (a reader follows another writer).
@@ -118,6 +122,10 @@ pub struct Engine {
     /// When segment files written just now may be checked again, to be trusted by
     /// their stamps from then on (`storage::recheck`).
     recheck_at: Mutex<Option<std::time::SystemTime>>,
+    /// `meta.json`'s stamp when the segment files were last recorded as checked: a
+    /// merge that ended since (it rewrites `meta.json`) left files readers would
+    /// check whole, each of them, until recorded.
+    marked: Mutex<Option<(i64, u64, u64)>>,
     /// Bytes of text sent to the writer (`sending`), and taken by its thread (counted
     /// by the analyzer as it cuts them): their difference is the writer's backlog.
     sent: AtomicU64,
@@ -135,11 +143,9 @@ impl Engine {
                 .try_into()
                 .map_err(|e| index_error("open a reader", e))?,
         };
-        let stamp = storage
-            .index
-            .load_metas()
-            .ok()
-            .and_then(|m| Stamp::parse(m.payload.as_deref()));
+        let metas = storage.index.load_metas().ok();
+        let opstamp = metas.as_ref().map(|m| m.opstamp);
+        let stamp = metas.and_then(|m| Stamp::parse(m.payload.as_deref()));
         // The writer, made later, cuts text with the analyzer registered now.
         let taken = std::sync::Arc::new(AtomicU64::new(0));
         storage.index.tokenizers().register(
@@ -152,9 +158,11 @@ impl Engine {
             reader,
             writer: RwLock::new(None),
             generation: AtomicU64::new(1),
+            commit_seen: Mutex::new((opstamp, std::time::SystemTime::now())),
             stamp: RwLock::new(stamp),
             meta_seen: Mutex::new(None),
             recheck_at: Mutex::new(None),
+            marked: Mutex::new(None),
             sent: AtomicU64::new(0),
             taken,
         };
@@ -170,6 +178,12 @@ impl Engine {
 
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Since when what a search sees is what it is: when the commit it searches was
+    /// first searched here (the index's opening, or the reload after that commit).
+    pub fn changed_at(&self) -> std::time::SystemTime {
+        self.commit_seen.lock().unwrap().1
     }
 
     pub fn stamp(&self) -> Option<Stamp> {
@@ -201,16 +215,26 @@ impl Engine {
     /// stamp never speaks for another commit than the one searched.
     fn reload(&self) -> Result<()> {
         let mut tries = 0;
-        let stamp = loop {
+        let (stamp, opstamp) = loop {
             let before = self.meta_stat();
             self.reader.reload().map_err(|e| index_error("reload", e))?;
             let metas = self.storage.index.load_metas().ok();
             tries += 1;
             if self.meta_stat() == before || tries == 20 {
-                break metas.and_then(|m| Stamp::parse(m.payload.as_deref()));
+                let opstamp = metas.as_ref().map(|m| m.opstamp);
+                break (
+                    metas.and_then(|m| Stamp::parse(m.payload.as_deref())),
+                    opstamp,
+                );
             }
         };
         *self.stamp.write().unwrap() = stamp;
+        {
+            let mut seen = self.commit_seen.lock().unwrap();
+            if seen.0 != opstamp {
+                *seen = (opstamp, std::time::SystemTime::now());
+            }
+        }
         self.generation.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -332,14 +356,26 @@ impl Engine {
 
     fn mark_checked(&self) {
         if let Place::Disk { folder, .. } = &self.storage.place {
+            let before = self.meta_stat();
             *self.recheck_at.lock().unwrap() =
                 super::storage::mark_checked(folder, &self.storage.index);
+            *self.marked.lock().unwrap() = before;
         }
     }
 
-    /// The writer's upkeep: files written just now are checked again once they may
-    /// be trusted by their stamps (until then, every reader checks them).
+    /// The writer's upkeep: segments a merge wrote since the last commit are recorded
+    /// as checked (the writer wrote them; readers check them whole until then), and
+    /// files written just now are checked again once they may be trusted by their
+    /// stamps (until then, every reader checks them). Cheap when there is nothing to
+    /// do: a `stat` of `meta.json`.
     pub fn upkeep(&self) {
+        if !self.storage.writable() {
+            return;
+        }
+        let merged = self.meta_stat() != *self.marked.lock().unwrap();
+        if merged && self.has_writer() {
+            self.mark_checked();
+        }
         let due = self
             .recheck_at
             .lock()
@@ -348,6 +384,11 @@ impl Engine {
         if due && let Place::Disk { folder, .. } = &self.storage.place {
             *self.recheck_at.lock().unwrap() = super::storage::recheck(folder);
         }
+    }
+
+    /// When `upkeep` has files to check again (the indexer wakes then).
+    pub fn upkeep_at(&self) -> Option<std::time::SystemTime> {
+        *self.recheck_at.lock().unwrap()
     }
 
     pub fn has_writer(&self) -> bool {
@@ -561,13 +602,29 @@ impl Engine {
 /// Merges small segments into bounded ones, and never beyond: a merge maps every
 /// input segment and reads it whole, and those pages count in the daemon's memory
 /// (Tantivy's default policy ends a big build by merging most of the index at once).
+/// Segments merge with others of about their size (tiers of [`TIER`] times as many
+/// documents): the tiny segments of a burst of appends' commits merge among
+/// themselves, not each time into the biggest small segment (which rewrote megabytes
+/// for a few new documents, and every reader then checked the new file whole).
 #[derive(Debug)]
 struct BoundedMerges;
 
 /// A merge's output holds at most this many documents (~45 MB of index).
 const MERGE_MAX_DOCS: u32 = 20_000;
-/// Fewer small segments than this are left as they are.
+/// Fewer small segments of a tier than this are left as they are.
 const MERGE_MIN_SEGMENTS: usize = 6;
+/// Segments whose sizes are within this factor share a tier.
+const TIER: u32 = 8;
+
+/// The tier of a segment of `docs` documents: 0 below `TIER`, 1 below `TIER`², ...
+fn tier(docs: u32) -> u32 {
+    let (mut t, mut n) = (0, docs);
+    while n >= TIER {
+        n /= TIER;
+        t += 1;
+    }
+    t
+}
 
 impl tantivy::indexer::MergePolicy for BoundedMerges {
     fn compute_merge_candidates(
@@ -588,16 +645,19 @@ impl tantivy::indexer::MergePolicy for BoundedMerges {
                 s.num_docs() < MERGE_MAX_DOCS / 2 && s.num_deleted_docs() * 2 <= s.max_doc()
             })
             .collect();
-        small.sort_by_key(|s| s.num_docs());
+        small.sort_by_key(|s| (tier(s.num_docs()), s.num_docs()));
         let mut group = Vec::new();
         let mut docs = 0u32;
+        let mut group_tier = None;
         for s in small {
-            if docs + s.num_docs() > MERGE_MAX_DOCS {
+            let t = tier(s.num_docs());
+            if group_tier != Some(t) || docs + s.num_docs() > MERGE_MAX_DOCS {
                 if group.len() >= MERGE_MIN_SEGMENTS {
                     out.push(MergeCandidate(std::mem::take(&mut group)));
                 }
                 group.clear();
                 docs = 0;
+                group_tier = Some(t);
             }
             group.push(s.id());
             docs += s.num_docs();
@@ -737,5 +797,128 @@ impl SegmentCollector for BestInSegment {
 
     fn harvest(self) -> Self::Fruit {
         self.best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tantivy::indexer::MergePolicy;
+
+    fn segments(sizes: &[u32]) -> (Vec<tantivy::index::SegmentMeta>, HashMap<String, u32>) {
+        let index = tantivy::Index::create_in_ram(tantivy::schema::Schema::builder().build());
+        let metas: Vec<_> = sizes
+            .iter()
+            .map(|&n| index.new_segment_meta(tantivy::index::SegmentId::generate_random(), n))
+            .collect();
+        let by_id = metas
+            .iter()
+            .map(|m| (m.id().uuid_string(), m.max_doc()))
+            .collect();
+        (metas, by_id)
+    }
+
+    fn merges(sizes: &[u32]) -> Vec<Vec<u32>> {
+        let (metas, by_id) = segments(sizes);
+        let mut out: Vec<Vec<u32>> = BoundedMerges
+            .compute_merge_candidates(&metas)
+            .into_iter()
+            .map(|c| {
+                let mut g: Vec<u32> = c.0.iter().map(|id| by_id[&id.uuid_string()]).collect();
+                g.sort();
+                g
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn small_segments_merge_with_segments_of_their_size_only() {
+        // A burst's tiny commits beside a big small segment: merged among themselves.
+        assert_eq!(
+            merges(&[3, 2, 4, 1, 5, 2, 9000, 15_000]),
+            vec![vec![1, 2, 2, 3, 4, 5]]
+        );
+        // Too few of a tier: nothing.
+        assert!(merges(&[3, 2, 4, 9000, 100, 200]).is_empty());
+        // Each tier on its own, bounded.
+        assert_eq!(
+            merges(&[10, 20, 30, 40, 50, 60, 2, 2, 2, 2, 2, 2]),
+            vec![vec![2, 2, 2, 2, 2, 2], vec![10, 20, 30, 40, 50, 60]]
+        );
+        // Within a tier, groups of at most MERGE_MAX_DOCS documents.
+        assert_eq!(merges(&[3000; 13]), vec![vec![3000; 6], vec![3000; 6]]);
+        assert!(tier(7) == 0 && tier(8) == 1 && tier(63) == 1 && tier(64) == 2);
+    }
+
+    /// A merge's segment, written by the writer's merge thread after a commit, is
+    /// recorded as checked at the writer's next upkeep (and trusted by its stamp once
+    /// it is old enough), not left for every reader to read whole until the next
+    /// commit or the writer's drop.
+    #[test]
+    fn a_merged_segment_is_recorded_at_the_next_upkeep_and_trusted_once_old_enough() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fields = Fields::new();
+        let storage = super::super::storage::open(tmp.path(), &fields, true);
+        let Place::Disk { folder, .. } = &storage.place else {
+            panic!("an index on disk");
+        };
+        let folder = crate::store::open::Dir::open_root(folder.path()).unwrap();
+        let engine = Engine::new(fields.clone(), storage).unwrap();
+        let stamp = Stamp {
+            format: super::super::storage::FORMAT.into(),
+            version: super::super::schema::FORMAT_VERSION,
+            complete: true,
+            sessions: 0,
+            indexed: 0,
+            sources: Vec::new(),
+            mount: None,
+            writer: None,
+        };
+        // Six commits of one document each: six segments of one tier, merged.
+        for i in 0..MERGE_MIN_SEGMENTS as u64 {
+            engine
+                .with_writer(|w| {
+                    let mut d = TantivyDocument::default();
+                    d.add_text(fields.text, format!("word{i}"));
+                    d.add_u64(fields.sid, i);
+                    w.add_document(d)
+                        .map(|_| ())
+                        .map_err(|e| index_error("add", e))
+                })
+                .unwrap();
+            engine.commit(&stamp).unwrap();
+        }
+        let segments = || {
+            engine
+                .storage
+                .index
+                .searchable_segment_metas()
+                .unwrap()
+                .len()
+        };
+        let start = std::time::Instant::now();
+        while segments() > 1 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "no merge"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // The merge's files: not recorded yet (a reader would read them whole).
+        assert!(!super::super::storage::unchecked(&folder, &engine.storage.index).is_empty());
+        engine.upkeep();
+        // Recorded now, racily (just written): trusted once the writer checked them
+        // again past the racy window.
+        let racy = engine.upkeep_at().expect("a recheck is due");
+        while std::time::SystemTime::now() < racy {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        engine.upkeep();
+        assert_eq!(
+            super::super::storage::unchecked(&folder, &engine.storage.index),
+            Vec::<String>::new()
+        );
     }
 }

@@ -24,7 +24,7 @@ pub mod sync;
 
 use crate::background::{Background, Class};
 use crate::error::{Error, Result};
-use crate::sources::SessionSource;
+use crate::sources::set::SourceSet;
 use engine::{Engine, Filters, Known};
 use hits::{Answer, Building, Hit};
 use schema::Fields;
@@ -115,7 +115,15 @@ struct Pending {
 pub struct Search {
     store_root: Option<PathBuf>,
     fields: Fields,
-    sources: Vec<SourceRef>,
+    /// The sources searched; the set can change while a mount runs (§12: peers).
+    set: SourceSet,
+    /// `set` as the index files it, as of the set's generation, and when that
+    /// changed (answers leave out the sessions of sources taken out at once).
+    refs: Mutex<(u64, Arc<Vec<SourceRef>>)>,
+    refs_changed: Mutex<std::time::SystemTime>,
+    /// Sources taken out of the set while this process ran: their sessions leave the
+    /// index at the next pass (answers leave them out at once).
+    dropped: Mutex<HashSet<u64>>,
     engine: RwLock<Arc<Engine>>,
     /// The writer's own progress (a reader takes the commit's stamp): `None` until
     /// it has looked at the sessions, and until then an answer says it may be partial.
@@ -146,11 +154,7 @@ pub struct Search {
 impl Search {
     /// The index of the store at `store_root` (`None`: in memory only) over
     /// `sources`; `write`: take the writer's role if nobody has it.
-    pub fn open(
-        store_root: Option<&Path>,
-        sources: Vec<Arc<dyn SessionSource>>,
-        write: bool,
-    ) -> Search {
+    pub fn open(store_root: Option<&Path>, sources: impl Into<SourceSet>, write: bool) -> Search {
         let fields = Fields::new();
         let storage = match store_root {
             Some(root) => storage::open(root, &fields, write),
@@ -166,7 +170,7 @@ impl Search {
     pub fn open_deferred(
         store_root: &Path,
         mount: &Path,
-        sources: Vec<Arc<dyn SessionSource>>,
+        sources: impl Into<SourceSet>,
         bg: Background,
     ) -> Search {
         let fields = Fields::new();
@@ -184,10 +188,15 @@ impl Search {
 
     fn with_storage(
         store_root: Option<&Path>,
-        sources: Vec<Arc<dyn SessionSource>>,
+        sources: impl Into<SourceSet>,
         fields: Fields,
         storage: storage::Storage,
     ) -> Search {
+        let set: SourceSet = sources.into();
+        let refs = (
+            set.generation(),
+            Arc::new(set.current().iter().cloned().map(SourceRef::new).collect()),
+        );
         let engine = Engine::new(fields.clone(), storage).unwrap_or_else(|e| {
             let s = storage::memory(&fields, e.reason);
             Engine::new(fields.clone(), s).expect("an index in memory opens")
@@ -195,7 +204,10 @@ impl Search {
         Search {
             store_root: store_root.map(Path::to_path_buf),
             fields,
-            sources: sources.into_iter().map(SourceRef::new).collect(),
+            set,
+            refs: Mutex::new(refs),
+            refs_changed: Mutex::new(std::time::UNIX_EPOCH),
+            dropped: Mutex::new(HashSet::new()),
             engine: RwLock::new(Arc::new(engine)),
             progress: Mutex::new(None),
             pending: Mutex::new(Pending::default()),
@@ -216,6 +228,43 @@ impl Search {
     /// session and commit what it has: for a process that exits (`fen-fs mcp`).
     pub fn stop(&self) {
         self.bg.stop();
+    }
+
+    /// The sources as the index files them, now.
+    fn sources(&self) -> Arc<Vec<SourceRef>> {
+        let generation = self.set.generation();
+        let mut refs = self.refs.lock().unwrap();
+        if refs.0 == generation {
+            return refs.1.clone();
+        }
+        // The set changed: the sources still in it keep their identity (a label is a
+        // canonical path: not looked up again).
+        let next: Vec<SourceRef> = self
+            .set
+            .current()
+            .iter()
+            .map(|s| {
+                refs.1
+                    .iter()
+                    .find(|r| Arc::ptr_eq(&r.source, s))
+                    .cloned()
+                    .unwrap_or_else(|| SourceRef::new(s.clone()))
+            })
+            .collect();
+        let now: HashSet<u64> = next.iter().map(|r| r.src).collect();
+        let mut dropped = self.dropped.lock().unwrap();
+        dropped.extend(refs.1.iter().map(|r| r.src).filter(|s| !now.contains(s)));
+        dropped.retain(|s| !now.contains(s));
+        *refs = (generation, Arc::new(next));
+        *self.refs_changed.lock().unwrap() = std::time::SystemTime::now();
+        refs.1.clone()
+    }
+
+    /// The set of sources changed (a peer came or went): the indexer looks at every
+    /// session now, indexing the new ones and dropping the ones gone.
+    pub fn sources_changed(&self) {
+        self.sources();
+        self.sweep_soon();
     }
 
     fn engine(&self) -> Arc<Engine> {
@@ -258,7 +307,7 @@ impl Search {
         let Some(stamp) = engine.stamp() else {
             return Vec::new();
         };
-        self.sources
+        self.sources()
             .iter()
             .filter(|s| !stamp.sources.contains(&s.label))
             .map(|s| s.label.clone())
@@ -272,7 +321,7 @@ impl Search {
             complete: p.complete,
             sessions: p.sessions,
             indexed: p.indexed,
-            sources: self.sources.iter().map(|s| s.label.clone()).collect(),
+            sources: self.sources().iter().map(|s| s.label.clone()).collect(),
             mount: self.mount.clone(),
             writer: engine.storage.token.clone(),
         }
@@ -357,7 +406,7 @@ impl Search {
             cwd: request.cwd.clone(),
             since_ms: request.since_ms,
             sources: Some(
-                self.sources
+                self.sources()
                     .iter()
                     .filter(|s| {
                         request.host.as_deref().is_none_or(|h| {
@@ -405,6 +454,15 @@ impl Search {
             hits,
             building: self.building(),
         })
+    }
+
+    /// Since when the index's answers are what they are (the time of the commit they
+    /// come from, as this process saw it, or of the last change of the sources
+    /// searched): the time of `search/`'s folders and files.
+    pub fn changed_at(&self) -> std::time::SystemTime {
+        self.sources();
+        let sources = *self.refs_changed.lock().unwrap();
+        self.engine().changed_at().max(sources)
     }
 
     /// A mount's query: the folder name `text` as a query with the default limit. The
@@ -489,7 +547,10 @@ impl Search {
         // What a look costs is the processor time it takes (a look waiting for the
         // processor on a busy machine costs nothing meanwhile).
         let scan_started = thread_cpu_time();
-        let (live, failed) = sync::scan(&self.sources);
+        // One list of sources for the whole pass (positions in it name them).
+        let sources = self.sources();
+        let dropped = self.dropped.lock().unwrap().clone();
+        let (live, failed) = sync::scan(&sources);
         let scan_cost = thread_cpu_time().saturating_sub(scan_started);
         log::debug!(
             "search: looked at {} sessions in {:?} ({scan_cost:?} of processor)",
@@ -499,14 +560,14 @@ impl Search {
         if self.bg.should_stop() {
             return Ok(());
         }
-        let (mut todo, gone) = sync::changes(&self.sources, &live, &failed, known, first);
+        let (mut todo, gone) = sync::changes(&sources, &dropped, &live, &failed, known, first);
         if !first {
             // Sessions being appended to through `ctl` are the touched path's: a sweep
             // during a burst of appends would index them twice (and commit twice).
             let p = self.pending.lock().unwrap();
             if !p.touched.is_empty() {
                 todo.retain(|l| {
-                    !(self.sources[l.source].source.writable()
+                    !(sources[l.source].source.writable()
                         && p.touched.contains(&(l.ns.clone(), l.dir.clone())))
                 });
             }
@@ -622,7 +683,7 @@ impl Search {
                                     break;
                                 };
                                 let before = mine.bytes;
-                                let src = &self.sources[l.source];
+                                let src = &sources[l.source];
                                 let r = engine.with_writer(|w| {
                                     sync::index_session(
                                         engine,
@@ -686,8 +747,8 @@ impl Search {
                 if touched_too && let Err(e) = self.index_touched(engine, known, complaints) {
                     log::warn!("search: {}", e.reason);
                 }
-                let (live, failed) = sync::scan(&self.sources);
-                let (more, gone) = sync::changes(&self.sources, &live, &failed, known, false);
+                let (live, failed) = sync::scan(&sources);
+                let (more, gone) = sync::changes(&sources, &dropped, &live, &failed, known, false);
                 engine.with_writer(|w| {
                     for sid in &gone {
                         sync::remove(engine, w, *sid);
@@ -708,6 +769,9 @@ impl Search {
             // document, and a search until then sees the last commit.
             engine.commit(&self.stamp_now(engine, progress))?;
             engine.trim();
+            // What the last batches wrote (and merged) is checked again as soon as it
+            // may be: readers stop reading it whole during a long build too.
+            engine.upkeep();
             if first || background {
                 *self.progress.lock().unwrap() = Some(progress);
             }
@@ -768,7 +832,7 @@ impl Search {
         let mut effort = sync::Effort::default();
         let stop = || self.bg.should_stop();
         for (ns, dir) in touched {
-            for (i, s) in self.sources.iter().enumerate() {
+            for (i, s) in self.sources().iter().enumerate() {
                 let Ok(stat) = s.source.session_stat(&ns, &dir) else {
                     continue;
                 };
@@ -909,11 +973,20 @@ impl Search {
         let mut last_write = Instant::now();
         let mut sweep_at = Instant::now() + SWEEP;
         let mut touch_after = Instant::now();
+        // When files a reader checks whole are old enough for the writer to check
+        // them again (then readers trust them by their stamps): a wake-up of its own.
+        let upkeep_due = |engine: &Engine| {
+            engine
+                .upkeep_at()
+                .and_then(|at| at.duration_since(std::time::SystemTime::now()).ok())
+                .map(|left| Instant::now() + left)
+        };
+        let mut upkeep_at = upkeep_due(&engine);
         loop {
             // Wait for touched sessions (no sooner than `touch_after`: a burst of
-            // appends is indexed a few times a second, not once per append) or the
-            // next sweep.
-            let touched = {
+            // appends is indexed a few times a second, not once per append), the next
+            // sweep, or the upkeep's time.
+            let next = {
                 let mut p = self.pending.lock().unwrap();
                 loop {
                     if self.bg.should_stop() {
@@ -921,19 +994,31 @@ impl Search {
                     }
                     let now = Instant::now();
                     if !p.touched.is_empty() && now >= touch_after {
-                        break true;
+                        break Next::Touched;
                     }
                     if now >= sweep_at || p.sweep {
                         p.sweep = false;
-                        break false;
+                        break Next::Sweep;
+                    }
+                    if upkeep_at.is_some_and(|at| now >= at) {
+                        break Next::Upkeep;
                     }
                     let mut until = sweep_at - now;
                     if !p.touched.is_empty() {
                         until = until.min(touch_after - now);
                     }
+                    if let Some(at) = upkeep_at {
+                        until = until.min(at - now);
+                    }
                     p = self.wake.wait_timeout(p, until).unwrap().0;
                 }
             };
+            if next == Next::Upkeep {
+                engine.upkeep();
+                upkeep_at = upkeep_due(&engine);
+                continue;
+            }
+            let touched = next == Next::Touched;
             if touched {
                 let t = Instant::now();
                 let done = self
@@ -958,6 +1043,9 @@ impl Search {
                 // Indexing appends takes at most about a quarter of the time.
                 touch_after = Instant::now() + (t.elapsed() * 3).clamp(TOUCH_MIN, TOUCH_MAX);
                 last_write = Instant::now();
+                // A merge the commits set off may have ended: its segment recorded.
+                engine.upkeep();
+                upkeep_at = upkeep_due(&engine);
                 continue;
             }
             let before = engine.generation();
@@ -979,8 +1067,20 @@ impl Search {
             if engine.has_writer() && last_write.elapsed() > WRITER_IDLE {
                 engine.release_writer();
             }
+            upkeep_at = upkeep_due(&engine);
         }
     }
+}
+
+/// What the indexer's loop does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Index the sessions appended to through `ctl`.
+    Touched,
+    /// Look at every session.
+    Sweep,
+    /// The writer's upkeep (`Engine::upkeep`).
+    Upkeep,
 }
 
 /// The processor time the calling thread has used.

@@ -601,7 +601,7 @@ pub fn make_private(folder: &Dir) {
 }
 
 /// Records the current segment files (the writer calls this after a commit or a
-/// merge: it wrote them itself). Returns when the newest of them may be checked again
+/// merge: it wrote them itself). Returns when the first of them may be checked again
 /// to be trusted by its stamp (`recheck`), if any is still racy.
 pub fn mark_checked(folder: &Dir, index: &Index) -> Option<std::time::SystemTime> {
     make_private(folder);
@@ -624,20 +624,45 @@ pub fn mark_checked(folder: &Dir, index: &Index) -> Option<std::time::SystemTime
     racy_until(&checked)
 }
 
+/// The segment files of the index's current commit that a reader opening it now
+/// would read whole: not recorded in `checked.json`, or recorded racily.
+pub fn unchecked(folder: &Dir, index: &Index) -> Vec<String> {
+    let checked = load_checked(folder);
+    let Ok(metas) = index.load_metas() else {
+        return Vec::new();
+    };
+    metas
+        .list_segment_files()
+        .into_iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|name| {
+            let Ok((_, meta)) = folder.open_file(name) else {
+                return false;
+            };
+            !checked
+                .files
+                .get(name)
+                .is_some_and(|c| c.trusts(&file_stamp(&meta)))
+        })
+        .collect()
+}
+
+/// When the first racily recorded file may be checked again (each is, as soon as it
+/// may: until then every reader checks it whole).
 fn racy_until(checked: &Checked) -> Option<std::time::SystemTime> {
     checked
         .files
         .values()
         .filter(|c| c.racy())
         .map(|c| c.written_ns() + RACY_NS + 1)
-        .max()
+        .min()
         .map(|ns| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns.max(0) as u64))
 }
 
 /// Checks again (their checksums) the files that were racily clean, now that they are
 /// old enough to be trusted by their stamp afterwards, so readers stop checking them.
 /// A file that fails is left untrusted (the next open rebuilds the index). Returns
-/// when to call again, if some file is still racy.
+/// when to call again, if some file is still racy (and may then be checked).
 pub fn recheck(folder: &Dir) -> Option<std::time::SystemTime> {
     let mut checked = load_checked(folder);
     let now = now_ns();

@@ -109,11 +109,12 @@ pub fn scan(sources: &[SourceRef]) -> (Vec<Live>, HashSet<u64>) {
 }
 
 /// What changed: sessions to (re)index, newest first, and sessions of these sources
-/// that are gone.
+/// that are gone (and every session of the `dropped` ones: sources taken out).
 /// `retry`: also sessions whose messages could not be read last time (once per
 /// process: the source may read them now).
 pub fn changes(
     sources: &[SourceRef],
+    dropped: &HashSet<u64>,
     live: &[Live],
     failed: &HashSet<u64>,
     known: &HashMap<u64, Known>,
@@ -133,6 +134,7 @@ pub fn changes(
         .iter()
         .map(|s| s.src)
         .filter(|s| !failed.contains(s))
+        .chain(dropped.iter().copied())
         .collect();
     let present: HashSet<u64> = live.iter().map(|l| l.sid).collect();
     let gone = known

@@ -111,6 +111,9 @@ pub struct ForeignSource {
     fen_root: Option<PathBuf>,
     /// Where the index is persisted.
     cache_file: Option<crate::store::layout::CacheFile>,
+    /// The source over this agent's kept copies (`kept_sources`), for links to a
+    /// parent or subagent only a kept copy still shows.
+    kept_kin: std::sync::OnceLock<std::sync::Weak<ForeignSource>>,
 }
 
 impl ForeignSource {
@@ -135,6 +138,7 @@ impl ForeignSource {
             markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
             fen_root: fen_root.map(Path::to_path_buf),
             cache_file,
+            kept_kin: Default::default(),
         }
     }
 

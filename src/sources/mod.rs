@@ -33,12 +33,14 @@ pub mod kind;
 pub mod openclaw;
 pub mod opencode;
 pub mod peers;
+pub mod peers_watch;
 pub mod pi;
 pub mod projects;
 pub mod protobuf_wire;
 pub mod qwen;
 pub mod registry;
 pub mod roo;
+pub mod set;
 pub mod sqlite_ro;
 pub mod units;
 pub mod vscdb;
@@ -375,7 +377,11 @@ pub fn kept_sources(
                 Some(root.to_path_buf()),
                 same,
             );
-            Arc::new(foreign_source::ForeignSource::over_kept(copies, Some(root)))
+            let kept = Arc::new(foreign_source::ForeignSource::over_kept(copies, Some(root)));
+            for s in live.iter().filter(|s| s.agent() == agent) {
+                s.set_kept_kin(&kept);
+            }
+            kept
         })
         .collect()
 }

@@ -84,17 +84,7 @@ pub fn peer_sources(
     let rules = options.rules()?;
     let mut out = Vec::new();
     for name in names {
-        let root = dir.join(&name);
-        out.push(Arc::new(PeerSource::over_fen_store(
-            &name,
-            &root,
-            local_root,
-            PathMap::for_host(&rules, &name),
-            watching,
-        )));
-        out.extend(peer_kept_sources(
-            &name, &root, local_root, &rules, watching,
-        ));
+        out.extend(one_peer_sources(&name, &dir, &rules, local_root, watching));
     }
     if !watching {
         let kept: Vec<_> = out.iter().filter_map(|p| p.kept_index().cloned()).collect();
@@ -106,6 +96,27 @@ pub fn peer_sources(
 /// What a peer's session folder names end with here (`<dir>@host`).
 pub fn dir_suffix(host: &str) -> String {
     format!("@{host}")
+}
+
+/// The sources of peer `name` (folder `<dir>/<name>`): its fen store, then its kept
+/// copies (whose first index the caller builds: `PeerSource::kept_index`).
+pub fn one_peer_sources(
+    name: &str,
+    dir: &Path,
+    rules: &[PathRule],
+    local_root: &Path,
+    watching: bool,
+) -> Vec<Arc<PeerSource>> {
+    let root = dir.join(name);
+    let mut out = vec![Arc::new(PeerSource::over_fen_store(
+        name,
+        &root,
+        local_root,
+        PathMap::for_host(rules, name),
+        watching,
+    ))];
+    out.extend(peer_kept_sources(name, &root, local_root, rules, watching));
+    out
 }
 
 /// Peer `host`'s kept copies (§11, `<root>/.kept/<agent>/`), one source per agent, each

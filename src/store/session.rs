@@ -204,22 +204,28 @@ impl Session {
             *idx = cached;
             *self.saved.lock().unwrap() = Some(idx.file);
         }
-        // A copy delivered by rename that only grew: the same session, read on.
-        if self.renamed_copies
-            && idx.file.ino != 0
-            && (idx.file.dev, idx.file.ino) != (stamp.dev, stamp.ino)
-            && stamp.size >= idx.parsed_len
-            && super::index::content_check(&file, idx.parsed_len)
-                .is_ok_and(|c| c == idx.content_hash())
-        {
-            idx.file.dev = stamp.dev;
-            idx.file.ino = stamp.ino;
-        }
+        self.adopt_renamed_copy(&mut idx, &file, stamp);
         let result = idx.update(&file, stamp)?;
         if self.grown_since_saved(&idx) {
             self.persist(&idx);
         }
         Ok(result)
+    }
+
+    /// A copy delivered by rename (a peer's, §12) that only grew is the same session:
+    /// `idx` (read from the file it replaced, or from its persisted index) is made the
+    /// new file's, so that it is read on from where it was, not read again whole.
+    fn adopt_renamed_copy(&self, idx: &mut SessionIndex, file: &File, stamp: FileStamp) {
+        if self.renamed_copies
+            && idx.file.ino != 0
+            && (idx.file.dev, idx.file.ino) != (stamp.dev, stamp.ino)
+            && stamp.size >= idx.parsed_len
+            && super::index::content_check(file, idx.parsed_len)
+                .is_ok_and(|c| c == idx.content_hash())
+        {
+            idx.file.dev = stamp.dev;
+            idx.file.ino = stamp.ino;
+        }
     }
 
     /// The first reading of a large session in this process (its persisted index, or
@@ -237,6 +243,7 @@ impl Session {
             saved = Some(cached.file);
             fresh = cached;
         }
+        self.adopt_renamed_copy(&mut fresh, file, stamp);
         let result = fresh.update(file, stamp)?;
         // Saved before it is put in place: nothing is written under the lock.
         let grown = stamp.size.saturating_sub(saved.map_or(0, |s| s.size));

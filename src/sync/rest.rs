@@ -94,6 +94,10 @@ impl Client {
         self.call("PUT", path, Some(body))
     }
 
+    pub fn delete(&self, path: &str) -> Result<Value> {
+        self.call("DELETE", path, None)
+    }
+
     /// Checks that Syncthing runs and takes the key; this device's id.
     pub fn my_id(&self) -> Result<String> {
         self.get("/rest/system/ping")?;

@@ -1,4 +1,4 @@
-//! What `fen-fs sync init | add | status` do, through Syncthing's REST API: this
+//! What `fen-fs sync init | add | remove | status` do, through Syncthing's REST API: this
 //! store shared send-only as folder `fen-<short id>`; each peer's store received
 //! receive-only into `peers/<name>/`. One writer per tree: no conflicts by
 //! construction. Every call first checks that Syncthing runs and takes the key, so a
@@ -185,6 +185,129 @@ pub fn add(
         name: name.to_string(),
         folder_id: peer_folder,
         path,
+    })
+}
+
+/// What `remove` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Removed {
+    pub name: String,
+    /// The peer's device, if Syncthing knew it.
+    pub device_id: Option<String>,
+    /// Its store's folder in Syncthing, taken out.
+    pub folder_id: Option<String>,
+    /// Syncthing still knows the device: it shares other folders with this machine.
+    pub device_kept: bool,
+    /// Its copy here, deleted (the sessions stay on that machine).
+    pub path: PathBuf,
+    pub deleted_copy: bool,
+    pub sessions: u64,
+}
+
+/// Removes peer `name` (what `add` did, undone): its store is no longer received
+/// (Syncthing's folder taken out first, so nothing writes the copy any more), this
+/// store no longer shared with it, the device forgotten unless it shares other
+/// folders; then its copy `<peers_dir>/<name>/` is deleted, and this machine's caches
+/// of it. A running mount sees the folder go and drops the peer's sessions.
+pub fn remove(client: &Client, store_root: &Path, peers_dir: &Path, name: &str) -> Result<Removed> {
+    if !crate::host::is_valid_host_name(name) {
+        return Err(Error::invalid(format!(
+            "{name:?} is not a peer's name (1-64 of A-Za-z0-9._-, not starting with . or -)"
+        )));
+    }
+    let me = client.my_id()?;
+    let path = absolute(peers_dir).join(name);
+    let folders = client.folders()?;
+    let received = folders.iter().find(|f| {
+        f["path"].as_str().is_some_and(|p| same_path(p, &path)) && f["type"] == "receiveonly"
+    });
+    let device_id = match received {
+        Some(f) => f["devices"].as_array().and_then(|a| {
+            a.iter()
+                .filter_map(|d| d["deviceID"].as_str())
+                .find(|d| *d != me)
+                .map(String::from)
+        }),
+        None => client
+            .devices()?
+            .into_iter()
+            .find(|d| d["name"] == name && d["deviceID"] != me.as_str())
+            .and_then(|d| d["deviceID"].as_str().map(String::from)),
+    };
+    let copy = std::fs::symlink_metadata(&path).ok();
+    if received.is_none() && device_id.is_none() && copy.is_none() {
+        return Err(Error::not_found(format!(
+            "no peer {name}: Syncthing receives nothing into {} and knows no device of that name (fen-fs sync status lists the peers)",
+            path.display()
+        )));
+    }
+    let folder_id = received.and_then(|f| f["id"].as_str().map(String::from));
+    if let Some(id) = &folder_id {
+        client.delete(&format!("/rest/config/folders/{}", urlencode(id)))?;
+    }
+    let mut device_kept = false;
+    if let Some(dev) = &device_id {
+        // This store, no longer shared with it.
+        let ours = super::folder_id(&me);
+        for f in client.folders()? {
+            let lists = f["devices"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|d| d["deviceID"] == dev.as_str()));
+            if !lists {
+                continue;
+            }
+            if f["id"] == ours.as_str() {
+                let mut f = f.clone();
+                let devices: Vec<Value> = f["devices"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter(|d| d["deviceID"] != dev.as_str())
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                f["devices"] = json!(devices);
+                client.put_folder(&f)?;
+            } else {
+                // A folder fen-fs did not make: the device stays for it.
+                device_kept = true;
+            }
+        }
+        if !device_kept {
+            client.delete(&format!("/rest/config/devices/{}", urlencode(dev)))?;
+        }
+    }
+    let sessions = if copy.as_ref().is_some_and(|m| m.is_dir()) {
+        count_sessions(&path)
+    } else {
+        0
+    };
+    let mut deleted_copy = false;
+    if let Some(m) = copy {
+        // Not followed if it is a link: only the link goes.
+        let gone = if m.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        gone.map_err(|e| Error::io(path.display(), &e))?;
+        deleted_copy = true;
+    }
+    let caches = crate::store::layout::cache_dir(store_root)
+        .join(crate::store::layout::PEERS_CACHE_DIR)
+        .join(name);
+    if std::fs::symlink_metadata(&caches).is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_dir_all(&caches);
+    }
+    Ok(Removed {
+        name: name.to_string(),
+        device_id,
+        folder_id,
+        device_kept,
+        path,
+        deleted_copy,
+        sessions,
     })
 }
 

@@ -206,6 +206,25 @@ impl InodeTable {
     }
 }
 
+impl InodeTable {
+    /// Every namespace and session folder numbered so far, with its number.
+    pub fn folders(&self) -> Vec<(u64, Node)> {
+        let t = self.inner.lock().unwrap();
+        t.slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| {
+                let ino = (i as u64 + 1) << 3;
+                let node = match slot {
+                    Slot::Namespace(ns) => Node::Namespace(ns.clone()),
+                    Slot::Session(ns, d) => Node::SessionDir(ns.clone(), d.clone()),
+                };
+                (ino, node)
+            })
+            .collect()
+    }
+}
+
 /// The node for `name` inside a session folder, if it is one of its files.
 pub fn session_file(ns: &str, dir: &str, name: &str) -> Option<Node> {
     let (_, code) = SESSION_FILES.iter().find(|(n, _)| *n == name)?;

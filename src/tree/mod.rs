@@ -16,6 +16,7 @@ mod usage_files;
 
 use crate::ctl::{CtlHandle, CtlService, CtlTarget, Written};
 use crate::error::{Error, Result};
+use crate::sources::set::SourceSet;
 use crate::sources::{NamespaceIndex, SessionSource};
 use crate::views::listing::{render_json, sort_newest_first};
 use crate::views::{Snapshot, ViewKind};
@@ -76,7 +77,8 @@ pub struct SetAttr {
 }
 
 pub struct Tree {
-    sources: Vec<Arc<dyn SessionSource>>,
+    /// The sources shown; the set can change while the mount runs (§12: peers).
+    sources: SourceSet,
     /// The `ctl` service of the writable source, if there is one.
     ctl: Option<Arc<CtlService>>,
     inodes: InodeTable,
@@ -106,13 +108,13 @@ impl Tree {
     /// A tree over `sources` (the writable one first, if any); `ctl` serves its control
     /// files. Files and folders belong to `uid`/`gid` (the user who mounted).
     pub fn new(
-        sources: Vec<Arc<dyn SessionSource>>,
+        sources: impl Into<SourceSet>,
         ctl: Option<Arc<CtlService>>,
         uid: u32,
         gid: u32,
     ) -> Self {
         Tree {
-            sources,
+            sources: sources.into(),
             ctl,
             inodes: InodeTable::default(),
             handles: Mutex::new(HashMap::new()),
@@ -158,6 +160,36 @@ impl Tree {
         self.stale.clone()
     }
 
+    /// The set of sources changed while mounted (§12: a peer's folder came or went;
+    /// `gone`: the peers taken out). The kernel forgets the root's and the namespaces'
+    /// attributes (their mtimes may move), and every name that led to what is gone: a
+    /// namespace no source has any more, a gone peer's session folders (`<dir>@host`).
+    /// Their inode numbers answer ENOENT from now on; nothing of them is cached to go
+    /// stale.
+    pub fn sources_changed(&self, gone: &[String]) {
+        self.stale.mark(ROOT);
+        let suffixes: Vec<String> = gone.iter().map(|h| format!("@{h}")).collect();
+        for (ino, node) in self.inodes.folders() {
+            match node {
+                Node::Namespace(ns) => {
+                    self.stale.mark(ino);
+                    self.stale.mark(ino | 1);
+                    self.stale.mark(ino | 2);
+                    if !gone.is_empty() && self.sources_of(&ns).is_empty() {
+                        self.stale
+                            .mark_entry(ROOT, &crate::store::naming::mount_name(&ns));
+                    }
+                }
+                Node::SessionDir(ns, dir) if suffixes.iter().any(|s| dir.ends_with(s)) => {
+                    self.stale.mark(ino);
+                    let parent = self.inodes.ino(&Node::Namespace(ns));
+                    self.stale.mark_entry(parent, &dir);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Said by the FUSE adapter: whether the kernel reads transcripts from their files
     /// (passthrough), so their handles need no page-cache bookkeeping.
     pub fn set_kernel_reads_transcripts(&self, on: bool) {
@@ -190,11 +222,12 @@ impl Tree {
             .ok_or_else(|| Error::not_found("this mount has no control file"))
     }
 
-    fn sources_of(&self, ns: &str) -> Vec<&dyn SessionSource> {
+    fn sources_of(&self, ns: &str) -> Vec<Arc<dyn SessionSource>> {
         self.sources
+            .current()
             .iter()
-            .map(|s| s.as_ref())
             .filter(|s| s.has_namespace(ns))
+            .cloned()
             .collect()
     }
 
@@ -203,10 +236,10 @@ impl Tree {
         &self,
         ns: &str,
         dir: &str,
-    ) -> Result<(&dyn SessionSource, crate::sources::SessionStat)> {
-        for s in &self.sources {
+    ) -> Result<(Arc<dyn SessionSource>, crate::sources::SessionStat)> {
+        for s in self.sources.current().iter() {
             if let Ok(stat) = s.session_stat(ns, dir) {
-                return Ok((s.as_ref(), stat));
+                return Ok((s.clone(), stat));
             }
         }
         Err(Error::not_found(format!("no session {ns}/{dir}")))
@@ -214,6 +247,7 @@ impl Tree {
 
     fn root_mtime(&self) -> SystemTime {
         self.sources
+            .current()
             .iter()
             .filter_map(|s| s.root_mtime())
             .max()
@@ -222,6 +256,7 @@ impl Tree {
 
     fn namespace_mtime(&self, ns: &str) -> Result<SystemTime> {
         self.sources
+            .current()
             .iter()
             .filter_map(|s| s.namespace_mtime(ns))
             .max()
@@ -431,7 +466,7 @@ impl Tree {
                     out.push(entry(&Node::UsageRoot, FileKind::Directory, usage::USAGE));
                 }
                 let mut names = Vec::new();
-                for s in &self.sources {
+                for s in self.sources.current().iter() {
                     names.extend(s.namespaces()?);
                 }
                 names.sort();
@@ -939,9 +974,9 @@ impl Tree {
                 Some(self.attr(entry.ino, entry.kind, 0o444, size, SystemTime::UNIX_EPOCH))
             }
             // Likewise `usage/`'s files: a listing counts nothing.
-            Node::UsageFile(_) => Some(Attr {
+            Node::UsageFile(f) => Some(Attr {
                 volatile: true,
-                ..self.attr(entry.ino, entry.kind, 0o444, 0, SystemTime::now())
+                ..self.attr(entry.ino, entry.kind, 0o444, 0, self.usage_listed_mtime(f))
             }),
             // Likewise `conversation.md`: its size is known once it is rendered (a
             // pass over the session), which a plain `ls` should not cost.
@@ -977,7 +1012,8 @@ impl Tree {
             frsize: 4096,
             ..Default::default()
         };
-        let Some(source) = self.sources.first() else {
+        let sources = self.sources.current();
+        let Some(source) = sources.first() else {
             return empty;
         };
         let Ok(path) = std::ffi::CString::new(source.root().as_os_str().as_encoded_bytes()) else {
@@ -1014,14 +1050,17 @@ impl Tree {
     /// needs nothing: its attributes are never cached, and the kernel drops its pages
     /// when it sees the size change.
     fn ctl_appended(&self, ino: u64) {
-        if let Ok(Node::RootCtl) = self.node_of(ino)
-            && let Some(search) = &self.search
-        {
-            // A new session: searchable at once, not at the next look at every one.
-            search.sweep_soon();
+        if let Ok(Node::RootCtl) = self.node_of(ino) {
+            // A new session: the root's mtime (and, for a new namespace, its listing)
+            // moved, so its cached attributes go at once; and it is searchable at
+            // once, not at the next look at every one.
+            self.stale.mark(ROOT);
+            if let Some(search) = &self.search {
+                search.sweep_soon();
+            }
         }
         if let Ok(Node::SessionCtl(ns, dir)) = self.node_of(ino) {
-            if let Some(s) = self.sources.iter().find(|s| s.writable()) {
+            if let Some(s) = self.sources.current().iter().find(|s| s.writable()) {
                 s.appended(&ns);
             }
             if let Some(search) = &self.search {

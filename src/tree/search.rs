@@ -1,7 +1,8 @@
 //! The `search/` folder: any name looked up under it is a query (SPEC §8), answered
 //! by the search service; its folder holds `hits.jsonl` and one link per hit,
 //! `NN-<session dir>` → `../../<namespace>/<session dir>`. Nothing here is cached by
-//! the kernel (TTL 0, direct I/O), and `ls search/` lists nothing.
+//! the kernel (TTL 0, direct I/O), and `ls search/` lists nothing. A query's folder,
+//! files and links carry the time of the index's last commit.
 
 use super::attr::{Attr, CacheMode, FileKind};
 use super::inodes::{HITS, Node};
@@ -10,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::search::hits::Answer;
 use crate::views::Snapshot;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 /// A hit's link name: its rank from 01, then its session folder.
 fn link_name(rank: usize, dir: &str) -> String {
@@ -64,7 +64,9 @@ impl Tree {
     }
 
     pub(super) fn search_attr(&self, ino: u64, node: &Node, opened: Option<u64>) -> Result<Attr> {
-        let now = SystemTime::now();
+        // An answer changes only with the index: its time is the index's last change
+        // (so a query's files keep their size and time while the index is at rest).
+        let now = self.search_service()?.changed_at();
         let mut a = match node {
             Node::SearchRoot => {
                 self.search_service()?;

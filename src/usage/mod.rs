@@ -22,6 +22,7 @@ pub mod zone;
 use crate::agent::Agent;
 use crate::error::Result;
 use crate::sources::SessionSource;
+use crate::sources::set::SourceSet;
 use ledger::{Interner, NONE, Pass, SourceLedger};
 use prices::Prices;
 use report::{Entry, Query, Report};
@@ -35,7 +36,8 @@ const WORKERS: usize = 4;
 
 /// The usage of a set of sources.
 pub struct Usage {
-    sources: Vec<Arc<dyn SessionSource>>,
+    /// The sources counted; the set can change while a mount runs (§12: peers).
+    sources: SourceSet,
     /// Where ledgers are kept between runs (`None`: not kept).
     cache_root: Option<PathBuf>,
     prices: Prices,
@@ -49,10 +51,20 @@ pub struct Usage {
 
 #[derive(Default)]
 struct State {
-    /// One per source, in the sources' order (loaded on first use).
-    ledgers: Vec<SourceLedger>,
-    /// The counted responses as of a sum of the ledgers' generations.
-    entries: Option<(u64, Arc<Vec<Entry>>)>,
+    /// One per source, in the sources' order (loaded on first use), as of the set's
+    /// generation (`None`: not loaded yet).
+    ledgers: Vec<(Arc<dyn SessionSource>, SourceLedger)>,
+    loaded: Option<u64>,
+    /// The counted responses as of `Usage::inputs`.
+    entries: Option<(Inputs, Arc<Vec<Entry>>)>,
+}
+
+/// What the counted responses are made of: the set of sources and each ledger's
+/// generation. Equal inputs, equal entries (and reports).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Inputs {
+    set: u64,
+    ledgers: Vec<u64>,
 }
 
 /// What a refresh did.
@@ -95,13 +107,9 @@ pub fn existing_ledger_root(store_root: &Path) -> Option<PathBuf> {
 impl Usage {
     /// The usage of `sources`, its ledgers kept under `cache_root` (a store root; its
     /// `.fen-cache`) when given.
-    pub fn new(
-        sources: Vec<Arc<dyn SessionSource>>,
-        cache_root: Option<&Path>,
-        prices: Prices,
-    ) -> Usage {
+    pub fn new(sources: impl Into<SourceSet>, cache_root: Option<&Path>, prices: Prices) -> Usage {
         Usage {
-            sources,
+            sources: sources.into(),
             cache_root: cache_root.map(Path::to_path_buf),
             prices,
             host: Arc::from(crate::host::this_host()),
@@ -123,18 +131,40 @@ impl Usage {
         ))
     }
 
+    /// Ledgers for the sources now: the ones kept for sources still in the set, the
+    /// others loaded (a source taken out takes its ledger, saved, with it).
     fn load(&self, state: &mut State) {
-        if state.ledgers.len() == self.sources.len() {
+        let generation = self.sources.generation();
+        if state.loaded == Some(generation) {
             return;
         }
-        state.ledgers = self
-            .sources
-            .iter()
-            .map(|s| match self.cache_file(s.as_ref()) {
-                Some(c) => SourceLedger::load(s.agent(), s.root(), &c),
-                None => SourceLedger::new(s.agent(), s.root()),
-            })
-            .collect();
+        let mut old = std::mem::take(&mut state.ledgers);
+        for s in self.sources.current().iter() {
+            let ledger = match old.iter().position(|(o, _)| Arc::ptr_eq(o, s)) {
+                Some(i) => old.swap_remove(i).1,
+                None => match self.cache_file(s.as_ref()) {
+                    Some(c) => SourceLedger::load(s.agent(), s.root(), &c),
+                    None => SourceLedger::new(s.agent(), s.root()),
+                },
+            };
+            state.ledgers.push((s.clone(), ledger));
+        }
+        for (gone, mut ledger) in old {
+            if let Some(c) = self.cache_file(gone.as_ref()) {
+                ledger.save(&c);
+            }
+        }
+        state.loaded = Some(generation);
+    }
+
+    /// What the counted responses are made of now (as of the last refresh).
+    pub fn inputs(&self) -> Inputs {
+        let mut state = self.state.lock().unwrap();
+        self.load(&mut state);
+        Inputs {
+            set: state.loaded.unwrap_or_default(),
+            ledgers: state.ledgers.iter().map(|(_, l)| l.generation).collect(),
+        }
     }
 
     /// Brings every ledger up to date with its source: unchanged units cost a `stat`,
@@ -169,7 +199,7 @@ impl Usage {
             units_read: 0,
             complete: true,
         };
-        for (source, ledger) in self.sources.iter().zip(state.ledgers.iter_mut()) {
+        for (source, ledger) in state.ledgers.iter_mut() {
             ledger.begin();
             let mut pass = Pass {
                 ledger,
@@ -197,7 +227,7 @@ impl Usage {
     /// Saves the ledgers that changed (best effort).
     pub fn persist(&self) {
         let mut state = self.state.lock().unwrap();
-        for (source, ledger) in self.sources.iter().zip(state.ledgers.iter_mut()) {
+        for (source, ledger) in state.ledgers.iter_mut() {
             if let Some(c) = self.cache_file(source.as_ref()) {
                 ledger.save(&c);
             }
@@ -209,10 +239,12 @@ impl Usage {
     pub fn entries(&self) -> Arc<Vec<Entry>> {
         let mut state = self.state.lock().unwrap();
         self.load(&mut state);
-        let generation: u64 =
-            state.ledgers.iter().map(|l| l.generation).sum::<u64>() + state.ledgers.len() as u64;
-        if let Some((g, e)) = &state.entries
-            && *g == generation
+        let inputs = Inputs {
+            set: state.loaded.unwrap_or_default(),
+            ledgers: state.ledgers.iter().map(|(_, l)| l.generation).collect(),
+        };
+        if let Some((i, e)) = &state.entries
+            && *i == inputs
         {
             return e.clone();
         }
@@ -220,7 +252,7 @@ impl Usage {
         let mut out: Vec<Entry> = Vec::new();
         let mut rank: Vec<(u64, u64)> = Vec::new();
         let mut winner: HashMap<u64, usize> = HashMap::new();
-        for l in &state.ledgers {
+        for (_, l) in &state.ledgers {
             for (unit, r) in l.records() {
                 let s = |i: u32| if i == NONE { None } else { unit.string(i) };
                 let this = (r.revision, r.tokens.total());
@@ -266,8 +298,13 @@ impl Usage {
             }
         }
         let entries = Arc::new(out);
-        state.entries = Some((generation, entries.clone()));
+        state.entries = Some((inputs, entries.clone()));
         entries
+    }
+
+    /// The time of the newest response counted (milliseconds since the epoch).
+    pub fn newest_response_ms(&self) -> Option<i64> {
+        self.entries().iter().map(|e| e.time_ms).max()
     }
 
     pub fn report(&self, q: &Query) -> Report {
@@ -287,7 +324,7 @@ impl Usage {
         state
             .ledgers
             .iter()
-            .flat_map(|l| {
+            .flat_map(|(_, l)| {
                 l.malformed()
                     .map(|(k, n, first)| (l.agent, k.to_string(), n, first.map(str::to_string)))
             })

@@ -295,18 +295,7 @@ impl ForeignSource {
     /// call its file records, else its subagent's), relative to namespace `ns`'s
     /// folder.
     pub(super) fn links(&self, idx: &Index, path: &Path, e: &FileEntry, ns: &str) -> Links {
-        // A peer's kept copies show as `<dir>@host` (`peers.rs`): so do their links.
-        let suffix = (self.kept.as_ref())
-            .and_then(|k| k.host())
-            .map(crate::sources::peers::dir_suffix)
-            .unwrap_or_default();
-        let rel = |(n, d): (String, String)| {
-            if n == ns {
-                format!("{d}{suffix}")
-            } else {
-                format!("../{}/{d}{suffix}", naming::mount_name(&n))
-            }
-        };
+        let rel = |place: (String, String)| self.relative_place(ns, place);
         let s = &e.summary;
         let parent = s
             .parent_id
@@ -350,6 +339,101 @@ impl ForeignSource {
             }
         }
         Links { parent, subagents }
+    }
+
+    /// Where `place` (namespace, folder) is, from a session in namespace `ns`.
+    fn relative_place(&self, ns: &str, (n, d): (String, String)) -> String {
+        // A peer's kept copies show as `<dir>@host` (`peers.rs`): so do their links.
+        let suffix = (self.kept.as_ref())
+            .and_then(|k| k.host())
+            .map(crate::sources::peers::dir_suffix)
+            .unwrap_or_default();
+        if n == ns {
+            format!("{d}{suffix}")
+        } else {
+            format!("../{}/{d}{suffix}", naming::mount_name(&n))
+        }
+    }
+
+    /// The session's listing and links, with what its kin know: a parent whose agent
+    /// deleted it shows from its kept copy while its subagent is still the agent's,
+    /// and the other way round. The kin are asked after this index's lock is
+    /// released (each takes only its own).
+    pub(super) fn listing_and_links(
+        &self,
+        path: &Path,
+        e: &FileEntry,
+        ns: &str,
+    ) -> (Option<crate::views::listing::Listing>, Links) {
+        let (listing, mut links) = {
+            let idx = self.index.lock().unwrap();
+            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
+        };
+        let kin = self.kin();
+        if kin.is_empty() {
+            return (listing, links);
+        }
+        let s = &e.summary;
+        if links.parent.is_none()
+            && let Some(p) = &s.parent_id
+        {
+            links.parent = kin
+                .iter()
+                .find_map(|k| k.session_place(p))
+                .map(|place| self.relative_place(ns, place));
+        }
+        if !s.id.is_empty() {
+            for k in &kin {
+                for (agent_id, call_id, place) in k.subagent_places(&s.id) {
+                    let dir = self.relative_place(ns, place);
+                    match links
+                        .subagents
+                        .iter_mut()
+                        .find(|l| !l.inline && l.id == agent_id)
+                    {
+                        Some(l) if l.dir.is_none() => l.dir = Some(dir),
+                        Some(_) => {}
+                        None => links.subagents.push(crate::neutral::SubagentLink {
+                            id: agent_id,
+                            call_id,
+                            dir: Some(dir),
+                            inline: false,
+                        }),
+                    }
+                }
+            }
+        }
+        (listing, links)
+    }
+
+    /// Where session `id` shows in this source (for its kin).
+    pub(super) fn session_place(&self, id: &str) -> Option<(String, String)> {
+        let idx = self.index.lock().unwrap();
+        let files = idx.by_session.get(id)?;
+        let placed = |p: &&PathBuf| idx.dir_of.contains_key(*p);
+        files
+            .iter()
+            .filter(placed)
+            .find(|p| !self.is_version(p))
+            .or_else(|| files.iter().find(placed))
+            .and_then(|p| idx.dir_of.get(p).cloned())
+    }
+
+    /// The subagents of session `id` this source shows: id, call, place (for its kin).
+    pub(super) fn subagent_places(
+        &self,
+        id: &str,
+    ) -> Vec<(String, Option<String>, (String, String))> {
+        let idx = self.index.lock().unwrap();
+        let kids = idx.children.get(id).into_iter().flatten();
+        kids.filter(|kid| !self.is_version(kid))
+            .filter_map(|kid| {
+                let (k, place) = (idx.files.get(kid)?, idx.dir_of.get(kid)?);
+                let sub = k.summary.subagent.as_ref();
+                let agent_id = sub.map_or_else(|| k.summary.id.clone(), |a| a.agent_id.clone());
+                Some((agent_id, sub.and_then(|a| a.call_id.clone()), place.clone()))
+            })
+            .collect()
     }
 
     /// Of the files carrying session `id`, places the preferred one and hides the rest.

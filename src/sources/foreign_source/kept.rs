@@ -35,6 +35,7 @@ impl ForeignSource {
             markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
             fen_root: fen_root.map(Path::to_path_buf),
             cache_file,
+            kept_kin: Default::default(),
         }
     }
 
@@ -174,5 +175,30 @@ impl crate::sources::kept::LiveSessions for ForeignSource {
     }
     fn shows_session(&self, ns: &str, dir: &str) -> bool {
         ForeignSource::shows_session(self, ns, dir)
+    }
+    fn session_place(&self, id: &str) -> Option<(String, String)> {
+        ForeignSource::session_place(self, id)
+    }
+    fn subagent_places(&self, id: &str) -> Vec<(String, Option<String>, (String, String))> {
+        ForeignSource::subagent_places(self, id)
+    }
+}
+
+impl ForeignSource {
+    /// The other sources of this agent's sessions on this machine: the agent's own
+    /// for a source over kept copies, the kept copies' for the agent's own.
+    pub(super) fn kin(&self) -> Vec<Arc<dyn crate::sources::kept::LiveSessions>> {
+        match &self.kept {
+            Some(k) => k.live().to_vec(),
+            None => (self.kept_kin.get().and_then(std::sync::Weak::upgrade))
+                .map(|k| k as Arc<dyn crate::sources::kept::LiveSessions>)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Names the source over this agent's kept copies (once).
+    pub fn set_kept_kin(&self, kept: &Arc<ForeignSource>) {
+        let _ = self.kept_kin.set(Arc::downgrade(kept));
     }
 }

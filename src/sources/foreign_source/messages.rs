@@ -139,10 +139,7 @@ impl ForeignSource {
 
     /// What the session's listing says of it.
     fn facts(&self, ns: &str, dir: &str, path: &Path, e: &super::index::FileEntry) -> SessionFacts {
-        let (listing, links) = {
-            let idx = self.index.lock().unwrap();
-            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
-        };
+        let (listing, links) = self.listing_and_links(path, e, ns);
         let s = &e.summary;
         SessionFacts {
             agent: self.agent,

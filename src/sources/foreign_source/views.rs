@@ -17,10 +17,7 @@ impl ForeignSource {
             Some(t) => t,
             None => self.conversation(path)?.2,
         };
-        let (listing, links) = {
-            let idx = self.index.lock().unwrap();
-            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
-        };
+        let (listing, links) = self.listing_and_links(path, e, ns);
         let s = &e.summary;
         let subagents: Vec<&str> = links
             .subagents
@@ -68,10 +65,7 @@ impl ForeignSource {
 
     pub(super) fn summary_text(&self, ns: &str, path: &Path, e: &FileEntry) -> Vec<u8> {
         let s = &e.summary;
-        let (listing, links) = {
-            let idx = self.index.lock().unwrap();
-            (self.listing(&idx, path, e), self.links(&idx, path, e, ns))
-        };
+        let (listing, links) = self.listing_and_links(path, e, ns);
         let mut out = String::new();
         let heading = listing
             .as_ref()

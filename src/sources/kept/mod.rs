@@ -106,6 +106,10 @@ pub trait LiveSessions: Send + Sync {
     fn lists_unit(&self, key: &Path) -> bool;
     /// Whether it shows session folder `dir` in namespace `ns` now.
     fn shows_session(&self, ns: &str, dir: &str) -> bool;
+    /// Where it shows session `id`: (namespace, folder).
+    fn session_place(&self, id: &str) -> Option<(String, String)>;
+    /// The subagents of session `id` it shows: (agent id, call id, place).
+    fn subagent_places(&self, id: &str) -> Vec<(String, Option<String>, (String, String))>;
 }
 
 /// One agent's folder of kept copies.
@@ -122,6 +126,11 @@ pub struct KeptCopies {
 }
 
 impl KeptCopies {
+    /// The sources showing the agent's live sessions.
+    pub fn live(&self) -> &[Arc<dyn LiveSessions>] {
+        &self.live
+    }
+
     /// The copies in `dir` (`<store>/.kept/<agent>`).
     pub fn new(
         agent: Agent,

@@ -29,7 +29,6 @@ import statistics
 import subprocess
 import time
 
-import bench_search
 
 IDS = ["W1", "W2", "W3", "W3s", "W4", "W5", "W6"]
 
@@ -100,7 +99,7 @@ class Server:
             self.p.wait()
 
 
-def scenario(B, P, R, rows, want):
+def scenario(B, P, R, R_costly, rows, want):
     if "W1" in want or "W6" in want:
         sessions_10k(B, P, R, rows)
     if any(i in want for i in ("W2", "W3", "W3s", "W4", "W5")):
@@ -129,7 +128,7 @@ def sessions_10k(B, P, R, rows):
         xs = [s.ok(B, "/")[0] for _ in range(max(5, R * 5))]
         rows["W1"].fen_samples = [statistics.median(xs)]
         rows["W1"].notes.append("%d answers, p99 %.0f ms; page 2: %.0f ms; filtered by agent: %.0f ms" % (
-            len(xs), bench_search.percentile(xs, 99) * 1e3, s.ok(B, "/?page=2")[0] * 1e3,
+            len(xs), B.percentile(xs, 99) * 1e3, s.ok(B, "/?page=2")[0] * 1e3,
             s.ok(B, "/?agent=pi")[0] * 1e3))
     finally:
         s.close()
@@ -137,14 +136,14 @@ def sessions_10k(B, P, R, rows):
 
 def history(B, P, R, rows):
     mode = P["mode"]
-    h, man = bench_search.history(B, mode)
+    h, man = B.search_history(mode)
     files = [h / f for f in man["sizes"]]
     B.log("history: %d files, %.0f MB; warming the page cache" % (len(files), man["total_bytes"] / 1e6))
     B.warm_files(files)
     store = B.WORK / "web-store"
     store.mkdir(parents=True)
-    src = bench_search.source_args(h)
-    words = [w["word"] for w in man["words"]] + bench_search.COMMON
+    src = B.source_args(h)
+    words = [w["word"] for w in man["words"]] + B.COMMON_WORDS
     s = Server(B, ["--store", str(store), "--no-detect"] + src)
     try:
         # The index's first build, and the first usage count: waited for.
@@ -167,7 +166,7 @@ def history(B, P, R, rows):
         rows["W2"].notes.append("%d requests (every prefix of %d words from 3 letters), p99 %.1f ms; "
                                 "the server's own time p50 %.1f ms; the first build took %.0f s, "
                                 "the first usage count %.0f s after that" % (
-                                    len(xs), len(words), bench_search.percentile(xs, 99) * 1e3,
+                                    len(xs), len(words), B.percentile(xs, 99) * 1e3,
                                     statistics.median(took) if took else float("nan"), build, counted))
         big = max(man["sizes"], key=lambda f: man["sizes"][f])
         sid = os.path.basename(big).rsplit(".", 1)[0]
@@ -187,7 +186,7 @@ def history(B, P, R, rows):
         zs = [s.ok(B, "/usage")[0] for _ in range(max(5, R * 5))]
         rows["W4"].fen_samples = [statistics.median(zs)]
         rows["W4"].notes.append("p99 %.0f ms; the daily chart %.0f ms" % (
-            bench_search.percentile(zs, 99) * 1e3, s.ok(B, "/usage/chart.svg?report=daily")[0] * 1e3))
+            B.percentile(zs, 99) * 1e3, s.ok(B, "/usage/chart.svg?report=daily")[0] * 1e3))
         st = s.status(B)
         rows["W5"].fen_samples.append(B.kb_field(st, "VmHWM") / 1024)
         rows["W5"].notes.append("VmRSS now %.0f MB; the history %.0f MB" % (

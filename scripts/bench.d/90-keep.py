@@ -92,7 +92,7 @@ def up(B, m, keep):
             os.environ["FEN_FS_KEEP"] = old
 
 
-def scenario(B, P, R_costly, rows, want):
+def scenario(B, P, R_cheap, R_costly, rows, want):
     k1, k2, k3a, k3b, k4 = (rows[i] for i in IDS)
     root, man = B.history_data(P)
     files = [str(root / rel) for rel in sorted(man["sizes"])]

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import time
 
 import gen_source_agents
@@ -85,7 +84,7 @@ def wait_seen(path, word, limit):
     return None
 
 
-def scenario(B, P, R_costly, rows, want):
+def scenario(B, P, R_cheap, R_costly, rows, want):
     a1, a2, a3 = (rows[i] for i in IDS)
     root, man = stores(B, P)
     files = [str(root / rel) for rel in sorted(man["sizes"]) if rel != "manifest.json"]

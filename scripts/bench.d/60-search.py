@@ -51,10 +51,6 @@ from pathlib import Path
 
 IDS = ["20", "20b", "21", "21b", "22", "23", "24", "25", "25b", "20c", "20d"]
 
-COMMON = ["function", "error", "config", "session", "return"]
-
-SCALE = {"full": "full", "quick": "quick"}
-
 
 def add_rows(add):
     add("20", "search --json WORD, p50 (mounted)", "s", ">=", 20, "base/fen",
@@ -74,67 +70,8 @@ def add_rows(add):
     add("20d", "another agent's line found by search", "s", "<=", 1.0, "value", "")
 
 
-def history(B, mode):
-    """The generated history (cached under CACHE, regenerated when the generator
-    changes or a file is missing): (dir, manifest)."""
-    gen = B.ROOT / "scripts" / "gen_history.py"
-    import hashlib
-    key = hashlib.sha256(gen.read_bytes() + mode.encode()).hexdigest()[:12]
-    base = B.CACHE / ("search-history-%s-%s" % (mode, key))
-    B.CACHE.mkdir(parents=True, exist_ok=True)
-    for old in B.CACHE.glob("search-history-%s-*" % mode):
-        if old != base:
-            shutil.rmtree(old, ignore_errors=True)
-    man = base / "manifest.json"
-    if man.exists():
-        m = json.loads(man.read_text())
-        if all((base / f).exists() for f in m["sizes"]):
-            return base, m
-        shutil.rmtree(base)
-    B.log("generating the %s history (scripts/gen_history.py) ..." % mode)
-    r = subprocess.run(["python3", str(gen), str(base), "--scale", SCALE[mode]],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise B.BenchError("gen_history.py failed: %s" % r.stderr[-500:])
-    return base, json.loads(man.read_text())
-
-
-def source_args(h):
-    out = []
-    for agent in ("claude", "codex", "pi"):
-        out += ["--source", "%s=%s" % (agent, h / agent)]
-    return out
-
-
 def hits_lines(text):
     return [json.loads(l) for l in text.splitlines() if l.strip()]
-
-
-def index_state(mp):
-    """(complete, indexed, sessions) from a query's hits.jsonl."""
-    with open(mp / "search" / "zzzzstatusq" / "hits.jsonl") as f:
-        first = f.readline()
-    if first.startswith('{"index"'):
-        i = json.loads(first)["index"]
-        return False, i["indexed"], i["sessions"]
-    return True, None, None
-
-
-def wait_complete(B, mp, limit):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit:
-        if index_state(mp)[0]:
-            return time.perf_counter()
-        time.sleep(0.05)
-    raise B.BenchError("the search index was not complete after %d s" % limit)
-
-
-def percentile(xs, p):
-    xs = sorted(xs)
-    if not xs:
-        return None
-    k = min(len(xs) - 1, max(0, int(round(p / 100 * (len(xs) - 1)))))
-    return xs[k]
 
 
 def dir_size(p):
@@ -145,9 +82,9 @@ def dir_size(p):
     return total
 
 
-def scenario(B, P, R, rows, want):
+def scenario(B, P, R, R_costly, rows, want):
     mode = P["mode"]
-    h, man = history(B, mode)
+    h, man = B.search_history(mode)
     files = [h / f for f in man["sizes"]]
     total = man["total_bytes"]
     B.log("history: %d files, %.0f MB; warming the page cache" % (len(files), total / 1e6))
@@ -155,13 +92,13 @@ def scenario(B, P, R, rows, want):
     store = B.WORK / "search-store"
     store.mkdir(parents=True)
     mp = B.MNT
-    src = source_args(h)
+    src = B.source_args(h)
 
     # 22, 24, 25: a first mount builds the index from nothing.
     m = B.Mount(store, fsync="no", extra=src)
     t0 = time.perf_counter()
     m.up()
-    done = wait_complete(B, mp, 1800)
+    done = B.wait_search_complete(mp, 1800)
     build_s = done - t0
     st = m.status()
     hwm = B.kb_field(st, "VmHWM") / 1024
@@ -191,7 +128,7 @@ def scenario(B, P, R, rows, want):
                             "; a tool output is indexed by its first 24 and last 8 KiB")
 
     # 20/21: one-word queries while mounted.
-    words = [w["word"] for w in man["words"]] + COMMON
+    words = [w["word"] for w in man["words"]] + B.COMMON_WORDS
     reps = max(1, R)
     have_rg = shutil.which("rg") is not None
     if have_rg:
@@ -215,10 +152,10 @@ def scenario(B, P, R, rows, want):
         if have_rg:
             rows[rid].base_samples = [statistics.median(rg)]
         else:
-            rows[rid].error = "ripgrep (rg) is not installed: apt-get install ripgrep"
+            rows[rid].skip("ripgrep (rg), the baseline, is not installed: apt-get install ripgrep")
         rows[rid].notes.append("%d queries over %d words (p50 %.1f ms)" % (len(xs), len(words),
                                                                       statistics.median(xs) * 1e3))
-        rows[rid + "b"].fen_samples = [percentile(xs, 99)]
+        rows[rid + "b"].fen_samples = [B.percentile(xs, 99)]
 
     # 25b: once idle (the whole first pass over: the keeper's too) the writer is
     # dropped.
@@ -263,13 +200,13 @@ def scenario(B, P, R, rows, want):
     paths = [conv_path(rel) for rel, _ in picks]
     during = []
     for p in paths[0::2]:
-        if index_state(mp)[0]:
+        if B.search_index_state(mp)[0]:
             break
         during.append(B.cat(p))
         time.sleep(0.5)
     if not during:
         rows["23"].error = "the build ended before a first cat could run (history too small)"
-    wait_complete(B, mp, 1800)
+    B.wait_search_complete(mp, 1800)
     idle_s = [B.cat(p) for p in paths[1::2]]
     rows["23"].fen_samples = during
     rows["23"].base_samples = idle_s
@@ -339,7 +276,7 @@ def catch_up(B, P, rows, h, man, store, src, idle_p50):
         "%d queries in the %.0f s after %d ctl appends (%.1f s) and %d lines appended to the "
         "%.0f MB Claude Code session; p99 %.1f ms; idle p50 %.1f ms" % (
             len(query_times), span, burst, burst_s, growth, size / 1e6,
-            percentile(query_times, 99) * 1e3, idle_p50 * 1e3))
+            B.percentile(query_times, 99) * 1e3, idle_p50 * 1e3))
     if found_after:
         rows["20d"].fen_samples = [max(found_after)]
         rows["20d"].notes.append("%d lines, found after %s s" % (

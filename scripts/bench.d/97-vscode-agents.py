@@ -88,7 +88,7 @@ def wait_seen(path, word, limit):
     return None
 
 
-def scenario(B, P, R_costly, rows, want):
+def scenario(B, P, R_cheap, R_costly, rows, want):
     v1, v2, v3 = (rows[i] for i in IDS)
     root, man = stores(B, P)
     files = [str(root / rel) for rel in sorted(man["sizes"]) if rel != "manifest.json"]

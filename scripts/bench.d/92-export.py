@@ -55,7 +55,7 @@ def session_of(B, store, sources):
     return [(s["dir"], s["agent"]) for s in json.loads(out)]
 
 
-def scenario(B, P, R_costly, rows, want):
+def scenario(B, P, R_cheap, R_costly, rows, want):
     if any(i in want for i in ("E1", "E1m", "E1j", "E2")):
         big(B, P, R_costly, rows, want)
     if "E3" in want:

@@ -14,13 +14,10 @@ agent, ~170 MB; quick: 20 of each).
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gen_agents_run  # noqa: E402
+import gen_agents_run  # scripts/ (on the path the harness sets)
 
 IDS = ["AR1", "AR2", "AR3"]
 
@@ -60,7 +57,7 @@ def data(B, P):
     return root, man
 
 
-def scenario(B, P, R_costly, rows, want):
+def scenario(B, P, R_cheap, R_costly, rows, want):
     ar1, ar2, ar3 = (rows[i] for i in IDS)
     root, man = data(B, P)
     files = [str(root / rel) for rel in sorted(man["sizes"])]

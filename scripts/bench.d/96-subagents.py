@@ -133,7 +133,7 @@ def timed_listing(B, m):
     return time.perf_counter() - t0
 
 
-def scenario(B, P, R_costly, rows, want):
+def scenario(B, P, R_cheap, R_costly, rows, want):
     c1, c2, c3 = (rows[i] for i in IDS)
     base, files = trees(B, P)
     store = B.WORK / "subagents-store"

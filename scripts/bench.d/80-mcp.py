@@ -1,5 +1,5 @@
 """MCP rows of scripts/bench (issue 28): `fen-fs mcp` over the heavy history that
-scripts/gen_history.py writes (bench_search's, full: ~2.5 GB of Claude Code, Codex and pi
+scripts/gen_history.py writes (the search rows', full: ~2.5 GB of Claude Code, Codex and pi
 sessions; quick: a few MB), spoken to over its stdio by a plain JSON-RPC client.
 
   #    scenario (fen-fs side)                       baseline (same run)          target
@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import time
 
-import bench_search
 
 IDS = ["M1", "M2"]
 
@@ -88,16 +87,16 @@ def building(text):
     return "being built" in text
 
 
-def scenario(B, P, R, rows, want):
+def scenario(B, P, R, R_costly, rows, want):
     mode = P["mode"]
-    h, man = bench_search.history(B, mode)
+    h, man = B.search_history(mode)
     files = [h / f for f in man["sizes"]]
     B.log("history: %d files, %.0f MB; warming the page cache" % (len(files), man["total_bytes"] / 1e6))
     B.warm_files(files)
     store = B.WORK / "mcp-store"
     store.mkdir(parents=True)
-    src = bench_search.source_args(h)
-    words = [w["word"] for w in man["words"]] + bench_search.COMMON
+    src = B.source_args(h)
+    words = [w["word"] for w in man["words"]] + B.COMMON_WORDS
     m1, m2 = rows["M1"], rows["M2"]
 
     s = Server(B, ["--store", str(store), "--no-detect"] + src)
@@ -127,7 +126,7 @@ def scenario(B, P, R, rows, want):
         m2.notes.append("%d calls over %d words, p50 %.1f ms, p99 %.1f ms; the first build "
                         "answered after %.1f s (%d calls, each waits at most 10 s); load "
                         "average %.1f" % (len(xs), len(words), statistics.median(xs) * 1e3,
-                                          bench_search.percentile(xs, 99) * 1e3, build_s, calls,
+                                          B.percentile(xs, 99) * 1e3, build_s, calls,
                                           os.getloadavg()[0]))
         hwm = B.kb_field(s.status(B), "VmHWM") / 1024
         # Idle: the index is closed 10 s after the last call (checked every 5 s); the
@@ -151,13 +150,13 @@ def scenario(B, P, R, rows, want):
     m = B.Mount(store, fsync="no", extra=src)
     m.up()
     try:
-        bench_search.wait_complete(B, B.MNT, 1800)
+        B.wait_search_complete(B.MNT, 1800)
         s = Server(B, ["--store", str(store), "--no-detect"] + src)
         try:
             s.search(words[0])
             ys = [s.search(w)[0] for _ in range(max(1, R)) for w in words]
             m2.notes.append("with a mount keeping the index: p50 %.1f ms, p99 %.1f ms"
-                            % (statistics.median(ys) * 1e3, bench_search.percentile(ys, 99) * 1e3))
+                            % (statistics.median(ys) * 1e3, B.percentile(ys, 99) * 1e3))
         finally:
             s.close()
     finally:
