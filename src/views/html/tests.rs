@@ -337,7 +337,7 @@ fn header_facts() {
     assert!(d.contains("<dt>cwd</dt><dd><code>/home/u/p</code> <span class=\"muted\">(<code>/Users/u/p</code> there)</span>"));
     assert!(d.contains("<time datetime=\"2026-01-02T03:04:05Z\">"));
     assert!(
-        d.contains("<dt>tokens</dt><dd>1234</dd>") && d.contains("<dt>cost</dt><dd>$0.50</dd>")
+        d.contains("<dt>tokens</dt><dd>1,234</dd>") && d.contains("<dt>cost</dt><dd>$0.50</dd>")
     );
     assert!(d.contains("<code class=\"command\">cd /p &amp;&amp; agent --resume abc</code>"));
     assert!(d.contains("<p class=\"note\">redacted 2: 2 github-token</p>"));
