@@ -820,3 +820,78 @@ fn a_search_while_the_index_is_built_says_so_once_and_then_is_whole() {
     let page = s.get(&format!("/search?q={PLANTED}"));
     assert_eq!(page.body.matches("brought up to date").count(), 0);
 }
+
+/// Claude Code's subagents are linked both ways: the parent's header lists the
+/// subagent's page and says below the tool call that started it that it ran there
+/// (an inline one: from which message of the history), the subagent's header links
+/// to its parent, and the Sessions page marks the subagent's row, linking to its
+/// parent.
+#[test]
+fn subagents_are_linked_both_ways_on_the_pages_and_marked_in_the_list() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/agent-fixtures");
+    let store = tempfile::tempdir().unwrap();
+    let s = Server::start(&[
+        "--store".to_string(),
+        store.path().display().to_string(),
+        "--no-detect".into(),
+        "--source".into(),
+        format!("claude={}", fixtures.join("claude").display()),
+    ]);
+    let parent = "/s/2026-04-18T13-10-51-686Z_claude-ef958aa1-0e93-49f0-bb71-150f63befcd1";
+    let child = format!("{parent}.agent-aef063ba534d73153");
+    let list = s.get_until(
+        "/?project=-experiments/worktrees",
+        "the subagent listed",
+        |r| r.body.contains(&child),
+    );
+    let row = list
+        .body
+        .split("<tr>")
+        .find(|r| r.contains(&format!("href=\"{child}\"")))
+        .unwrap();
+    assert!(
+        row.contains(&format!("<a class=\"badge subagent\" href=\"{parent}\"")),
+        "{row}"
+    );
+    let p = s.get(parent);
+    assert!(p.body.contains("<dt>subagents</dt>"), "the parent's header");
+    assert!(
+        p.body.contains(&format!("<a href=\"{child}\">")),
+        "links the subagent"
+    );
+    // Every fragment of the parent: where each subagent ran.
+    let all = web_support::page_html(&s, parent);
+    assert!(
+        all.contains(&format!(
+            "<p class=\"subagent-ran\">↳ subagent <a href=\"{child}\"><code>aef063ba534d73153</code></a> ran here</p>"
+        )),
+        "where it ran"
+    );
+    assert!(all.contains("<code>a4ca7529859c158c2</code> ran here (its transcript is not here)"));
+    let c = s.get(&child);
+    assert!(
+        c.body.contains("<dt>subagent of</dt>"),
+        "the subagent's header"
+    );
+    assert!(
+        c.body.contains(&format!("<a href=\"{parent}\">")),
+        "links its parent"
+    );
+    // An inline subagent (Claude Code 1.0's sidechain lines): the message its
+    // messages start from, in the same page.
+    let old = "/s/2025-09-07T09-52-03-071Z_claude-5c0375b4-57a5-4f26-b12d-d022ee4e51b7";
+    let html = web_support::page_html(&s, old);
+    let entry = "6340ddef-f656-4b72-a065-82390f637678";
+    assert!(
+        html.contains(&format!(
+            "from <a href=\"{old}?entry={entry}\">entry <code>{entry}</code></a>"
+        )),
+        "the inline subagent's first message"
+    );
+    let focused = s.get(&format!("{old}?entry={entry}"));
+    assert!(
+        focused.body.contains("data-focus=\"m-"),
+        "that message found"
+    );
+}

@@ -470,9 +470,15 @@ pub fn pi_session(root: &Path, cwd: &str, id: &str, input: u64, output: u64, cos
 /// Every message article of the Session page at `path`: the first screen and each
 /// next fragment, as the page loads them scrolling down (their `id`s, in order).
 pub fn page_articles(server: &Server, path: &str) -> Vec<String> {
+    article_ids(&page_html(server, path))
+}
+
+/// The Session page at `path` with every next fragment appended, as the page holds
+/// it once scrolled to its end.
+pub fn page_html(server: &Server, path: &str) -> String {
     let first = server.get(path);
     assert_eq!(first.status, 200, "{path}: {}", first.body);
-    let mut ids = article_ids(&first.body);
+    let mut html = first.body.clone();
     let attr = |name: &str| -> String {
         first
             .body
@@ -488,11 +494,11 @@ pub fn page_articles(server: &Server, path: &str) -> Vec<String> {
     while !done {
         let r = server.get(&format!("{href}?from={next}"));
         let f: serde_json::Value = serde_json::from_str(&r.body).unwrap();
-        ids.extend(article_ids(f["html"].as_str().unwrap()));
+        html.push_str(f["html"].as_str().unwrap());
         next = f["next"].as_u64().unwrap();
         done = f["done"] == true;
     }
-    ids
+    html
 }
 
 /// The `id`s of `<article id="m-N">`s in `html`, in order.

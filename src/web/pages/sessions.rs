@@ -189,6 +189,23 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
             " <span class=\"badge kept\" title=\"shown from fen's kept copy\">kept</span>",
         );
     }
+    if l.parent_id.is_some() {
+        // A subagent's session: its parent's page, when that is shown.
+        match l
+            .parent
+            .as_deref()
+            .map(|d| d.rsplit('/').next().unwrap_or(d))
+        {
+            Some(parent) => {
+                let _ = write!(
+                    badges,
+                    " <a class=\"badge subagent\" href=\"{}\" title=\"a subagent: its parent session\">subagent</a>",
+                    esc(&session_href(parent))
+                );
+            }
+            None => badges.push_str(" <span class=\"badge subagent\">subagent</span>"),
+        }
+    }
     if let Some(v) = l.version {
         let _ = write!(badges, " <span class=\"badge\">version {v}</span>");
     }
