@@ -649,3 +649,43 @@ fn the_header_has_the_tokens_and_cost_the_usage_ledgers_hold() {
     let o = s.export(&[id, "--format", "md"]);
     assert!(!stdout(&o).contains("tokens"));
 }
+
+/// A Claude Code session's subagents in the exported file: named by id where they
+/// ran and in the header, as text (the file is alone: no link to the web server's
+/// pages), and a subagent's export names its parent.
+#[test]
+fn subagents_are_named_not_linked_in_the_html() {
+    let s = Setup::new();
+    let sources = vec![
+        "--source".to_string(),
+        format!("claude={}", fixtures().join("claude").display()),
+    ];
+    let export = |id: &str| {
+        let o = run(&s.store, &["export", id], &sources);
+        assert!(o.status.success(), "export {id}: {}", out_text(&o));
+        let html = stdout(&o);
+        assert!(!html.contains("href=\"/"), "{id}: a link to the server");
+        assert!(!html.contains("?entry="), "{id}");
+        html
+    };
+    let parent = export("ef958aa1-0e93-49f0-bb71-150f63befcd1");
+    assert!(parent.contains(
+        "<p class=\"subagent-ran\">↳ subagent <code>aef063ba534d73153</code> ran here (a session of its own, not in this file)</p>"
+    ));
+    assert!(parent.contains(
+        "<p class=\"subagent-ran\">↳ subagent <code>a4ca7529859c158c2</code> ran here (its transcript is not here)</p>"
+    ));
+    assert!(parent.contains("<dt>subagents</dt><dd><ul class=\"subagents\">"));
+    assert!(parent.contains("<li>aef063ba534d73153</li>"));
+    let child = export("aef063ba534d73153");
+    assert!(
+        child.contains("<dt>subagent of</dt><dd>ef958aa1-0e93-49f0-bb71-150f63befcd1</dd>"),
+        "the subagent's parent"
+    );
+    // Claude Code 1.0's inline subagent: the entry of the history it starts from.
+    let old = export("5c0375b4-57a5-4f26-b12d-d022ee4e51b7");
+    assert!(old.contains(
+        "its messages are in this session's history, from entry <code>6340ddef-f656-4b72-a065-82390f637678</code>"
+    ));
+    assert!(old.contains("data-entry=\"6340ddef-f656-4b72-a065-82390f637678\""));
+}

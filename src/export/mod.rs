@@ -358,6 +358,24 @@ fn header(facts: &SessionFacts, scan: &Scan, counted: Option<SessionCost>) -> Ht
             command: cmd.shell(),
         });
     }
+    // Its parent and subagents by id, as text: the file holds no other session.
+    if let Some(p) = &facts.parent_id {
+        h.parent = Some(html::SessionLink {
+            label: p.clone(),
+            id: p.clone(),
+            href: None,
+        });
+    }
+    h.subagents = facts
+        .subagents
+        .iter()
+        .filter(|l| !l.inline)
+        .map(|l| html::SessionLink {
+            label: l.id.clone(),
+            id: l.id.clone(),
+            href: None,
+        })
+        .collect();
     h.note = Some(if scan.replace {
         "Exported with fen-fs: secrets are replaced by [REDACTED:<kind>].".to_string()
     } else {
@@ -379,6 +397,7 @@ fn write_html(
     out: &mut dyn Write,
 ) -> Result<()> {
     let fail = fail_at();
+    let mut runs: Option<html::SubagentRuns> = None;
     let mut started = false;
     let mut failed: Option<Error> = None;
     let mut index = 0usize;
@@ -397,7 +416,10 @@ fn write_html(
             }
             check_fail(fail, index)?;
             scan.message(&mut m, counts);
-            html::write_message(out, index, &m).map_err(io_err)?;
+            let runs = runs.get_or_insert_with(|| {
+                html::SubagentRuns::of(&facts.subagents, Mode::Standalone, &|_| None)
+            });
+            html::write_message_marked(out, index, &m, runs).map_err(io_err)?;
             index += 1;
             Ok(())
         })();
