@@ -44,6 +44,8 @@ fn a_session_reads_as_kimi_resumes_it() {
         "from kimi.json"
     );
     assert_eq!(s.title.as_deref(), Some("Kimi lists files"), "state.json");
+    // Its start from wire.jsonl's first record (context.jsonl has no time).
+    assert_eq!(s.created_at.as_deref(), Some("2026-11-18T11:06:40.500Z"));
     assert_eq!(s.preview.as_deref(), Some("list the files in kimi-proj"));
     assert!(s.resumable && s.listed && !s.archived, "{s:?}");
     // The stored system prompt first, then the messages; bookkeeping records not.

@@ -53,6 +53,20 @@ pub fn cwd_of_folder(root: &Path, folder: &str) -> Option<String> {
     })
 }
 
+/// The time of a `wire.jsonl`'s first record (RFC 3339), from its first kilobytes.
+fn wire_start(wire: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(wire).ok()?;
+    let mut head = Vec::new();
+    f.take(16 << 10).read_to_end(&mut head).ok()?;
+    head.split(|b| *b == b'\n').find_map(|line| {
+        let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+        let secs = v["timestamp"].as_f64()?;
+        let t = chrono::DateTime::from_timestamp_millis((secs * 1000.0) as i64)?;
+        Some(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    })
+}
+
 impl AgentKind for Kimi {
     fn agent(&self) -> Agent {
         Agent::Kimi
@@ -119,6 +133,13 @@ impl AgentKind for Kimi {
                 .map(|d| d.join("state.json"))
                 .and_then(|p| crate::store::open::read_small(&p, 16 << 20))
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+            // context.jsonl holds no time: the session's start is `wire.jsonl`'s first
+            // record's (a name that stays while the file grows).
+            if s.created_at.is_none() {
+                s.created_at = path
+                    .parent()
+                    .and_then(|d| wire_start(&d.join("wire.jsonl")));
+            }
             if let Some(state) = state {
                 if let Some(t) = state["custom_title"].as_str().filter(|t| !t.is_empty()) {
                     s.title = Some(t.to_string());
