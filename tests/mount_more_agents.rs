@@ -279,6 +279,24 @@ fn usage_counts_what_each_agent_recorded() {
     assert_eq!(n(&openhands, "input_tokens"), 3 * 100, "{openhands}");
     assert_eq!(n(&openhands, "cache_read_tokens"), 3 * 20, "{openhands}");
     assert_eq!(n(&openhands, "output_tokens"), 3 * 7, "{openhands}");
+    // `fen-fs resume` prints Kimi's and OpenHands' own commands.
+    for (id, command) in [
+        (
+            "4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
+            "kimi --session 4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
+        ),
+        (
+            "5e4274e3516047f385c171092a8ad825",
+            "openhands --resume 5e4274e3516047f385c171092a8ad825",
+        ),
+    ] {
+        let mut args = vec!["resume", id];
+        args.extend(sources.iter().map(String::as_str));
+        let out = support::fen_on(&store, &args);
+        assert!(out.status.success(), "{}", support::out_text(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(command), "{text}");
+    }
 }
 
 #[test]
