@@ -31,3 +31,8 @@ pub fn is_valid_host_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
+
+/// What a peer's session folder names end with here (`<dir>@host`).
+pub fn dir_suffix(host: &str) -> String {
+    format!("@{host}")
+}

@@ -167,33 +167,7 @@ pub fn units_for(agent: Agent, root: &Path) -> Option<super::units::Units> {
     kind(agent).units(root)
 }
 
-/// The first working directory a session file names near its start (a top-level
-/// `cwd`, Codex's `payload.cwd`, Copilot's `data.context.cwd`): a cheap hint of its
-/// namespace before the file is read whole.
-pub fn head_cwd(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let (file, _) = crate::store::open::open_regular(path).ok()?;
-    let mut head = Vec::new();
-    file.take(64 * 1024).read_to_end(&mut head).ok()?;
-    head_cwd_in(&head)
-}
-
-/// The same, in a file's first bytes.
-pub fn head_cwd_in(head: &[u8]) -> Option<String> {
-    for line in head.split(|&b| b == b'\n') {
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
-            continue;
-        };
-        let cwd = v
-            .get("cwd")
-            .or_else(|| v.get("payload").and_then(|p| p.get("cwd")))
-            .or_else(|| v.pointer("/data/context/cwd"));
-        if let Some(serde_json::Value::String(cwd)) = cwd {
-            return Some(cwd.clone());
-        }
-    }
-    None
-}
+pub use super::kind::{head_cwd, head_cwd_in};
 
 /// Whether one folder holds one project's sessions (pi, Claude Code, Gemini and
 /// Cursor file them by cwd; Codex by date, Copilot and OpenClaw by session or

@@ -150,7 +150,7 @@ pub trait AgentKind: Sync {
     /// The cwd a session file is likely in, cheaply, before it is read whole: by
     /// default the first `cwd` near the file's start.
     fn cwd_hint(&self, _root: &Path, path: &Path) -> Option<String> {
-        super::agents::head_cwd(path)
+        head_cwd(path)
     }
 
     /// Whether one folder holds one project's sessions (its files are filed by cwd).
@@ -280,4 +280,32 @@ pub fn files_below(dir: &Path, keep: &dyn Fn(usize, &str) -> bool, out: &mut Vec
         }
     }
     walk(dir, 0, keep, out)
+}
+
+/// The first working directory a session file names near its start (a top-level
+/// `cwd`, Codex's `payload.cwd`, Copilot's `data.context.cwd`): a cheap hint of its
+/// namespace before the file is read whole.
+pub fn head_cwd(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let (file, _) = crate::store::open::open_regular(path).ok()?;
+    let mut head = Vec::new();
+    file.take(64 * 1024).read_to_end(&mut head).ok()?;
+    head_cwd_in(&head)
+}
+
+/// The same, in a file's first bytes.
+pub fn head_cwd_in(head: &[u8]) -> Option<String> {
+    for line in head.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        let cwd = v
+            .get("cwd")
+            .or_else(|| v.get("payload").and_then(|p| p.get("cwd")))
+            .or_else(|| v.pointer("/data/context/cwd"));
+        if let Some(serde_json::Value::String(cwd)) = cwd {
+            return Some(cwd.clone());
+        }
+    }
+    None
 }

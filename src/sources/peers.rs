@@ -93,11 +93,6 @@ pub fn peer_sources(
     Ok(out)
 }
 
-/// What a peer's session folder names end with here (`<dir>@host`).
-pub fn dir_suffix(host: &str) -> String {
-    format!("@{host}")
-}
-
 /// The sources of peer `name` (folder `<dir>/<name>`): its fen store, then its kept
 /// copies (whose first index the caller builds: `PeerSource::kept_index`).
 pub fn one_peer_sources(
@@ -273,7 +268,7 @@ impl PeerSource {
     ) -> PeerSource {
         PeerSource {
             host: host.to_string(),
-            suffix: dir_suffix(host),
+            suffix: crate::host::dir_suffix(host),
             root: root.to_path_buf(),
             inner,
             cwd_of,

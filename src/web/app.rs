@@ -3,10 +3,10 @@
 //! tokens and cost (counted in the background: a page never waits for the usage
 //! counter, it says what is not counted yet), Syncthing's answer (kept
 //! `SYNCTHING_FRESH`), and where each open Session page's reading got to
-//! (`pages::session::Readings`).
+//! (`readings::Readings`).
 
 use super::guard::Guard;
-use super::pages::session::Readings;
+use super::readings::Readings;
 use crate::agent::Agent;
 use crate::background::Class;
 use crate::history::History;
@@ -58,7 +58,7 @@ pub type SyncthingState = std::result::Result<Vec<PeerStatus>, String>;
 
 pub struct App {
     pub history: Arc<History>,
-    pub guard: Guard,
+    pub guard: Arc<Guard>,
     listing: Mutex<Option<(Instant, Arc<Vec<Listing>>)>>,
     /// One listing is made at a time (others wait for it rather than make their own).
     listing_made: Mutex<()>,
@@ -72,7 +72,7 @@ impl App {
     pub fn new(history: Arc<History>, guard: Guard) -> App {
         App {
             history,
-            guard,
+            guard: Arc::new(guard),
             listing: Mutex::new(None),
             listing_made: Mutex::new(()),
             usage: Arc::new(Mutex::new(UsageState::default())),

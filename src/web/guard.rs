@@ -13,7 +13,6 @@
 //!    and styles from this server only, no inline script, no other origin), `nosniff`,
 //!    no framing, no referrer, and never an `Access-Control-*` header.
 
-use super::app::App;
 use crate::error::{Error, Result};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -181,8 +180,8 @@ pub fn harden(resp: &mut Response) {
 }
 
 /// The middleware: checks in the order of the module's list, then the handler.
-pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    let mut resp = checked(&app.guard, req, next).await;
+pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let mut resp = checked(&guard, req, next).await;
     harden(&mut resp);
     resp
 }

@@ -22,6 +22,7 @@ pub mod assets;
 pub mod guard;
 pub mod pages;
 pub mod query;
+pub mod readings;
 
 use crate::error::{Error, Result};
 use crate::history::History;

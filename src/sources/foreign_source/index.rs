@@ -351,7 +351,7 @@ impl ForeignSource {
         // A peer's kept copies show as `<dir>@host` (`peers.rs`): so do their links.
         let suffix = (self.kept.as_ref())
             .and_then(|k| k.host())
-            .map(crate::sources::peers::dir_suffix)
+            .map(crate::host::dir_suffix)
             .unwrap_or_default();
         if n == ns {
             format!("{d}{suffix}")

@@ -56,7 +56,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/assets/{name}", get(asset))
         .route("/favicon.ico", get(favicon))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(app.clone(), guard::check))
+        .layer(middleware::from_fn_with_state(
+            app.guard.clone(),
+            guard::check,
+        ))
         .with_state(app)
 }
 

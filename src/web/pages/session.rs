@@ -5,22 +5,16 @@
 //! `/s/DIR/messages?from=N` for the next as one scrolls, and for new ones every half
 //! second once it has them all (an append shows within a second, without a reload).
 //!
-//! Every reading goes on from where an earlier one stopped
-//! (`SessionSource::each_message_since` and its marks, kept per session in
-//! `Readings`): scrolling through a large session reads it once, a poll reads only
-//! what was appended, and a poll of a session that did not change costs one `stat`.
+//! Every reading goes on from where an earlier one stopped (`web::readings`).
 
 use super::chrome::{self, esc, session_href, url_part};
 use crate::error::Result;
-use crate::neutral::{Message, SessionFacts};
-use crate::resume::find::Found;
-use crate::sources::{ControlFlow, MessageMark};
+use crate::neutral::SessionFacts;
+use crate::sources::ControlFlow;
 use crate::views::html::{self, HtmlHeader, Mode};
 use crate::web::app::App;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
 
 /// Messages on the first screen, and in each later fragment.
 pub const FIRST_MESSAGES: usize = 40;
@@ -28,176 +22,6 @@ pub const FIRST_MESSAGES: usize = 40;
 pub const FIRST_BYTES: usize = 1 << 20;
 /// Messages before a search hit's that its page starts with.
 const BEFORE_HIT: u64 = 2;
-/// Messages a source may still give after a reading asked it to stop (it stops
-/// at the next place a later reading can go on from).
-const AFTER_STOP_SHOWN: usize = 200;
-/// Sessions whose readings are remembered.
-const READINGS_KEPT: usize = 128;
-
-/// Where readings of each recently shown session got to.
-#[derive(Default)]
-pub struct Readings {
-    sessions: Mutex<HashMap<String, Arc<Mutex<Reading>>>>,
-}
-
-struct Reading {
-    /// The session, as `find` resolved its name.
-    found: Option<Arc<Found>>,
-    /// Position (messages before it, history included) → the mark a reading can go
-    /// on from there.
-    marks: BTreeMap<u64, MessageMark>,
-    /// The session's size and time when a reading last reached its end, and how many
-    /// messages it had then.
-    end: Option<(u64, SystemTime, u64)>,
-    last_use: Instant,
-}
-
-/// What one reading gave.
-pub struct Read {
-    pub facts: SessionFacts,
-    /// The position after the last message read: where the next reading starts.
-    pub next: u64,
-    /// It reached the session's last message.
-    pub done: bool,
-}
-
-impl Readings {
-    fn of(&self, spec: &str) -> Arc<Mutex<Reading>> {
-        let mut all = self.sessions.lock().unwrap();
-        if all.len() >= READINGS_KEPT && !all.contains_key(spec) {
-            // The least recently used goes.
-            let oldest = all
-                .iter()
-                .filter_map(|(k, r)| r.try_lock().ok().map(|r| (k.clone(), r.last_use)))
-                .min_by_key(|(_, t)| *t)
-                .map(|(k, _)| k);
-            if let Some(k) = oldest {
-                all.remove(&k);
-            }
-        }
-        all.entry(spec.to_string())
-            .or_insert_with(|| {
-                Arc::new(Mutex::new(Reading {
-                    found: None,
-                    marks: BTreeMap::new(),
-                    end: None,
-                    last_use: Instant::now(),
-                }))
-            })
-            .clone()
-    }
-
-    /// Reads session `spec` from position `from` on: `each` gets each message and its
-    /// position, and returns `Break` to stop (messages the source still gives before
-    /// the next place a reading can go on from are given too: they count). `None`
-    /// when nothing changed since a reading reached the end at `from` (a `stat`).
-    pub fn read(
-        &self,
-        app: &App,
-        spec: &str,
-        from: u64,
-        each: &mut dyn FnMut(u64, &SessionFacts, Message) -> ControlFlow<()>,
-    ) -> Result<Option<Read>> {
-        let reading = self.of(spec);
-        let mut r = reading.lock().unwrap();
-        r.last_use = Instant::now();
-        let found = match r.found.take() {
-            Some(f) if f.source.session_stat(&f.ns, &f.dir).is_ok() => f,
-            _ => Arc::new(app.history.find(spec)?),
-        };
-        let stat = found.source.session_stat(&found.ns, &found.dir)?;
-        r.found = Some(found.clone());
-        if let Some((size, mtime, total)) = r.end
-            && from >= total
-            && size == stat.size
-            && mtime == stat.mtime
-        {
-            return Ok(None);
-        }
-        let (start, mark) = r
-            .marks
-            .range(..=from)
-            .next_back()
-            .map(|(p, m)| (*p, *m))
-            .unwrap_or((0, MessageMark::default()));
-        let mut last: Option<u64> = None;
-        let mut shown_last: Option<u64> = None;
-        let mut stopped = false;
-        let mut after_stop = 0usize;
-        let mut overflow = false;
-        let got =
-            found
-                .source
-                .each_message_since(&found.ns, &found.dir, mark, &mut |facts, at, m| {
-                    last = Some(last.map_or(at, |l| l.max(at)));
-                    if at < from || overflow {
-                        return if overflow {
-                            ControlFlow::Break(())
-                        } else {
-                            ControlFlow::Continue(())
-                        };
-                    }
-                    if stopped {
-                        // Given after a stop: they count (the mark is after them), so
-                        // they are shown; a source that does not stop soon is left,
-                        // and the next reading starts over after the last one shown.
-                        after_stop += 1;
-                        if after_stop > AFTER_STOP_SHOWN {
-                            overflow = true;
-                        } else {
-                            let _ = each(at, facts, m);
-                            shown_last = Some(at);
-                        }
-                        return ControlFlow::Break(());
-                    }
-                    let flow = each(at, facts, m);
-                    shown_last = Some(at);
-                    if flow.is_break() {
-                        stopped = true;
-                    }
-                    flow
-                })?;
-        if overflow {
-            return Ok(Some(Read {
-                facts: got.facts,
-                next: shown_last.map_or(from, |l| l + 1),
-                done: false,
-            }));
-        }
-        let next = match last {
-            Some(l) => l + 1,
-            None if got.resumed => start,
-            None => 0,
-        };
-        if !got.mark.is_none() {
-            r.marks.insert(next, got.mark);
-        }
-        let done = !got.stopped;
-        if done {
-            r.end = Some((stat.size, stat.mtime, next));
-        }
-        Ok(Some(Read {
-            facts: got.facts,
-            next,
-            done,
-        }))
-    }
-
-    /// The position of the message whose entry is `entry` (a search hit's), reading
-    /// from the start; `None` when no message has it.
-    pub fn position_of(&self, app: &App, spec: &str, entry: &str) -> Result<Option<u64>> {
-        let mut at_entry = None;
-        self.read(app, spec, 0, &mut |at, _, m| {
-            if m.entry.as_deref() == Some(entry) {
-                at_entry = Some(at);
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        })?;
-        Ok(at_entry)
-    }
-}
 
 /// Messages from `from` rendered as HTML, a screen's worth.
 pub struct Screen {
@@ -215,33 +39,35 @@ pub fn screen(app: &App, spec: &str, from: u64, until: Option<u64>) -> Result<Sc
     let mut out = Vec::new();
     let mut n = 0usize;
     let mut runs: Option<html::SubagentRuns> = None;
-    let read = app.readings.read(app, spec, from, &mut |at, facts, m| {
-        if until.is_some_and(|u| at >= u) {
-            return ControlFlow::Break(());
-        }
-        let runs = runs.get_or_insert_with(|| {
-            html::SubagentRuns::of(&facts.subagents, Mode::Page, &|l| {
-                if l.inline {
-                    Some(format!(
-                        "{}?entry={}",
-                        session_href(&facts.dir),
-                        url_part(&l.id)
-                    ))
-                } else {
-                    l.dir
-                        .as_deref()
-                        .map(|d| session_href(d.rsplit('/').next().unwrap_or(d)))
-                }
-            })
-        });
-        let _ = html::write_message_marked(&mut out, at as usize, &m, runs);
-        n += 1;
-        if n >= FIRST_MESSAGES || out.len() >= FIRST_BYTES {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    })?;
+    let read = app
+        .readings
+        .read(&app.history, spec, from, &mut |at, facts, m| {
+            if until.is_some_and(|u| at >= u) {
+                return ControlFlow::Break(());
+            }
+            let runs = runs.get_or_insert_with(|| {
+                html::SubagentRuns::of(&facts.subagents, Mode::Page, &|l| {
+                    if l.inline {
+                        Some(format!(
+                            "{}?entry={}",
+                            session_href(&facts.dir),
+                            url_part(&l.id)
+                        ))
+                    } else {
+                        l.dir
+                            .as_deref()
+                            .map(|d| session_href(d.rsplit('/').next().unwrap_or(d)))
+                    }
+                })
+            });
+            let _ = html::write_message_marked(&mut out, at as usize, &m, runs);
+            n += 1;
+            if n >= FIRST_MESSAGES || out.len() >= FIRST_BYTES {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
     Ok(match read {
         Some(r) => Screen {
             facts: r.facts,
@@ -289,7 +115,7 @@ pub fn fragment(app: &App, spec: &str, from: Option<u64>, before: Option<u64>) -
 /// names one), and what `app.js` needs to load the rest.
 pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> {
     let focus = match entry {
-        Some(e) => app.readings.position_of(app, spec, e)?,
+        Some(e) => app.readings.position_of(&app.history, spec, e)?,
         None => None,
     };
     let from = focus.map_or(0, |p| p.saturating_sub(BEFORE_HIT));
@@ -297,8 +123,7 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
     let s = if s.unchanged {
         // A page loaded again of a session read to its end: its facts and messages
         // are read again (the reading's end says nothing about the first screen).
-        let reading = app.readings.of(spec);
-        reading.lock().unwrap().end = None;
+        app.readings.forget_end(spec);
         screen(app, spec, from, None)?
     } else {
         s
