@@ -367,6 +367,20 @@ fn dumps_of(file: &Path) -> Option<Vec<RunDump>> {
 }
 
 impl UnitSource for AiderUnits {
+    /// A history file came, went or changed since the last listing: one `stat` per
+    /// project folder and per file. (Without it every request under a namespace
+    /// listed every run of every file again: most of a first `ls` and `index.json`.)
+    fn changed(&self) -> bool {
+        let files = self.files.files();
+        let st = self.state.lock().unwrap();
+        files.len() != st.len()
+            || files.iter().any(|f| {
+                st.get(f).is_none_or(|s| {
+                    std::fs::symlink_metadata(f).map(|m| FileStamp::of(&m)).ok() != Some(s.stamp)
+                })
+            })
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let files = self.files.files();
         let mut out = Vec::new();

@@ -205,6 +205,22 @@ fn rfc3339(t: Option<i64>) -> Option<String> {
 }
 
 impl UnitSource for CrushUnits {
+    /// A database came, went or changed (it or its `-wal`) since the last listing, or
+    /// one could not be read then: a `stat` per project folder and two per database.
+    /// (Without it every request under a namespace listed every database again.)
+    fn changed(&self) -> bool {
+        let dbs = self.databases();
+        let st = self.state.lock().unwrap();
+        dbs.len() != st.len()
+            || dbs.iter().any(|(db, cwd)| {
+                st.get(db).is_none_or(|s| {
+                    s.unreadable.is_some()
+                        || s.cwd != *cwd
+                        || s.stamps != (file_stamp(db), file_stamp(&with_suffix(db, "-wal")))
+                })
+            })
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let dbs = self.databases();
         let mut out = Vec::new();
