@@ -56,6 +56,8 @@ agents! {
     Cline = "cline",
     Roo = "roo",
     VscodeCopilot = "vscode-copilot",
+    Kimi = "kimi",
+    Openhands = "openhands",
 }
 
 impl Agent {

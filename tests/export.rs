@@ -6,6 +6,7 @@
 //! agent root is a temporary folder.
 
 mod export_support;
+mod mcp_support;
 mod support;
 
 use export_support::{ID, claude_session};
@@ -589,10 +590,102 @@ fn a_fen_session_exports() {
         assert!(!got.contains(secret), "{format}");
         assert!(redactions(&got) >= 2, "{format}: {got}");
     }
+    // The Session page's messages: the history the compaction took out is there,
+    // marked, and the summary stands where the compaction happened.
     let html = out(&["export", &id]);
     let summary = html.find("class=\"msg role-user compaction\"").unwrap();
     assert!(
-        summary < html.find("<article id=\"m-1\"").unwrap(),
-        "the summary first"
+        html.contains("<article id=\"m-0\" class=\"msg role-user out-of-conversation\""),
+        "{html}"
     );
+    assert!(
+        summary > html.find("<article id=\"m-3\"").unwrap(),
+        "the summary after what it summarizes"
+    );
+}
+
+/// The HTML header's tokens and cost are the usage ledgers' as last saved (a mount's
+/// count, `fen-fs usage`, `fen-fs web`): an export reads no session file to count
+/// them and never waits for a count, so a session never counted has none; once
+/// counted, the header has what `fen-fs usage session` says.
+#[test]
+fn the_header_has_the_tokens_and_cost_the_usage_ledgers_hold() {
+    let s = Setup::new();
+    let id = "5e55c0de-0000-4000-8000-00000000c057";
+    let texts: Vec<String> = (0..12).map(|i| format!("turn {i}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    mcp_support::claude_session(&s.claude, "/p/costly", id, "2026-03-01T10:00:00Z", &texts);
+    let o = s.export(&[id]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(
+        !stdout(&o).contains("<dt>tokens</dt>"),
+        "never counted: none"
+    );
+    assert!(
+        !s.store.join(".fen-cache/usage").exists(),
+        "the export counted nothing"
+    );
+    let o = run(&s.store, &["usage", "session", "--json"], &s.sources());
+    assert!(o.status.success(), "{}", out_text(&o));
+    let row: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(row["session"], id);
+    let tokens = row["total_tokens"].as_u64().unwrap();
+    let cost = row["cost_usd"].as_f64().unwrap();
+    assert_eq!(tokens, 6 * 15, "six answers of 10 + 5 tokens");
+    let o = s.export(&[id]);
+    let html = stdout(&o);
+    assert!(
+        html.contains(&format!("<dt>tokens</dt><dd>{tokens}</dd>")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "<dt>cost</dt><dd>{}</dd>",
+            html_escape(&fen_fs::views::html::dollars(Some(cost)))
+        )),
+        "{html}"
+    );
+    // md and json are the session's views: no header of counts.
+    let o = s.export(&[id, "--format", "md"]);
+    assert!(!stdout(&o).contains("tokens"));
+}
+
+/// A Claude Code session's subagents in the exported file: named by id where they
+/// ran and in the header, as text (the file is alone: no link to the web server's
+/// pages), and a subagent's export names its parent.
+#[test]
+fn subagents_are_named_not_linked_in_the_html() {
+    let s = Setup::new();
+    let sources = vec![
+        "--source".to_string(),
+        format!("claude={}", fixtures().join("claude").display()),
+    ];
+    let export = |id: &str| {
+        let o = run(&s.store, &["export", id], &sources);
+        assert!(o.status.success(), "export {id}: {}", out_text(&o));
+        let html = stdout(&o);
+        assert!(!html.contains("href=\"/"), "{id}: a link to the server");
+        assert!(!html.contains("?entry="), "{id}");
+        html
+    };
+    let parent = export("ef958aa1-0e93-49f0-bb71-150f63befcd1");
+    assert!(parent.contains(
+        "<p class=\"subagent-ran\">↳ subagent <code>aef063ba534d73153</code> ran here (a session of its own, not in this file)</p>"
+    ));
+    assert!(parent.contains(
+        "<p class=\"subagent-ran\">↳ subagent <code>a4ca7529859c158c2</code> ran here (its transcript is not here)</p>"
+    ));
+    assert!(parent.contains("<dt>subagents</dt><dd><ul class=\"subagents\">"));
+    assert!(parent.contains("<li>aef063ba534d73153</li>"));
+    let child = export("aef063ba534d73153");
+    assert!(
+        child.contains("<dt>subagent of</dt><dd>ef958aa1-0e93-49f0-bb71-150f63befcd1</dd>"),
+        "the subagent's parent"
+    );
+    // Claude Code 1.0's inline subagent: the entry of the history it starts from.
+    let old = export("5c0375b4-57a5-4f26-b12d-d022ee4e51b7");
+    assert!(old.contains(
+        "its messages are in this session's history, from entry <code>6340ddef-f656-4b72-a065-82390f637678</code>"
+    ));
+    assert!(old.contains("data-entry=\"6340ddef-f656-4b72-a065-82390f637678\""));
 }

@@ -251,7 +251,7 @@ fn what_agents_delete_or_rewrite_stays_as_it_was() {
     });
     let took = t0.elapsed();
     assert!(
-        took < Duration::from_secs(2),
+        took < support::under_load(Duration::from_secs(2)),
         "an append was kept after {took:?}"
     );
     let kept_views: Vec<(PathBuf, Views)> = kept_views
@@ -803,7 +803,7 @@ fn umount_is_quick_and_a_kill_9_loses_nothing_while_keeping() {
     let took = started.elapsed();
     assert!(out.status.success(), "{}", out_text(&out));
     assert!(
-        took < Duration::from_secs(1),
+        took < support::under_load(Duration::from_secs(1)),
         "umount during keeping took {took:?}"
     );
     // Mounted again and killed -9 while it keeps.
@@ -866,7 +866,10 @@ fn umount_is_quick_and_a_kill_9_loses_nothing_while_keeping() {
     let took = signalled.elapsed();
     let out = child.wait_with_output().unwrap();
     assert_eq!(status.code(), Some(130), "{}", out_text(&out));
-    assert!(took < Duration::from_secs(1), "SIGTERM to exit: {took:?}");
+    assert!(
+        took < support::under_load(Duration::from_secs(1)),
+        "SIGTERM to exit: {took:?}"
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("stopped"),
         "{}",

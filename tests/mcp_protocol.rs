@@ -969,3 +969,42 @@ fn another_machines_sessions_are_listed_searched_read_resumed_and_counted() {
     );
     assert_eq!(snapshot(&peers), before);
 }
+
+/// A session its agent deleted is shown from fen's kept copy; its agent resumes only
+/// what is in its own folder, so `resume_command` restores the file first (as the
+/// web page's command does, and `fen-fs resume` says).
+#[test]
+fn resume_command_restores_a_session_its_agent_deleted_first() {
+    let w = world();
+    let keep = fen_fs()
+        .args(["keep", "--no-detect", "--store"])
+        .arg(&w.store)
+        .arg("--source")
+        .arg(format!("claude={}", w.claude.display()))
+        .output()
+        .unwrap();
+    assert!(
+        keep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&keep.stderr)
+    );
+    std::fs::remove_file(
+        w.claude
+            .join("projects/-home-u-api")
+            .join(format!("{B}.jsonl")),
+    )
+    .unwrap();
+    let (mut c, _) = w.client();
+    let answer = c.ok("resume_command", json!({"id": B}));
+    assert_eq!(
+        answer.lines().next().unwrap(),
+        format!(
+            "fen-fs restore {B} --store {} --source claude={} --no-detect && cd /home/u/api && claude --resume {B}",
+            w.store.display(),
+            w.claude.display()
+        ),
+        "{answer}"
+    );
+    assert!(answer.contains("fen-fs kept a copy"), "{answer}");
+    assert!(c.finish().success());
+}

@@ -1,5 +1,5 @@
 //! The agents whose sessions are units of a store (Kilo's database, Cline's and Roo
-//! Code's JSON files, VS Code's chat sessions) through a real mount and the real command line, from their
+//! Code's JSON files, VS Code's chat sessions) Kimi CLI's JSON Lines, OpenHands' event files through a real mount and the real command line, from their
 //! fixtures (`tests/fixtures/<kind>/`): each shows in the namespace of its cwd with
 //! every view readable and its words found by search, `fen-fs usage` counts what each recorded, a session its agent
 //! deletes stays kept, and nothing in their folders changes.
@@ -41,11 +41,17 @@ fn roots(tmp: &Path) -> Vec<(&'static str, PathBuf)> {
     std::fs::remove_file(roo.join("README.md")).unwrap();
     let code = tmp.join("Code/User");
     copy_dir(&fixture("vscode-copilot").join("User"), &code);
+    let kimi = tmp.join("kimi");
+    copy_dir(&fixture("kimi"), &kimi);
+    let openhands = tmp.join("openhands");
+    copy_dir(&fixture("openhands"), &openhands);
     vec![
         ("kilo", kilo),
         ("cline", cline),
         ("roo", roo),
         ("vscode-copilot", code),
+        ("kimi", kimi),
+        ("openhands", openhands),
     ]
 }
 
@@ -85,7 +91,7 @@ fn folder(mp: &Path, cwd: &str, agent: &str, id: &str) -> Option<PathBuf> {
 }
 
 /// One session of each agent: (kind, cwd, id, title, a word its conversation holds).
-const SESSIONS: [(&str, &str, &str, &str, &str); 4] = [
+const SESSIONS: [(&str, &str, &str, &str, &str); 6] = [
     (
         "kilo",
         "/home/u/proj",
@@ -113,6 +119,20 @@ const SESSIONS: [(&str, &str, &str, &str, &str); 4] = [
         "3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d",
         "Cache explained",
         "last 32 dumps",
+    ),
+    (
+        "kimi",
+        "/home/u/kimi-proj",
+        "4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
+        "Kimi lists files",
+        "prints a greeting",
+    ),
+    (
+        "openhands",
+        "/home/u/oh-proj",
+        "5e4274e3516047f385c171092a8ad825",
+        "list files please",
+        "a second question",
     ),
 ];
 
@@ -172,6 +192,8 @@ fn each_agents_session_shows_every_view_in_the_namespace_of_its_cwd() {
         ("cline", "fourth"),
         ("roo", "Delegating"),
         ("vscode-copilot", "dumps"),
+        ("kimi", "greeting"),
+        ("openhands", "second"),
     ] {
         let hits = m.path("search").join(word).join("hits.jsonl");
         wait(&format!("a search hit of {kind} for {word}"), || {
@@ -245,6 +267,36 @@ fn usage_counts_what_each_agent_recorded() {
         5 * n(&kilo, "responses"),
         "{kilo}"
     );
+    // Kimi: the three steps its wire.jsonl recorded.
+    let kimi = row("kimi");
+    assert_eq!(n(&kimi, "responses"), 3, "{kimi}");
+    assert_eq!(n(&kimi, "input_tokens"), 2000 + 100 + 50, "{kimi}");
+    assert_eq!(n(&kimi, "output_tokens"), 30 + 12 + 8, "{kimi}");
+    assert_eq!(n(&kimi, "cache_read_tokens"), 200 + 2200 + 2300, "{kimi}");
+    // OpenHands: the three responses its base_state.json recorded.
+    let openhands = row("openhands");
+    assert_eq!(n(&openhands, "responses"), 3, "{openhands}");
+    assert_eq!(n(&openhands, "input_tokens"), 3 * 100, "{openhands}");
+    assert_eq!(n(&openhands, "cache_read_tokens"), 3 * 20, "{openhands}");
+    assert_eq!(n(&openhands, "output_tokens"), 3 * 7, "{openhands}");
+    // `fen-fs resume` prints Kimi's and OpenHands' own commands.
+    for (id, command) in [
+        (
+            "4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
+            "kimi --session 4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23",
+        ),
+        (
+            "5e4274e3516047f385c171092a8ad825",
+            "openhands --resume 5e4274e3516047f385c171092a8ad825",
+        ),
+    ] {
+        let mut args = vec!["resume", id];
+        args.extend(sources.iter().map(String::as_str));
+        let out = support::fen_on(&store, &args);
+        assert!(out.status.success(), "{}", support::out_text(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(command), "{text}");
+    }
 }
 
 #[test]
@@ -301,6 +353,15 @@ fn a_session_its_agent_deletes_stays_kept() {
     std::fs::remove_file(root("vscode-copilot").join(
         "workspaceStorage/5f1e0c2d9a7b3e4f/chatSessions/3a4b5c6d-7e8f-4a0b-8c1d-2e3f4a5b6c7d.jsonl",
     ))
+    .unwrap();
+    std::fs::remove_dir_all(
+        root("kimi")
+            .join("sessions/9413e71e4e637bdd9e5dc6443c2d621e/4f7c2a10-5b3e-4d8a-9c21-6e0f8b7d1a23"),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(
+        root("openhands").join("conversations/5e4274e3516047f385c171092a8ad825"),
+    )
     .unwrap();
     for (kind, dir, was) in kept {
         let meta = wait(&format!("{kind} kept"), || {

@@ -354,11 +354,11 @@ fn appends_through_ctl_and_by_other_agents_are_found_within_a_second() {
     for i in 0..3 {
         let word = format!("ctlword{i}x");
         support::ctl_ok(&s, &format!("{{\"role\":\"user\",\"content\":\"{word}\"}}"));
-        let took = within(Duration::from_secs(3), || {
+        let took = within(Duration::from_secs(10), || {
             !mount_hits(&m, &word).0.is_empty()
         });
         assert!(
-            took.is_some_and(|t| t < Duration::from_secs(1)),
+            took.is_some_and(|t| t < support::under_load(Duration::from_secs(1))),
             "ctl append found after {took:?}"
         );
     }
@@ -394,11 +394,11 @@ fn appends_through_ctl_and_by_other_agents_are_found_within_a_second() {
             .unwrap()
             .write_all(claude_line(id, &format!("u{}", i + 2), Some(&parent), &word).as_bytes())
             .unwrap();
-        let took = within(Duration::from_secs(3), || {
+        let took = within(Duration::from_secs(10), || {
             mount_hits(&m, &word).0.iter().any(|h| h["id"] == id)
         });
         assert!(
-            took.is_some_and(|t| t < Duration::from_secs(1)),
+            took.is_some_and(|t| t < support::under_load(Duration::from_secs(1))),
             "agent append found after {took:?}; log:\n{}",
             m.daemon_log()
         );

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use web_support::{A, A_TITLE, HOSTILE, LONG, PLANTED, Server, World, session_path};
+use web_support::{A, A_TITLE, HOSTILE, IMAGE, LONG, PLANTED, Server, World, session_path};
 
 fn which(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -379,6 +379,17 @@ async fn pages(b: &Browser<'_>, world: &World) {
         "no reload"
     );
     b.clean("session, appended");
+
+    // A screenshot in a prompt shows from its data (the CSP allows `data:` images
+    // and nothing else: no console error).
+    let image = session_path(s, IMAGE);
+    b.visit(&image).await;
+    b.until(
+        "the screenshot shown",
+        "const i = document.querySelector('#messages img'); return !!i && i.complete && i.naturalWidth === 2 && i.src.startsWith('data:image/png;base64,')",
+    )
+    .await;
+    b.clean("a session with an image");
 
     // The hostile session: everything as characters, nothing run.
     let hostile = session_path(s, HOSTILE);

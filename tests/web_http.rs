@@ -552,3 +552,346 @@ fn listening_elsewhere_warns_and_a_bad_port_is_a_clear_error() {
     let _ = child.wait();
     drop(s);
 }
+
+/// Two agents can write ids of one form (pi's and Claude Code's are both UUIDs): a
+/// pi session with Claude session A's id shows its own tokens and cost, and A its
+/// own, on the Sessions page, its JSON, and each Session page's header.
+#[test]
+fn tokens_and_cost_are_each_sessions_own_when_two_agents_share_an_id() {
+    let w = World::new(130);
+    let pi = w.tmp.path().join("pi");
+    web_support::pi_session(&pi, "/home/u/pi", A, 1000, 234, 0.5);
+    let mut args = w.args();
+    args.extend(["--source".into(), format!("pi={}", pi.display())]);
+    let s = Server::start(&args);
+    let home = s.get_until("/", "tokens counted", |r| {
+        r.body.contains("Port the parser to pi") && !r.body.contains("data-usage=")
+    });
+    let row = |agent: &str| -> String {
+        home.body
+            .split("<tr>")
+            .find(|r| r.contains(A) && r.contains(&format!("<td>{agent}</td>")))
+            .unwrap_or_else(|| panic!("no {agent} row of {A}"))
+            .to_string()
+    };
+    // Claude's A: 15 answers of 10 + 5 tokens.
+    assert!(row("claude").contains(">225<"), "{}", row("claude"));
+    assert!(
+        row("pi").contains(">1,234<") && row("pi").contains(">$0.50<"),
+        "{}",
+        row("pi")
+    );
+    // The JSON the page fills its cells from, by agent, host and id.
+    let host = fen_fs::host::this_host();
+    let keys = format!("claude/{host}/{A}\npi/{host}/{A}");
+    let r = s.get(&format!("/api/session-usage?keys={}", url_encode(&keys)));
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["sessions"][format!("claude/{host}/{A}")]["tokens"], "225");
+    assert_eq!(v["sessions"][format!("pi/{host}/{A}")]["tokens"], "1,234");
+    assert_eq!(v["sessions"][format!("pi/{host}/{A}")]["cost"], "$0.50");
+    // Each Session page's header.
+    let pi_href = home
+        .body
+        .split("href=\"")
+        .map(|s| &s[..s.find('"').unwrap()])
+        .find(|h| h.contains(&format!("pi-{A}")))
+        .expect("the pi session's link")
+        .to_string();
+    let page = s.get(&pi_href);
+    assert!(page.body.contains("<dd>1,234</dd>"), "{}", page.body);
+    let page = s.get(&session_path(&s, A));
+    assert!(page.body.contains("<dd>225</dd>"), "claude's A");
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The commands that continue a session are the ones that work: a session already
+/// continued in Codex by `fen-fs resume --in codex` offers the Codex session made
+/// then (as `fen-fs resume` and the MCP server's `resume_command` do), not a second
+/// copy; a session its agent deleted (shown from fen's kept copy) is restored before
+/// its agent resumes it.
+#[test]
+fn resume_commands_open_what_was_made_and_restore_what_was_deleted() {
+    let (w, s) = world_server();
+    let codex = w.tmp.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let a = session_path(&s, A);
+    let before = s.get(&a);
+    assert!(
+        before
+            .body
+            .contains(&format!("fen-fs resume {A} --in codex"))
+    );
+
+    let mut resume = support::fen_fs();
+    resume
+        .args(["resume", A, "--in", "codex"])
+        .args(w.args())
+        .args(["--source", &format!("codex={}", codex.display())]);
+    let out = resume.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `cd /home/u/web && codex resume NEW`.
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let made = printed.trim().lines().last().unwrap().to_string();
+    assert!(made.contains("codex resume "), "{made}");
+    let after = s.get(&a);
+    assert!(
+        after.body.contains(&html_text(&made)),
+        "the Codex session made then: {made}"
+    );
+    assert!(
+        !after
+            .body
+            .contains(&format!("fen-fs resume {A} --in codex")),
+        "a second copy offered"
+    );
+    assert!(
+        after.body.contains(&format!("fen-fs resume {A} --in pi")),
+        "the other agents as before"
+    );
+
+    // B's file is kept, then deleted by its agent.
+    let keep = support::fen_fs()
+        .arg("keep")
+        .args(["--store", &w.store.display().to_string(), "--no-detect"])
+        .args(["--source", &format!("claude={}", w.claude.display())])
+        .output()
+        .unwrap();
+    assert!(
+        keep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&keep.stderr)
+    );
+    std::fs::remove_file(w.session_file(B)).unwrap();
+    let home = s.get_until("/?kept=deleted", "B shown as deleted", |r| {
+        r.body.contains(B)
+    });
+    assert!(home.body.contains("badge deleted"));
+    let b = session_path(&s, B);
+    let page = s.get(&b);
+    assert!(page.body.contains("deleted by its agent"), "the badge");
+    let restore = format!(
+        "fen-fs restore {B} --store {} --source claude={} --no-detect &amp;&amp; cd /home/u/api &amp;&amp; claude --resume {B}",
+        w.store.display(),
+        w.claude.display()
+    );
+    assert!(page.body.contains(&restore), "{}", page.body);
+}
+
+/// `s` as it stands in the page's HTML text.
+fn html_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The Export button gives the page that was read: for every session of every
+/// agent's public fixtures (Claude Code's compactions and rewinds, Codex, Gemini CLI,
+/// Copilot CLI, Cursor's transcripts, OpenClaw), the exported file holds the same
+/// message articles as the Session page with every fragment loaded, and the header
+/// the page's tokens and cost.
+#[test]
+fn the_export_button_gives_the_page_that_was_read_for_every_agents_sessions() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/agent-fixtures");
+    let store = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--store".to_string(),
+        store.path().display().to_string(),
+        "--no-detect".into(),
+    ];
+    for agent in ["claude", "codex", "gemini", "copilot", "cursor", "openclaw"] {
+        args.extend([
+            "--source".into(),
+            format!("{agent}={}", fixtures.join(agent).display()),
+        ]);
+    }
+    let s = Server::start(&args);
+    let home = s.get_until("/", "every session counted", |r| {
+        r.body.contains("<table") && !r.body.contains("data-usage=")
+    });
+    let mut pages = 1;
+    while home.body.contains(&format!("?page={}", pages + 1)) {
+        pages += 1;
+    }
+    let mut sessions = Vec::new();
+    for p in 1..=pages {
+        let page = s.get(&format!("/?page={p}"));
+        for row in page
+            .body
+            .split("<tr><td class=\"title\"><a href=\"")
+            .skip(1)
+        {
+            sessions.push(row[..row.find('"').unwrap()].to_string());
+        }
+    }
+    assert!(sessions.len() >= 50, "{} sessions", sessions.len());
+    let mut with_tokens = 0;
+    let mut compared = 0;
+    for href in &sessions {
+        let on_page = web_support::page_articles(&s, href);
+        let exported = s.get(&format!("{href}/export"));
+        assert_eq!(exported.status, 200, "{href}: {}", exported.body);
+        let in_file = web_support::article_ids(&exported.body);
+        assert_eq!(in_file, on_page, "{href}: the export's messages");
+        compared += usize::from(!on_page.is_empty());
+        let page = s.get(href);
+        let fact = |body: &str, name: &str| -> Option<String> {
+            body.split(&format!("<dt>{name}</dt><dd>"))
+                .nth(1)
+                .map(|r| r[..r.find("</dd>").unwrap()].to_string())
+        };
+        assert_eq!(
+            fact(&exported.body, "tokens"),
+            fact(&page.body, "tokens"),
+            "{href}: tokens"
+        );
+        assert_eq!(
+            fact(&exported.body, "cost"),
+            fact(&page.body, "cost"),
+            "{href}"
+        );
+        with_tokens += usize::from(fact(&page.body, "tokens").is_some());
+    }
+    assert!(compared >= 40, "{compared} sessions with messages");
+    assert!(with_tokens >= 10, "{with_tokens} sessions with tokens");
+}
+
+/// While the index is first built, a search answers at once from what is indexed
+/// and says so once, with how far the build is; the box asks again until the
+/// answer is whole.
+#[test]
+fn a_search_while_the_index_is_built_says_so_once_and_then_is_whole() {
+    let w = World::new(130);
+    let texts: Vec<String> = (0..60)
+        .map(|i| format!("busy message {i} of a large history"))
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for n in 0..400 {
+        let id = format!("1a1a{n:04x}-0000-4000-8000-000000000001");
+        mcp_support::claude_session(
+            &w.claude,
+            &format!("/home/u/many-{}", n % 20),
+            &id,
+            "2026-01-20T08:00:00Z",
+            &texts,
+        );
+    }
+    let s = Server::start(&w.args());
+    let partial_seen = std::cell::Cell::new(0);
+    let whole = s.get_until(&format!("/api/search?q={PLANTED}"), "a whole answer", |r| {
+        let a: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        let said: Vec<String> = a["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            !said.iter().any(|n| n.contains("brought up to date")),
+            "the build said in a note as well: {said:?}"
+        );
+        if let Some(p) = a["partial"].as_str() {
+            partial_seen.set(partial_seen.get() + 1);
+            assert!(
+                p.starts_with("The search index is being brought up to date"),
+                "{p}"
+            );
+            assert!(!p.contains("ask again"), "the page asks by itself: {p}");
+        }
+        a["partial"].is_null() && !a["hits"].as_array().unwrap().is_empty()
+    });
+    assert!(whole.body.contains(PLANTED));
+    assert!(
+        partial_seen.get() > 0,
+        "no answer came before the index was built"
+    );
+    let page = s.get(&format!("/search?q={PLANTED}"));
+    assert_eq!(page.body.matches("brought up to date").count(), 0);
+}
+
+/// Claude Code's subagents are linked both ways: the parent's header lists the
+/// subagent's page and says below the tool call that started it that it ran there
+/// (an inline one: from which message of the history), the subagent's header links
+/// to its parent, and the Sessions page marks the subagent's row, linking to its
+/// parent.
+#[test]
+fn subagents_are_linked_both_ways_on_the_pages_and_marked_in_the_list() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/agent-fixtures");
+    let store = tempfile::tempdir().unwrap();
+    let s = Server::start(&[
+        "--store".to_string(),
+        store.path().display().to_string(),
+        "--no-detect".into(),
+        "--source".into(),
+        format!("claude={}", fixtures.join("claude").display()),
+    ]);
+    let parent = "/s/2026-04-18T13-10-51-686Z_claude-ef958aa1-0e93-49f0-bb71-150f63befcd1";
+    let child = format!("{parent}.agent-aef063ba534d73153");
+    let list = s.get_until(
+        "/?project=-experiments/worktrees",
+        "the subagent listed",
+        |r| r.body.contains(&child),
+    );
+    let row = list
+        .body
+        .split("<tr>")
+        .find(|r| r.contains(&format!("href=\"{child}\"")))
+        .unwrap();
+    assert!(
+        row.contains(&format!("<a class=\"badge subagent\" href=\"{parent}\"")),
+        "{row}"
+    );
+    let p = s.get(parent);
+    assert!(p.body.contains("<dt>subagents</dt>"), "the parent's header");
+    assert!(
+        p.body.contains(&format!("<a href=\"{child}\">")),
+        "links the subagent"
+    );
+    // Every fragment of the parent: where each subagent ran.
+    let all = web_support::page_html(&s, parent);
+    assert!(
+        all.contains(&format!(
+            "<p class=\"subagent-ran\">↳ subagent <a href=\"{child}\"><code>aef063ba534d73153</code></a> ran here</p>"
+        )),
+        "where it ran"
+    );
+    assert!(all.contains("<code>a4ca7529859c158c2</code> ran here (its transcript is not here)"));
+    let c = s.get(&child);
+    assert!(
+        c.body.contains("<dt>subagent of</dt>"),
+        "the subagent's header"
+    );
+    assert!(
+        c.body.contains(&format!("<a href=\"{parent}\">")),
+        "links its parent"
+    );
+    // An inline subagent (Claude Code 1.0's sidechain lines): the message its
+    // messages start from, in the same page.
+    let old = "/s/2025-09-07T09-52-03-071Z_claude-5c0375b4-57a5-4f26-b12d-d022ee4e51b7";
+    let html = web_support::page_html(&s, old);
+    let entry = "6340ddef-f656-4b72-a065-82390f637678";
+    assert!(
+        html.contains(&format!(
+            "from <a href=\"{old}?entry={entry}\">entry <code>{entry}</code></a>"
+        )),
+        "the inline subagent's first message"
+    );
+    let focused = s.get(&format!("{old}?entry={entry}"));
+    assert!(
+        focused.body.contains("data-focus=\"m-"),
+        "that message found"
+    );
+}

@@ -48,11 +48,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
+    let mut options = args.options;
+    if options.format == Format::Html {
+        options.counted = export::counted(&found.source, &found.ns, &found.dir, &store.root);
+    }
     let source = found.source.as_ref();
     let report = match args.output.as_deref().filter(|p| p.as_os_str() != "-") {
-        Some(path) => export::to_path(source, &found.ns, &found.dir, &args.options, path)?,
+        Some(path) => export::to_path(source, &found.ns, &found.dir, &options, path)?,
         None => {
-            let (mut file, report) = export::to_temp(source, &found.ns, &found.dir, &args.options)?;
+            let (mut file, report) = export::to_temp(source, &found.ns, &found.dir, &options)?;
             let mut stdout = std::io::stdout().lock();
             match std::io::copy(&mut file, &mut stdout).and_then(|_| stdout.flush()) {
                 Ok(()) => {}

@@ -891,6 +891,7 @@ pub fn run(cli: Cli) -> crate::Result<ExitCode> {
                 format,
                 redact: !no_redact,
                 redact_paths,
+                counted: None,
             },
             output,
             store_named: store.store.is_some()

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::neutral::{Message, SessionFacts};
 use crate::redact::{Counts, Options as RedactOptions, PathNames, Redactor};
 use crate::sources::SessionSource;
+use crate::usage::report::{SessionCost, SessionKey};
 use crate::views::html::{self, HtmlHeader, Mode, ResumeLine};
 use crate::views::{ViewKind, markdown};
 use std::io::{self, BufWriter, Read, Seek, Write};
@@ -65,7 +66,7 @@ impl Format {
 }
 
 /// How to export.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     pub format: Format,
     /// Replace secrets (on by default; `--no-redact` turns it off, and then the
@@ -73,6 +74,9 @@ pub struct Options {
     pub redact: bool,
     /// Also replace the home folder by `~` and the user name by `user`.
     pub redact_paths: bool,
+    /// The session's tokens and cost as counted, for the HTML header ([`counted`]:
+    /// the usage ledgers as last saved; the web page: its own count).
+    pub counted: Option<SessionCost>,
 }
 
 impl Default for Options {
@@ -81,8 +85,40 @@ impl Default for Options {
             format: Format::Html,
             redact: true,
             redact_paths: false,
+            counted: None,
         }
     }
+}
+
+/// The tokens and cost of session `ns/dir` of `source` as its usage ledger last
+/// saved them (by a mount's count, `fen-fs usage`, `fen-fs web` or `fen-fs mcp`),
+/// kept with the store at `store_root`: the ledger is read, no session file, and
+/// nothing is counted now, so an export never waits for a count. `None` when the
+/// session was never counted (or recorded no usage). A session that grew since
+/// shows what was counted then.
+pub fn counted(
+    source: &std::sync::Arc<dyn SessionSource>,
+    ns: &str,
+    dir: &str,
+    store_root: &Path,
+) -> Option<SessionCost> {
+    let cache = crate::usage::existing_ledger_root(store_root)?;
+    let id = source
+        .listings(ns)
+        .ok()?
+        .into_iter()
+        .find(|l| l.dir == dir)
+        .map(|l| l.id)
+        .filter(|id| !id.is_empty())?;
+    let usage = crate::usage::Usage::new(
+        vec![source.clone()],
+        Some(&cache),
+        crate::usage::prices::Prices::builtin(),
+    );
+    let key = SessionKey::new(source.agent(), source.host(), &id);
+    crate::usage::report::by_session(&usage.entries())
+        .get(&key)
+        .copied()
 }
 
 /// What an export did.
@@ -159,7 +195,7 @@ pub fn write(
         replace: options.redact,
     };
     match options.format {
-        Format::Html => write_html(source, ns, dir, &scan, &mut report, out)?,
+        Format::Html => write_html(source, ns, dir, &scan, options.counted, &mut report, out)?,
         Format::Markdown => write_markdown(source, ns, dir, &scan, &mut report, out)?,
         Format::Json => write_json(source, ns, dir, &scan, &mut report, out)?,
     }
@@ -308,8 +344,12 @@ fn io_err(e: io::Error) -> Error {
 }
 
 /// The header of the export, from facts already redacted.
-fn header(facts: &SessionFacts, scan: &Scan) -> HtmlHeader {
+fn header(facts: &SessionFacts, scan: &Scan, counted: Option<SessionCost>) -> HtmlHeader {
     let mut h = HtmlHeader::from_facts(facts);
+    if let Some(c) = counted {
+        h.tokens = Some(c.tokens);
+        h.cost_usd = c.cost;
+    }
     if let Some(cmd) =
         crate::resume::command::ResumeCommand::of(facts.agent, &facts.id, facts.cwd.as_deref())
     {
@@ -318,6 +358,24 @@ fn header(facts: &SessionFacts, scan: &Scan) -> HtmlHeader {
             command: cmd.shell(),
         });
     }
+    // Its parent and subagents by id, as text: the file holds no other session.
+    if let Some(p) = &facts.parent_id {
+        h.parent = Some(html::SessionLink {
+            label: p.clone(),
+            id: p.clone(),
+            href: None,
+        });
+    }
+    h.subagents = facts
+        .subagents
+        .iter()
+        .filter(|l| !l.inline)
+        .map(|l| html::SessionLink {
+            label: l.id.clone(),
+            id: l.id.clone(),
+            href: None,
+        })
+        .collect();
     h.note = Some(if scan.replace {
         "Exported with fen-fs: secrets are replaced by [REDACTED:<kind>].".to_string()
     } else {
@@ -326,20 +384,25 @@ fn header(facts: &SessionFacts, scan: &Scan) -> HtmlHeader {
     h
 }
 
+/// The Session page's rendering: every message the page shows, history a
+/// compaction or rewind took out of the conversation included (marked, as on the
+/// page), so that the Export button gives the page that was read.
 fn write_html(
     source: &dyn SessionSource,
     ns: &str,
     dir: &str,
     scan: &Scan,
+    counted: Option<SessionCost>,
     report: &mut Report,
     out: &mut dyn Write,
 ) -> Result<()> {
     let fail = fail_at();
+    let mut runs: Option<html::SubagentRuns> = None;
     let mut started = false;
     let mut failed: Option<Error> = None;
     let mut index = 0usize;
     let counts = &mut report.counts;
-    let facts = source.each_message(ns, dir, false, &mut |facts, mut m| {
+    let facts = source.each_message(ns, dir, true, &mut |facts, mut m| {
         if failed.is_some() {
             return;
         }
@@ -347,13 +410,16 @@ fn write_html(
             if !started {
                 let mut f = facts.clone();
                 scan.facts(&mut f, counts);
-                html::write_document_start(out, &header(&f, scan), Mode::Standalone)
+                html::write_document_start(out, &header(&f, scan, counted), Mode::Standalone)
                     .map_err(io_err)?;
                 started = true;
             }
             check_fail(fail, index)?;
             scan.message(&mut m, counts);
-            html::write_message(out, index, &m).map_err(io_err)?;
+            let runs = runs.get_or_insert_with(|| {
+                html::SubagentRuns::of(&facts.subagents, Mode::Standalone, &|_| None)
+            });
+            html::write_message_marked(out, index, &m, runs).map_err(io_err)?;
             index += 1;
             Ok(())
         })();
@@ -367,7 +433,8 @@ fn write_html(
     if !started {
         let mut f = facts.clone();
         scan.facts(&mut f, &mut report.counts);
-        html::write_document_start(out, &header(&f, scan), Mode::Standalone).map_err(io_err)?;
+        html::write_document_start(out, &header(&f, scan, counted), Mode::Standalone)
+            .map_err(io_err)?;
     }
     if index == 0 {
         out.write_all(b"<p class=\"muted\">(no messages)</p>\n")

@@ -79,7 +79,8 @@ struct OpenIndex {
     said: bool,
 }
 
-/// A search's answer, with what the agent should know about it.
+/// A search's answer, with what the agent should know about it (but the index
+/// being built: `answer.building`).
 pub struct SearchAnswer {
     pub answer: Answer,
     pub notes: Vec<String>,
@@ -253,10 +254,10 @@ impl History {
                 ));
             }
         }
+        // An index being built is said by each server in its own words
+        // (`answer.building`): an agent is told to ask again, the web page asks by
+        // itself.
         let mut answer = search.answer(request)?;
-        if let Some(b) = &answer.building {
-            notes.push(format!("{}; ask again later for more", b.say()));
-        }
         // Paths in the mount, when the store is mounted (as `fen-fs search` gives them).
         let mount = (!search.writable())
             .then(|| search.writer_mount())

@@ -40,6 +40,49 @@ impl ResumeCommand {
     }
 }
 
+/// The command a user runs to go on with a session in its own agent: `agent`'s
+/// resume command for `id`, from `cwd`; for a session its agent deleted (shown from
+/// fen's kept copy, `source_deleted`) with `fen-fs restore ID` first, since the
+/// agent resumes only what it finds in its own folder. `store_args` are the
+/// options that name the store and sources (`--store`, `--source`, `--no-detect`;
+/// others are left out, `restore` takes only these).
+pub fn own_agent_line(
+    agent: Agent,
+    id: &str,
+    cwd: Option<&str>,
+    source_deleted: bool,
+    store_args: &[String],
+) -> Option<String> {
+    let cmd = ResumeCommand::of(agent, id, cwd)?.shell();
+    if !source_deleted {
+        return Some(cmd);
+    }
+    let mut words = vec!["fen-fs".to_string(), "restore".into(), quote(id)];
+    words.extend(local_store_args(store_args).iter().map(|a| quote(a)));
+    Some(format!("{} && {cmd}", words.join(" ")))
+}
+
+/// Of a server's `--store`, `--source`, `--no-detect`, `--peers` and `--map`
+/// options, those that name this machine's store and sources.
+fn local_store_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--store" | "--source" => {
+                out.push(a.clone());
+                out.extend(it.next().cloned());
+            }
+            "--no-detect" => out.push(a.clone()),
+            _ => {
+                // --peers DIR, --map FROM=TO
+                it.next();
+            }
+        }
+    }
+    out
+}
+
 /// `s` as one shell word: as it is when it holds only safe characters, else in
 /// single quotes.
 pub fn quote(s: &str) -> String {
@@ -93,5 +136,31 @@ mod tests {
         assert_eq!(c.shell(), "pi --session 019d");
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert!(ResumeCommand::of(Agent::Fen, "x", None).is_none());
+    }
+
+    #[test]
+    fn a_session_its_agent_deleted_is_restored_before_it_is_resumed() {
+        assert_eq!(
+            own_agent_line(Agent::Claude, "3f0c", Some("/p"), false, &[]).unwrap(),
+            "cd /p && claude --resume 3f0c"
+        );
+        let args: Vec<String> = [
+            "--store",
+            "/s",
+            "--source",
+            "claude=/c",
+            "--no-detect",
+            "--peers",
+            "/peers",
+            "--map",
+            "/a=/b",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            own_agent_line(Agent::Claude, "3f0c", Some("/p"), true, &args).unwrap(),
+            "fen-fs restore 3f0c --store /s --source claude=/c --no-detect && cd /p && claude --resume 3f0c"
+        );
+        assert!(own_agent_line(Agent::Fen, "x", None, true, &args).is_none());
     }
 }

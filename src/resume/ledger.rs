@@ -140,6 +140,25 @@ impl Ledger {
         })
     }
 
+    /// `find` for the source file at `path` as it is now, hashing it only when a
+    /// record names it with its present size and mtime: a page that shows the
+    /// commands of a session of hundreds of MB reads the ledger, not the session.
+    pub fn find_for_path(&self, path: &Path, agent: Agent, cwd: &str) -> Option<Record> {
+        let meta = std::fs::metadata(path).ok()?;
+        let mtime_ns = meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128;
+        let named = self.records().into_iter().any(|r| {
+            r.source.path == path
+                && r.source.size == meta.len()
+                && r.source.mtime_ns == mtime_ns
+                && r.agent == agent
+                && r.cwd == cwd
+        });
+        if !named {
+            return None;
+        }
+        self.find(&stamp(path).ok()?, agent, cwd)
+    }
+
     /// The ledger taken for one run (find, write, add): an exclusive lock on its
     /// file, so that a second resume of the same source started meanwhile waits and
     /// then finds the session the first made. Released when the value drops.
@@ -205,6 +224,11 @@ mod tests {
         };
         ledger.add(&rec).unwrap();
         assert_eq!(ledger.find(&s, Agent::Codex, "/p"), Some(rec.clone()));
+        assert_eq!(
+            ledger.find_for_path(&src, Agent::Codex, "/p"),
+            Some(rec.clone())
+        );
+        assert_eq!(ledger.find_for_path(&src, Agent::Codex, "/q"), None);
         assert_eq!(ledger.find(&s, Agent::Pi, "/p"), None);
         assert_eq!(ledger.find(&s, Agent::Codex, "/q"), None);
         // The source grew: a new session is due.
@@ -213,6 +237,7 @@ mod tests {
         // The target is gone: likewise.
         std::fs::remove_file(&target).unwrap();
         assert_eq!(ledger.find(&s, Agent::Codex, "/p"), None);
+        assert_eq!(ledger.find_for_path(&src, Agent::Codex, "/p"), None);
         // The same bytes hash the same; different bytes do not.
         std::fs::write(&src, "one\n").unwrap();
         assert_eq!(stamp(&src).unwrap().hash, s.hash);

@@ -151,6 +151,27 @@ pub fn unresumable(session: &SessionMessages) -> Option<String> {
     None
 }
 
+/// The session an earlier `fen-fs resume --in AGENT` made from the session of
+/// `facts` in `agent`, at its cwd, while its file is as it was then (the ledger's
+/// record; `None` without one): what a printed command should open instead of
+/// making a second copy. Reads the ledger, and the session's file only when a
+/// record names it with its present size and mtime.
+pub fn made_earlier(
+    store_root: &std::path::Path,
+    facts: &crate::neutral::SessionFacts,
+    agent: Agent,
+) -> Option<Record> {
+    if facts.source_path.as_os_str().is_empty() {
+        return None;
+    }
+    let cwd = facts
+        .cwd
+        .as_deref()
+        .filter(|c| c.starts_with('/'))
+        .map(crate::store::naming::normalize_cwd)?;
+    Ledger::for_store(store_root).find_for_path(&facts.source_path, agent, &cwd)
+}
+
 /// Writes `session` as a new session of `target` whose working directory is `cwd`
 /// (or finds the one an earlier run made from the same unchanged source).
 pub fn make(

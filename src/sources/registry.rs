@@ -5,7 +5,8 @@
 use super::kind::AgentKind;
 use super::{
     aider, amp, claude, cline, codex, continue_cli, copilot, crush, cursor, cursor_ide, droid, fen,
-    gemini, goose, kilo, openclaw, opencode, pi, qwen, roo, vscode_copilot, warp, zed,
+    gemini, goose, kilo, kimi, openclaw, opencode, openhands, pi, qwen, roo, vscode_copilot, warp,
+    zed,
 };
 use crate::agent::Agent;
 
@@ -35,6 +36,8 @@ pub fn kind(agent: Agent) -> &'static dyn AgentKind {
         Agent::Cline => &cline::kind::Cline,
         Agent::Roo => &roo::kind::Roo,
         Agent::VscodeCopilot => &vscode_copilot::kind::VscodeCopilot,
+        Agent::Kimi => &kimi::kind::Kimi,
+        Agent::Openhands => &openhands::kind::Openhands,
     }
 }
 

@@ -5,12 +5,61 @@
 use super::report::Entry;
 use super::zone::Zone;
 use crate::agent::Agent;
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
 pub const DAYS: usize = 30;
 const SIZE: (u32, u32) = (960, 440);
+/// Labels on a chart's cost axis (plotters' default, set so that `Money` sees the
+/// same ticks the mesh draws).
+const COST_LABELS: usize = 11;
+
+/// How a cost axis's labels are written: as many decimals as the step between its
+/// ticks needs (a week of a few cents is $0.002, $0.004, …, not $0.00 five times),
+/// whole dollars when the step is, and at least cents otherwise.
+#[derive(Debug, Clone, Copy)]
+struct Money {
+    decimals: usize,
+}
+
+impl Money {
+    /// For an axis from 0 to `top` with `COST_LABELS` labels.
+    fn axis(top: f64) -> Money {
+        use plotters::coord::ranged1d::Ranged;
+        use plotters::coord::types::RangedCoordf64;
+        let ticks = RangedCoordf64::from(0f64..top).key_points(COST_LABELS);
+        let step = ticks
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .filter(|s| *s > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        Money {
+            decimals: Self::decimals_of(step),
+        }
+    }
+
+    /// The decimals that write every multiple of `step` apart from its neighbours.
+    fn decimals_of(step: f64) -> usize {
+        if !step.is_finite() || step <= 0.0 {
+            return 2;
+        }
+        let needed = (0..=8)
+            .find(|&d| {
+                let scaled = step * 10f64.powi(d as i32);
+                (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+            })
+            .unwrap_or(8);
+        match needed {
+            0 => 0,
+            d => d.max(2),
+        }
+    }
+
+    fn label(self, v: f64) -> String {
+        format!("${v:.*}", self.decimals)
+    }
+}
 
 fn colour(agent: Agent) -> RGBColor {
     let (r, g, b) = crate::sources::registry::kind(agent).colour();
@@ -38,6 +87,7 @@ pub fn daily_svg(entries: &[Entry], zone: Zone, today: NaiveDate) -> String {
         .collect();
     let top = stacked.iter().cloned().fold(0.0, f64::max);
     let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let money = Money::axis(top);
     let mut caption = format!(
         "Cost per day by agent (USD), {} to {} ({})",
         first.format("%Y-%m-%d"),
@@ -68,7 +118,8 @@ pub fn daily_svg(entries: &[Entry], zone: Zone, today: NaiveDate) -> String {
                     let d = first + chrono::Duration::days(x.round() as i64);
                     d.format("%m-%d").to_string()
                 })
-                .y_label_formatter(&|y| format!("${y:.2}"))
+                .y_labels(COST_LABELS)
+                .y_label_formatter(&|y| money.label(*y))
                 .y_desc("USD")
                 .draw()?;
             let mut base = [0.0f64; DAYS];
@@ -192,6 +243,14 @@ pub fn stacked_svg(
         .map(|i| per.values().map(|v| v[i]).sum::<f64>())
         .fold(0.0, f64::max);
     let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let money = Money::axis(top);
+    // A range over a new year names the year of each day (`01-05` alone would be
+    // either January).
+    let day_format = if first.year() == last.year() {
+        "%m-%d"
+    } else {
+        "%Y-%m-%d"
+    };
     let mut caption = format!(
         "Cost per day by {} (USD), {} to {} ({})",
         match by {
@@ -223,9 +282,10 @@ pub fn stacked_svg(
                 .x_labels(days.clamp(2, 12))
                 .x_label_formatter(&|x| {
                     let d = first + chrono::Duration::days(x.round() as i64);
-                    d.format("%m-%d").to_string()
+                    d.format(day_format).to_string()
                 })
-                .y_label_formatter(&|y| format!("${y:.2}"))
+                .y_labels(COST_LABELS)
+                .y_label_formatter(&|y| money.label(*y))
                 .y_desc("USD")
                 .draw()?;
             let mut base = vec![0.0f64; days];
@@ -276,6 +336,7 @@ pub fn bars_svg(caption: &str, rows: &[(String, Option<f64>)]) -> String {
     let height = (80 + 28 * n) as u32;
     let top = rows.iter().filter_map(|(_, c)| *c).fold(0.0, f64::max);
     let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+    let money = Money::axis(top);
     let label = |s: &str| -> String {
         let chars: Vec<char> = s.chars().collect();
         if chars.len() > 40 {
@@ -309,7 +370,8 @@ pub fn bars_svg(caption: &str, rows: &[(String, Option<f64>)]) -> String {
                     // Costliest at the top.
                     labels.get(n - 1 - i as usize).cloned().unwrap_or_default()
                 })
-                .x_label_formatter(&|x| format!("${x:.2}"))
+                .x_labels(COST_LABELS)
+                .x_label_formatter(&|x| money.label(*x))
                 .draw()?;
             let c = PALETTE[0];
             chart.draw_series(rows.iter().enumerate().filter_map(|(i, (_, cost))| {
@@ -324,4 +386,135 @@ pub fn bars_svg(caption: &str, rows: &[(String, Option<f64>)]) -> String {
         }
     }
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::report::Entry;
+    use std::sync::Arc;
+
+    /// The labels of the cost axis: the texts of the SVG that start with `$`.
+    fn cost_labels(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = t[t.find('>')? + 1..t.find("</text>")?].trim();
+                body.starts_with('$').then(|| body.to_string())
+            })
+            .collect()
+    }
+
+    fn entry(day: NaiveDate, cost: f64) -> Entry {
+        let t = day
+            .and_hms_opt(12, 0, 0)
+            .unwrap()
+            .and_utc()
+            .timestamp_millis();
+        Entry {
+            time_ms: t,
+            agent: Agent::Claude,
+            session: Arc::from("s"),
+            cwd: None,
+            host: Arc::from("h"),
+            model: Some(Arc::from("m")),
+            tokens: Default::default(),
+            cost: Some(cost),
+        }
+    }
+
+    /// Each label says a different amount, in increasing order, for costs of any
+    /// size: a fraction of a cent, cents, dollars, thousands.
+    #[test]
+    fn cost_axis_labels_are_distinct_at_every_scale() {
+        let zone = crate::usage::zone::Zone::parse("UTC").unwrap();
+        let day = NaiveDate::from_ymd_opt(2026, 3, 10).unwrap();
+        for top in [0.0004, 0.003, 0.012, 0.07, 0.9, 4.2, 37.0, 5_200.0] {
+            let entries = vec![entry(day, top), entry(day.pred_opt().unwrap(), top / 3.0)];
+            let charts = [
+                ("daily", daily_svg(&entries, zone, day)),
+                (
+                    "stacked",
+                    stacked_svg(
+                        &entries,
+                        zone,
+                        day - chrono::Duration::days(6),
+                        day,
+                        Stack::Agent,
+                    ),
+                ),
+                (
+                    "bars",
+                    bars_svg(
+                        "by model",
+                        &[("m".into(), Some(top)), ("n".into(), Some(top / 2.0))],
+                    ),
+                ),
+            ];
+            for (what, svg) in charts {
+                let labels = cost_labels(&svg);
+                assert!(labels.len() >= 3, "{what} at {top}: {labels:?}");
+                let values: Vec<f64> = labels
+                    .iter()
+                    .map(|l| l[1..].parse().unwrap_or_else(|_| panic!("{what}: {l}")))
+                    .collect();
+                assert!(
+                    values.windows(2).all(|w| w[0] < w[1]),
+                    "{what} at {top}: the labels repeat or go back: {labels:?}"
+                );
+                // No more decimals than the step needs: a step of whole cents is not
+                // written to the tenth of a cent.
+                let decimals = labels[1].split('.').nth(1).map_or(0, str::len);
+                assert!(decimals <= 6, "{what} at {top}: {labels:?}");
+            }
+        }
+    }
+
+    /// The days of a range within one year are `MM-DD`; of a range over a new year,
+    /// `YYYY-MM-DD`.
+    #[test]
+    fn day_labels_name_the_year_when_the_range_spans_two() {
+        let zone = crate::usage::zone::Zone::parse("UTC").unwrap();
+        let first = NaiveDate::from_ymd_opt(2025, 11, 1).unwrap();
+        let last = NaiveDate::from_ymd_opt(2026, 2, 28).unwrap();
+        let entries = vec![entry(last, 1.0)];
+        let svg = stacked_svg(&entries, zone, first, last, Stack::Agent);
+        let days = |svg: &str| -> Vec<String> {
+            svg.split("<text")
+                .skip(1)
+                .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim().to_string()))
+                .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+                .collect()
+        };
+        let spanning = days(&svg);
+        assert!(
+            spanning.contains(&"2025-11-01".to_string())
+                && spanning.iter().any(|d| d.starts_with("2026-")),
+            "{spanning:?}"
+        );
+        let within = stacked_svg(
+            &entries,
+            zone,
+            NaiveDate::from_ymd_opt(2026, 1, 1).unwrap(),
+            last,
+            Stack::Agent,
+        );
+        let within = days(&within);
+        assert!(
+            within.contains(&"01-01".to_string()) && !within.iter().any(|d| d.starts_with("2026-")),
+            "{within:?}"
+        );
+    }
+
+    #[test]
+    fn decimals_follow_the_step() {
+        assert_eq!(Money::decimals_of(0.001), 3);
+        assert_eq!(Money::decimals_of(0.002), 3);
+        assert_eq!(Money::decimals_of(0.0005), 4);
+        assert_eq!(Money::decimals_of(0.01), 2);
+        assert_eq!(Money::decimals_of(0.5), 2);
+        assert_eq!(Money::decimals_of(1.0), 0);
+        assert_eq!(Money::decimals_of(500.0), 0);
+        assert_eq!(Money { decimals: 3 }.label(0.004), "$0.004");
+    }
 }

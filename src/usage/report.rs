@@ -273,6 +273,58 @@ pub fn build(entries: &[Entry], q: &Query) -> Report {
     }
 }
 
+/// A session among every source's: its agent, the machine it was recorded on and its
+/// id. An id alone does not name one (two agents can write ids of one form, and
+/// another machine's session is not this one's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionKey {
+    pub agent: Agent,
+    pub host: String,
+    pub id: String,
+}
+
+impl SessionKey {
+    /// The key of a session recorded on `host` (`None`: this machine).
+    pub fn new(agent: Agent, host: Option<&str>, id: &str) -> SessionKey {
+        SessionKey {
+            agent,
+            host: host.unwrap_or(crate::host::this_host()).to_string(),
+            id: id.to_string(),
+        }
+    }
+}
+
+/// What one session's responses used, as counted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionCost {
+    pub tokens: u64,
+    /// `None` when a response's model has no price (never shown as 0).
+    pub cost: Option<f64>,
+}
+
+/// Each session's tokens and cost (the `session` report's sums, keyed by agent,
+/// host and id rather than by id alone).
+pub fn by_session(entries: &[Entry]) -> HashMap<SessionKey, SessionCost> {
+    let mut out: HashMap<SessionKey, SessionCost> = HashMap::new();
+    for e in entries {
+        let key = SessionKey {
+            agent: e.agent,
+            host: e.host.to_string(),
+            id: e.session.to_string(),
+        };
+        let sum = out.entry(key).or_insert(SessionCost {
+            tokens: 0,
+            cost: Some(0.0),
+        });
+        sum.tokens += e.tokens.total();
+        sum.cost = match (sum.cost, e.cost) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+    }
+    out
+}
+
 /// A row's JSON fields after its subject (SPEC §13).
 #[derive(Serialize)]
 struct Fields<'a> {

@@ -7,10 +7,11 @@
 
 use super::guard::Guard;
 use super::pages::session::Readings;
+use crate::agent::Agent;
 use crate::background::Class;
 use crate::history::History;
 use crate::sync::setup::PeerStatus;
-use crate::usage::report::{Kind, Query};
+use crate::usage::report::{SessionCost, SessionKey};
 use crate::views::listing::Listing;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,16 +25,24 @@ const LISTING_FRESH: Duration = Duration::from_secs(2);
 const USAGE_FRESH: Duration = Duration::from_secs(15);
 const SYNCTHING_FRESH: Duration = Duration::from_secs(5);
 
-/// One session's tokens and cost (`None`: a model without a price).
-#[derive(Debug, Clone, Copy)]
-pub struct SessionCost {
-    pub tokens: u64,
-    pub cost: Option<f64>,
+/// What the usage counter had counted, per session (agent, host and id: an id alone
+/// could name sessions of two agents, or of two machines).
+pub struct SessionUsage {
+    by_session: HashMap<SessionKey, SessionCost>,
 }
 
-/// What the usage counter had counted, per session id.
-pub struct SessionUsage {
-    pub by_id: HashMap<String, SessionCost>,
+impl SessionUsage {
+    /// The session of `agent` recorded on `host` (`None`: this machine) with `id`.
+    pub fn get(&self, agent: Agent, host: Option<&str>, id: &str) -> Option<SessionCost> {
+        self.by_session
+            .get(&SessionKey::new(agent, host, id))
+            .copied()
+    }
+
+    /// A listed session's.
+    pub fn of(&self, l: &Listing) -> Option<SessionCost> {
+        self.get(l.agent, l.host.as_deref(), &l.id)
+    }
 }
 
 #[derive(Default)]
@@ -163,24 +172,9 @@ impl App {
             s.counting = true;
         }
         let counted = self.history.usage().map(|usage| {
-            let report = usage.report(&Query::new(
-                Kind::Session,
-                crate::usage::zone::Zone::from_env(),
-            ));
-            let by_id = report
-                .rows
-                .iter()
-                .map(|r| {
-                    (
-                        r.key.clone(),
-                        SessionCost {
-                            tokens: r.sum.tokens.total(),
-                            cost: r.sum.cost(),
-                        },
-                    )
-                })
-                .collect();
-            Arc::new(SessionUsage { by_id })
+            Arc::new(SessionUsage {
+                by_session: crate::usage::report::by_session(&usage.entries()),
+            })
         });
         let mut s = self.usage.lock().unwrap();
         s.counting = false;

@@ -21,6 +21,8 @@ pub const PLANTED: &str = "zephyrine";
 /// A secret in B's first prompt: shown to the owner, redacted in an export.
 pub const SECRET: &str = "sk-ant-api03-6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po_799NksnRH9ucAUsdMlHUvTCQCyEZDz-TddJ8HyS5SUkCnD8zRA9a9SkpXz9AA";
 pub const B: &str = "0b0b0b0b-0000-4000-8000-00000000000b";
+/// A session whose prompt holds a screenshot (an image part, shown from its data).
+pub const IMAGE: &str = "0c0c0c0c-0000-4000-8000-00000000000c";
 /// A's title (its first prompt).
 pub const A_TITLE: &str = "Fix the flaky login test";
 
@@ -276,6 +278,34 @@ pub fn hostile_session(root: &Path) -> PathBuf {
     path
 }
 
+/// A 2×2 PNG, red.
+pub const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGP4z8AARAwQCgAf7gP9i18U1AAAAABJRU5ErkJggg==";
+
+/// A Claude Code session whose first prompt holds a screenshot.
+pub fn image_session(root: &Path) -> PathBuf {
+    let cwd = "/home/u/shots";
+    let folder = root.join("projects").join(cwd.replace(['/', '.'], "-"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!("{IMAGE}.jsonl"));
+    let t0 = chrono::DateTime::parse_from_rfc3339("2026-02-12T09:00:00Z").unwrap();
+    let mut l = line(IMAGE, cwd, 0, t0, None);
+    l["type"] = json!("user");
+    l["message"] = json!({"role": "user", "content": [
+        {"type": "text", "text": "The button is red in this screenshot"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_BASE64}},
+    ]});
+    let mut a = line(IMAGE, cwd, 1, t0, Some("0c0c0c0c-0000"));
+    a["type"] = json!("assistant");
+    a["message"] = json!({
+        "id": "msg_i1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "It should be blue."}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 50, "output_tokens": 8},
+    });
+    std::fs::write(&path, format!("{l}\n{a}\n")).unwrap();
+    path
+}
+
 /// Appends a user prompt and an assistant answer to Claude Code session `path`
 /// (its last entry's uuid `parent`), the answer holding `text`.
 pub fn append_turn(path: &Path, id: &str, cwd: &str, n: usize, text: &str) {
@@ -348,6 +378,7 @@ impl World {
             &texts,
         );
         hostile_session(&claude);
+        image_session(&claude);
         // Another machine's store, as Syncthing delivers it (§12): one fen session.
         let peer = tmp.path().join("peers").join("desktop");
         let cwd = "/home/u/web";
@@ -408,4 +439,72 @@ pub fn session_path(server: &Server, id: &str) -> String {
     let start = page.body[..at].rfind("href=\"").unwrap() + "href=\"".len();
     let end = start + page.body[start..].find('"').unwrap();
     page.body[start..end].to_string()
+}
+
+/// A pi session (format 3) of `id` in `cwd` under `root` (pi's agent folder): one
+/// prompt and one answer whose usage pi recorded as `input` + `output` tokens costing
+/// `cost` dollars.
+pub fn pi_session(root: &Path, cwd: &str, id: &str, input: u64, output: u64, cost: f64) -> PathBuf {
+    let folder = root.join("sessions").join(format!(
+        "--{}--",
+        cwd.trim_start_matches('/').replace('/', "-")
+    ));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!("2026-03-02T10-00-00-000Z_{id}.jsonl"));
+    let lines = [
+        json!({"type": "session", "version": 3, "id": id, "timestamp": "2026-03-02T10:00:00.000Z", "cwd": cwd}),
+        json!({"type": "message", "id": "e0000001", "parentId": null, "timestamp": "2026-03-02T10:00:01.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "Port the parser to pi"}], "timestamp": 1_772_445_601_000u64}}),
+        json!({"type": "message", "id": "e0000002", "parentId": "e0000001", "timestamp": "2026-03-02T10:00:05.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Ported."}],
+                "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                "usage": {"input": input, "output": output, "cacheRead": 0, "cacheWrite": 0, "totalTokens": input + output,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}},
+                "stopReason": "stop", "timestamp": 1_772_445_605_000u64}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every message article of the Session page at `path`: the first screen and each
+/// next fragment, as the page loads them scrolling down (their `id`s, in order).
+pub fn page_articles(server: &Server, path: &str) -> Vec<String> {
+    article_ids(&page_html(server, path))
+}
+
+/// The Session page at `path` with every next fragment appended, as the page holds
+/// it once scrolled to its end.
+pub fn page_html(server: &Server, path: &str) -> String {
+    let first = server.get(path);
+    assert_eq!(first.status, 200, "{path}: {}", first.body);
+    let mut html = first.body.clone();
+    let attr = |name: &str| -> String {
+        first
+            .body
+            .split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let href = attr("data-href").replace("&amp;", "&");
+    let mut next: u64 = attr("data-next").parse().unwrap();
+    let mut done = attr("data-done") == "1";
+    while !done {
+        let r = server.get(&format!("{href}?from={next}"));
+        let f: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        html.push_str(f["html"].as_str().unwrap());
+        next = f["next"].as_u64().unwrap();
+        done = f["done"] == true;
+    }
+    html
+}
+
+/// The `id`s of `<article id="m-N">`s in `html`, in order.
+pub fn article_ids(html: &str) -> Vec<String> {
+    html.split("<article id=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect()
 }

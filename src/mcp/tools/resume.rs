@@ -55,7 +55,7 @@ impl Tool for ResumeCommand {
         let target = match (target, &peer) {
             (Some(t), _) => t,
             (None, None) => {
-                return own_agent(history, facts.agent, &id, facts.cwd.as_deref(), &found);
+                return own_agent(history, facts, &id, &found);
             }
             // Its agent here has no copy of it: it goes on as a new session of its own
             // agent, as `fen-fs resume` does (§12).
@@ -74,12 +74,7 @@ impl Tool for ResumeCommand {
             .as_deref()
             .filter(|c| c.starts_with('/'))
             .map(crate::store::naming::normalize_cwd);
-        let ledger = crate::resume::ledger::Ledger::for_store(&history.store().root);
-        let earlier = cwd.as_deref().and_then(|cwd| {
-            let stamp = crate::resume::ledger::stamp(&facts.source_path).ok()?;
-            ledger.find(&stamp, target, cwd)
-        });
-        if let Some(r) = earlier {
+        if let Some(r) = crate::resume::made_earlier(&history.store().root, facts, target) {
             let cmd = match Command::of(target, &r.id, Some(&r.cwd)) {
                 Some(c) => c.shell(),
                 None => format!("fen-fs resume {}", quote(&r.id)),
@@ -133,11 +128,11 @@ impl Tool for ResumeCommand {
 /// The session's own agent's command.
 fn own_agent(
     history: &History,
-    agent: Agent,
+    facts: &crate::neutral::SessionFacts,
     id: &str,
-    cwd: Option<&str>,
     found: &crate::resume::find::Found,
 ) -> Result<String, ToolError> {
+    let (agent, cwd) = (facts.agent, facts.cwd.as_deref());
     if agent == Agent::Fen {
         let root = &history.store().root;
         return Ok(match ctl_in_mount(root, &found.ns, &found.dir) {
@@ -153,15 +148,31 @@ fn own_agent(
             ),
         });
     }
-    let cmd = Command::of(agent, id, cwd).ok_or_else(|| {
+    let unknown = || {
         ToolError::new(format!(
             "fen-fs knows no resume command of {}; continue it in another agent with in: {}",
             agent.name(),
             TARGETS.join(", ")
         ))
-    })?;
-    let mut out = cmd.shell();
+    };
+    let cmd = Command::of(agent, id, cwd).ok_or_else(unknown)?;
+    let mut out = crate::resume::command::own_agent_line(
+        agent,
+        id,
+        cwd,
+        facts.source_deleted,
+        &history.store_args,
+    )
+    .ok_or_else(unknown)?;
     out.push('\n');
+    if facts.source_deleted {
+        out.push_str(&format!(
+            "Its file is gone from {}'s folder (fen-fs kept a copy): `fen-fs restore` writes it back where {} finds it, then {} resumes it.\n",
+            display_name(agent),
+            display_name(agent),
+            display_name(agent)
+        ));
+    }
     if let Some(cwd) = &cmd.cwd
         && !std::path::Path::new(cwd).is_dir()
     {

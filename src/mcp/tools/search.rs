@@ -60,6 +60,9 @@ impl Tool for SearchSessions {
         let hits = &found.answer.hits;
         let lines: Vec<String> = hits.iter().map(json_line).collect();
         let mut notes = found.notes;
+        if let Some(b) = &found.answer.building {
+            notes.push(format!("{}; ask again later for more", b.say()));
+        }
         if hits.is_empty() {
             notes.insert(
                 0,

@@ -254,8 +254,13 @@ impl ForeignSource {
     /// Where the session `id` (a parent) shows, other than `path`: its current
     /// version first.
     fn parent_place(&self, idx: &Index, id: &str, path: &Path) -> Option<(String, String)> {
+        self.place_in(idx, id, Some(path))
+    }
+
+    /// Where session `id` shows (not as file `except`): its current version first.
+    fn place_in(&self, idx: &Index, id: &str, except: Option<&Path>) -> Option<(String, String)> {
         let files = idx.by_session.get(id)?;
-        let placed = |p: &&PathBuf| *p != path && idx.dir_of.contains_key(*p);
+        let placed = |p: &&PathBuf| Some(p.as_path()) != except && idx.dir_of.contains_key(*p);
         files
             .iter()
             .filter(placed)
@@ -409,14 +414,7 @@ impl ForeignSource {
     /// Where session `id` shows in this source (for its kin).
     pub(super) fn session_place(&self, id: &str) -> Option<(String, String)> {
         let idx = self.index.lock().unwrap();
-        let files = idx.by_session.get(id)?;
-        let placed = |p: &&PathBuf| idx.dir_of.contains_key(*p);
-        files
-            .iter()
-            .filter(placed)
-            .find(|p| !self.is_version(p))
-            .or_else(|| files.iter().find(placed))
-            .and_then(|p| idx.dir_of.get(p).cloned())
+        self.place_in(&idx, id, None)
     }
 
     /// The subagents of session `id` this source shows: id, call, place (for its kin).

@@ -179,6 +179,30 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// A count for people: `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A cost for people: `$1,234`, `$3.27`, `<$0.01` (a cost that is not nothing is
+/// never shown as `$0.00`), or `unknown` (a model without a price: never 0).
+pub fn dollars(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) if c >= 100.0 => format!("${}", thousands(c.round() as u64)),
+        Some(c) if c > 0.0 && c < 0.005 => "<$0.01".into(),
+        Some(c) => format!("${c:.2}"),
+        None => "unknown".into(),
+    }
+}
+
 /// A size for people: `512 B`, `1.5 KB`, `3.2 MB`.
 pub fn human_bytes(n: usize) -> String {
     if n < 1000 {
@@ -311,10 +335,10 @@ pub fn write_document_start(w: &mut dyn Write, header: &HtmlHeader, mode: Mode) 
         fact(&mut out, "updated", &v);
     }
     if let Some(t) = h.tokens {
-        fact(&mut out, "tokens", &t.to_string());
+        fact(&mut out, "tokens", &thousands(t));
     }
-    if let Some(c) = h.cost_usd {
-        fact(&mut out, "cost", &format!("${c:.2}"));
+    if h.tokens.is_some() || h.cost_usd.is_some() {
+        fact(&mut out, "cost", &escape(&dollars(h.cost_usd)));
     }
     if let Some(p) = &h.parent {
         let mut v = String::new();
@@ -376,8 +400,107 @@ pub fn write_document_end(w: &mut dyn Write, mode: Mode) -> io::Result<()> {
 
 /// One message as `<article id="m-INDEX">`.
 pub fn write_message(w: &mut dyn Write, index: usize, m: &Message) -> io::Result<()> {
+    write_message_marked(w, index, m, &SubagentRuns::default())
+}
+
+/// The tool calls of a session that started subagents (`SessionFacts::subagents`),
+/// by call id: below each, the page says that one ran there, as conversation.md
+/// does, linking to the subagent's own session (`Mode::Page`, where it has one) or
+/// to the entry its messages start from in this session's history (inline ones).
+/// A standalone file names the subagent by its id, as text: it holds no other
+/// session and asks nothing of a server.
+#[derive(Debug, Clone, Default)]
+pub struct SubagentRuns {
+    calls: std::collections::HashMap<String, SubagentRun>,
+    mode: Option<Mode>,
+}
+
+#[derive(Debug, Clone)]
+struct SubagentRun {
+    link: crate::neutral::SubagentLink,
+    /// Its session's page (`Mode::Page`, a subagent with a session of its own).
+    href: Option<String>,
+}
+
+impl SubagentRuns {
+    /// The runs of `subagents`; `href` gives where a subagent's link leads on the web
+    /// page (its session's page; an inline one's first message in this one), and is
+    /// not asked in a standalone file.
+    pub fn of(
+        subagents: &[crate::neutral::SubagentLink],
+        mode: Mode,
+        href: &dyn Fn(&crate::neutral::SubagentLink) -> Option<String>,
+    ) -> SubagentRuns {
+        let mut calls = std::collections::HashMap::new();
+        for l in subagents {
+            if let Some(call) = &l.call_id {
+                calls.entry(call.clone()).or_insert_with(|| SubagentRun {
+                    link: l.clone(),
+                    href: (mode == Mode::Page).then(|| href(l)).flatten(),
+                });
+            }
+        }
+        SubagentRuns {
+            calls,
+            mode: Some(mode),
+        }
+    }
+
+    fn mark(&self, out: &mut String, call_id: &str) {
+        let Some(run) = self.calls.get(call_id) else {
+            return;
+        };
+        out.push_str("<p class=\"subagent-ran\">↳ ");
+        let l = &run.link;
+        let href = run
+            .href
+            .as_deref()
+            .filter(|h| self.mode == Some(Mode::Page) && page_href(h));
+        match href {
+            Some(href) if l.inline => {
+                out.push_str("a subagent ran here: its messages are in this session's history, from <a href=\"");
+                escape_into(out, href);
+                out.push_str("\">entry <code>");
+                escape_into(out, &l.id);
+                out.push_str("</code></a>, not in its conversation");
+            }
+            Some(href) => {
+                out.push_str("subagent <a href=\"");
+                escape_into(out, href);
+                out.push_str("\"><code>");
+                escape_into(out, &l.id);
+                out.push_str("</code></a> ran here");
+            }
+            None if l.inline => {
+                out.push_str("a subagent ran here: its messages are in this session's history, from entry <code>");
+                escape_into(out, &l.id);
+                out.push_str("</code>, not in its conversation");
+            }
+            None => {
+                out.push_str("subagent <code>");
+                escape_into(out, &l.id);
+                out.push_str("</code> ran here");
+                if l.dir.is_none() {
+                    out.push_str(" (its transcript is not here)");
+                } else if self.mode == Some(Mode::Standalone) {
+                    // An exported file is alone: no link that would lead nowhere.
+                    out.push_str(" (a session of its own, not in this file)");
+                }
+            }
+        }
+        out.push_str("</p>\n");
+    }
+}
+
+/// `write_message`, marking below each tool call of `runs` that a subagent ran there.
+pub fn write_message_marked(
+    w: &mut dyn Write,
+    index: usize,
+    m: &Message,
+    runs: &SubagentRuns,
+) -> io::Result<()> {
     let mut out = String::new();
-    message_html(&mut out, index, m);
+    message_html(&mut out, index, m, runs);
     w.write_all(out.as_bytes())
 }
 
@@ -401,7 +524,7 @@ fn class_word(s: &str) -> String {
     }
 }
 
-fn message_html(out: &mut String, index: usize, m: &Message) {
+fn message_html(out: &mut String, index: usize, m: &Message, runs: &SubagentRuns) {
     let role = role_of(m);
     let mut classes = format!("msg role-{}", class_word(role));
     if m.summary {
@@ -455,19 +578,22 @@ fn message_html(out: &mut String, index: usize, m: &Message) {
             out,
             "<details class=\"injected-body\"><summary>Context the agent injected <span class=\"size\">{chars} characters</span></summary>"
         );
-        parts(out, m);
+        parts(out, m, runs);
         out.push_str("</details>\n");
     } else if m.parts.is_empty() {
         out.push_str("<p class=\"muted\">(empty)</p>\n");
     } else {
-        parts(out, m);
+        parts(out, m, runs);
     }
     out.push_str("</article>\n");
 }
 
-fn parts(out: &mut String, m: &Message) {
+fn parts(out: &mut String, m: &Message, runs: &SubagentRuns) {
     for p in &m.parts {
         part(out, p);
+        if let Part::ToolCall { id, .. } = p {
+            runs.mark(out, id);
+        }
     }
 }
 

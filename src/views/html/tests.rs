@@ -337,7 +337,7 @@ fn header_facts() {
     assert!(d.contains("<dt>cwd</dt><dd><code>/home/u/p</code> <span class=\"muted\">(<code>/Users/u/p</code> there)</span>"));
     assert!(d.contains("<time datetime=\"2026-01-02T03:04:05Z\">"));
     assert!(
-        d.contains("<dt>tokens</dt><dd>1234</dd>") && d.contains("<dt>cost</dt><dd>$0.50</dd>")
+        d.contains("<dt>tokens</dt><dd>1,234</dd>") && d.contains("<dt>cost</dt><dd>$0.50</dd>")
     );
     assert!(d.contains("<code class=\"command\">cd /p &amp;&amp; agent --resume abc</code>"));
     assert!(d.contains("<p class=\"note\">redacted 2: 2 github-token</p>"));
@@ -490,4 +490,99 @@ fn messages_stream_one_article_each() {
     assert!(s.contains("<a class=\"anchor\" href=\"#m-41\">#</a>"));
     assert!(s.ends_with("</article>\n"));
     assert_eq!(s.matches("<article").count(), 1);
+}
+
+/// Below the tool call that started a subagent, the page links to where it ran (its
+/// session's page; an inline one's first message), never to a link that is not the
+/// page's own; a standalone file names it by id as text and links nowhere; a hostile
+/// id is text.
+#[test]
+fn where_a_subagent_ran_is_marked_below_its_call() {
+    use crate::neutral::SubagentLink;
+    let call = |id: &str| Part::ToolCall {
+        id: id.into(),
+        name: "Task".into(),
+        input: json!({"prompt": "look"}),
+    };
+    let m = msg(
+        Role::Assistant,
+        vec![call("c1"), call("c2"), call("c3"), call("c4"), call("c5")],
+    );
+    let links = [
+        SubagentLink {
+            id: "a1".into(),
+            call_id: Some("c1".into()),
+            dir: Some("s.agent-a1".into()),
+            inline: false,
+        },
+        SubagentLink {
+            id: "e-9".into(),
+            call_id: Some("c2".into()),
+            dir: None,
+            inline: true,
+        },
+        SubagentLink {
+            id: "a3".into(),
+            call_id: Some("c3".into()),
+            dir: None,
+            inline: false,
+        },
+        SubagentLink {
+            id: "<b>x</b>".into(),
+            call_id: Some("c4".into()),
+            dir: Some("s.agent-x".into()),
+            inline: false,
+        },
+        // No call: nothing to mark.
+        SubagentLink {
+            id: "a5".into(),
+            call_id: None,
+            dir: Some("s.agent-a5".into()),
+            inline: false,
+        },
+    ];
+    let render = |runs: &SubagentRuns| {
+        let mut out = Vec::new();
+        write_message_marked(&mut out, 0, &m, runs).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let page = render(&SubagentRuns::of(
+        &links,
+        Mode::Page,
+        &|l| match l.id.as_str() {
+            "a1" => Some("/s/s.agent-a1".into()),
+            "e-9" => Some("/s/s?entry=e-9".into()),
+            "<b>x</b>" => Some("javascript:alert(1)".into()),
+            _ => None,
+        },
+    ));
+    assert!(page.contains(
+        "<p class=\"subagent-ran\">↳ subagent <a href=\"/s/s.agent-a1\"><code>a1</code></a> ran here</p>"
+    ));
+    assert!(page.contains(
+        "from <a href=\"/s/s?entry=e-9\">entry <code>e-9</code></a>, not in its conversation"
+    ));
+    assert!(page.contains("subagent <code>a3</code> ran here (its transcript is not here)"));
+    assert!(page.contains("subagent <code>&lt;b&gt;x&lt;/b&gt;</code> ran here</p>"));
+    assert!(!page.contains("javascript:") && !page.contains("a5"));
+    assert_eq!(page.matches("subagent-ran").count(), 4);
+    // The marks come below their calls, in order.
+    let at = |s: &str| page.find(s).unwrap();
+    assert!(at("<code>a1</code>") < at("<code>e-9</code>"));
+    let standalone = render(&SubagentRuns::of(&links, Mode::Standalone, &|_| {
+        panic!("a standalone file asks for no link")
+    }));
+    // The message's own anchor is its only link.
+    assert_eq!(standalone.matches("<a ").count(), 1, "{standalone}");
+    assert!(
+        standalone
+            .contains("subagent <code>a1</code> ran here (a session of its own, not in this file)")
+    );
+    assert!(standalone.contains("from entry <code>e-9</code>, not in its conversation"));
+    assert!(standalone.contains("subagent <code>a3</code> ran here (its transcript is not here)"));
+    assert_only_our_markup(&standalone);
+    // Without runs, as before.
+    let mut plain = Vec::new();
+    write_message(&mut plain, 0, &m).unwrap();
+    assert!(!String::from_utf8(plain).unwrap().contains("subagent-ran"));
 }

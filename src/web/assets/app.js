@@ -63,10 +63,7 @@
       return box;
     }
     for (const n of answer.notes || []) box.append(el("p", { class: "note partial", role: "status" }, n));
-    if (answer.partial) {
-      box.append(el("p", { class: "note partial", role: "status" },
-        "The search index is being brought up to date: results may be incomplete."));
-    }
+    if (answer.partial) box.append(el("p", { class: "note partial", role: "status" }, answer.partial));
     if (!answer.hits.length) {
       if (answer.query.trim()) box.append(el("p", { class: "note empty" }, "No session matches."));
       return box;
@@ -142,11 +139,12 @@
     }
     const pending = $$("td[data-usage]");
     if (!pending.length) return;
-    const ids = Array.from(new Set(pending.map((td) => td.dataset.usage)));
+    // Each session as `agent/host/id` (an id alone could name two agents' sessions).
+    const keys = Array.from(new Set(pending.map((td) => td.dataset.usage)));
     async function fill() {
       let r;
       try {
-        r = await getJSON("/api/session-usage?ids=" + encodeURIComponent(ids.join(",")));
+        r = await getJSON("/api/session-usage?keys=" + encodeURIComponent(keys.join("\n")));
       } catch (e) {
         return setTimeout(fill, 2000);
       }

@@ -121,24 +121,13 @@ pub fn note(out: &mut String, class: &str, text: &str) {
 
 /// A number with thousands separators.
 pub fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::views::html::thousands(n)
 }
 
-/// A cost in dollars, or "unknown" (a model without a price: never shown as 0).
+/// A cost in dollars (`<$0.01` when it is less but not nothing), or "unknown" (a
+/// model without a price: never shown as 0).
 pub fn dollars(cost: Option<f64>) -> String {
-    match cost {
-        Some(c) if c >= 100.0 => format!("${c:.0}"),
-        Some(c) => format!("${c:.2}"),
-        None => "unknown".into(),
-    }
+    crate::views::html::dollars(cost)
 }
 
 /// An RFC 3339 time as local time, minutes only (the full time in `title`).
@@ -170,5 +159,10 @@ mod tests {
         assert_eq!(url_part("a b/é?&#"), "a%20b%2F%C3%A9%3F%26%23");
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(dollars(None), "unknown");
+        // A cost that is not nothing is never shown as nothing.
+        assert_eq!(dollars(Some(0.003)), "<$0.01");
+        assert_eq!(dollars(Some(0.0)), "$0.00");
+        assert_eq!(dollars(Some(0.25)), "$0.25");
+        assert_eq!(dollars(Some(1234.4)), "$1,234");
     }
 }

@@ -12,7 +12,7 @@
 //! | `/s/DIR/export` | the session as one HTML file (`fen-fs export`) |
 //! | `/usage` | Usage (`usage.rs`); `/usage/chart.svg`, `/api/usage` (= `fen-fs usage --json`) |
 //! | `/machines` | Machines (`machines.rs`) |
-//! | `/api/status`, `/api/session-usage?ids=` | what the pages poll for |
+//! | `/api/status`, `/api/session-usage?keys=` | what the pages poll for |
 //! | `/assets/NAME` | the script, stylesheets and icon (`assets.rs`) |
 
 pub mod chrome;
@@ -157,26 +157,36 @@ async fn api_status(State(app): AppState) -> Response {
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct IdsArgs {
-    /// Session ids, comma-separated.
-    ids: String,
+struct KeysArgs {
+    /// Sessions as the Sessions page names them (`agent/host/id`), one a line.
+    keys: String,
 }
 
-async fn api_session_usage(State(app): AppState, Query(a): Query<IdsArgs>) -> Response {
+async fn api_session_usage(State(app): AppState, Query(a): Query<KeysArgs>) -> Response {
     blocking(move || {
         let Some(u) = app.session_usage() else {
             return json(&serde_json::json!({"counted": false}));
         };
         let mut sessions = serde_json::Map::new();
-        for id in a.ids.split(',').filter(|s| !s.is_empty()).take(1000) {
-            let v = match u.by_id.get(id) {
+        for key in a.keys.split('\n').filter(|s| !s.is_empty()).take(1000) {
+            let mut parts = key.splitn(3, '/');
+            let (agent, host, id) = (parts.next(), parts.next(), parts.next());
+            let cost = match (
+                agent.and_then(|a| crate::agent::Agent::parse(a).ok()),
+                host,
+                id,
+            ) {
+                (Some(agent), Some(host), Some(id)) => u.get(agent, Some(host), id),
+                _ => None,
+            };
+            let v = match cost {
                 Some(c) => serde_json::json!({
                     "tokens": chrome::count(c.tokens),
                     "cost": chrome::dollars(c.cost),
                 }),
                 None => serde_json::json!({"tokens": "–", "cost": "–"}),
             };
-            sessions.insert(id.to_string(), v);
+            sessions.insert(key.to_string(), v);
         }
         json(&serde_json::json!({"counted": true, "sessions": sessions}))
     })
@@ -399,7 +409,28 @@ async fn export(State(app): AppState, Path(dir): Path<String>) -> Response {
     let made = tokio::task::spawn_blocking(move || {
         let found = app.history.find(&dir)?;
         let agent = found.source.agent().name().to_string();
-        let options = crate::export::Options::default();
+        // The tokens and cost the page shows (the server's count), else as the
+        // usage ledgers last saved them (what `fen-fs export` shows).
+        let listed = app
+            .listing()
+            .ok()
+            .and_then(|l| l.iter().find(|l| l.dir == found.dir).cloned());
+        let counted = app
+            .session_usage()
+            .zip(listed)
+            .and_then(|(u, l)| u.of(&l))
+            .or_else(|| {
+                crate::export::counted(
+                    &found.source,
+                    &found.ns,
+                    &found.dir,
+                    &app.history.store().root,
+                )
+            });
+        let options = crate::export::Options {
+            counted,
+            ..crate::export::Options::default()
+        };
         let (file, report) =
             crate::export::to_temp(found.source.as_ref(), &found.ns, &found.dir, &options)?;
         let size = file

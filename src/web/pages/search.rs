@@ -38,8 +38,9 @@ pub struct Answer {
     pub hits: Vec<ShownHit>,
     /// What to know about the answer (the index being built, a source left out).
     pub notes: Vec<String>,
-    /// The answer may miss what the index has not reached yet: ask again soon.
-    pub partial: bool,
+    /// The answer may miss what the index has not reached yet (how far it is):
+    /// ask again soon. `null` when the index is whole.
+    pub partial: Option<String>,
     /// What is wrong with the query (one line), when it cannot be asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -78,7 +79,7 @@ pub fn answer(app: &Arc<App>, text: &str, limit: usize) -> Answer {
             // The index's first build (or a check of it against the sessions after
             // a mount) is partial; a routine update started by this question is not
             // (what it finds shows at the next key).
-            out.partial = a.answer.building.is_some();
+            out.partial = a.answer.building.map(|b| capitalized(&b.say()) + ".");
             out.notes = a.notes;
             out.hits = a
                 .answer
@@ -107,6 +108,14 @@ pub fn answer(app: &Arc<App>, text: &str, limit: usize) -> Answer {
     }
     out.took_ms = started.elapsed().as_secs_f64() * 1000.0;
     out
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 /// A snippet with its `**marks**` as `<mark>`, the rest as text.
@@ -152,12 +161,8 @@ fn results(out: &mut String, a: &Answer) {
     for n in &a.notes {
         chrome::note(out, "partial", n);
     }
-    if a.partial {
-        chrome::note(
-            out,
-            "partial",
-            "The search index is being brought up to date: results may be incomplete.",
-        );
+    if let Some(why) = &a.partial {
+        chrome::note(out, "partial", why);
     }
     if a.hits.is_empty() {
         if !a.query.trim().is_empty() {

@@ -96,7 +96,7 @@ impl Readings {
         app: &App,
         spec: &str,
         from: u64,
-        each: &mut dyn FnMut(u64, Message) -> ControlFlow<()>,
+        each: &mut dyn FnMut(u64, &SessionFacts, Message) -> ControlFlow<()>,
     ) -> Result<Option<Read>> {
         let reading = self.of(spec);
         let mut r = reading.lock().unwrap();
@@ -128,7 +128,7 @@ impl Readings {
         let got =
             found
                 .source
-                .each_message_since(&found.ns, &found.dir, mark, &mut |_, at, m| {
+                .each_message_since(&found.ns, &found.dir, mark, &mut |facts, at, m| {
                     last = Some(last.map_or(at, |l| l.max(at)));
                     if at < from || overflow {
                         return if overflow {
@@ -145,12 +145,12 @@ impl Readings {
                         if after_stop > AFTER_STOP_SHOWN {
                             overflow = true;
                         } else {
-                            let _ = each(at, m);
+                            let _ = each(at, facts, m);
                             shown_last = Some(at);
                         }
                         return ControlFlow::Break(());
                     }
-                    let flow = each(at, m);
+                    let flow = each(at, facts, m);
                     shown_last = Some(at);
                     if flow.is_break() {
                         stopped = true;
@@ -187,7 +187,7 @@ impl Readings {
     /// from the start; `None` when no message has it.
     pub fn position_of(&self, app: &App, spec: &str, entry: &str) -> Result<Option<u64>> {
         let mut at_entry = None;
-        self.read(app, spec, 0, &mut |at, m| {
+        self.read(app, spec, 0, &mut |at, _, m| {
             if m.entry.as_deref() == Some(entry) {
                 at_entry = Some(at);
                 ControlFlow::Break(())
@@ -214,11 +214,27 @@ pub struct Screen {
 pub fn screen(app: &App, spec: &str, from: u64, until: Option<u64>) -> Result<Screen> {
     let mut out = Vec::new();
     let mut n = 0usize;
-    let read = app.readings.read(app, spec, from, &mut |at, m| {
+    let mut runs: Option<html::SubagentRuns> = None;
+    let read = app.readings.read(app, spec, from, &mut |at, facts, m| {
         if until.is_some_and(|u| at >= u) {
             return ControlFlow::Break(());
         }
-        let _ = html::write_message(&mut out, at as usize, &m);
+        let runs = runs.get_or_insert_with(|| {
+            html::SubagentRuns::of(&facts.subagents, Mode::Page, &|l| {
+                if l.inline {
+                    Some(format!(
+                        "{}?entry={}",
+                        session_href(&facts.dir),
+                        url_part(&l.id)
+                    ))
+                } else {
+                    l.dir
+                        .as_deref()
+                        .map(|d| session_href(d.rsplit('/').next().unwrap_or(d)))
+                }
+            })
+        });
+        let _ = html::write_message_marked(&mut out, at as usize, &m, runs);
         n += 1;
         if n >= FIRST_MESSAGES || out.len() >= FIRST_BYTES {
             ControlFlow::Break(())
@@ -295,10 +311,24 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
             .find(|l| l.dir == facts.dir && l.id == facts.id)
             .cloned()
     });
+    // Sessions of one agent and machine: an id alone could name another agent's.
+    let here = crate::host::this_host();
+    let kin = |x: &crate::views::listing::Listing| {
+        x.agent == facts.agent
+            && x.host.as_deref().unwrap_or(here) == facts.host.as_deref().unwrap_or(here)
+    };
     if let Some(me) = &me {
         header.archived = me.archived;
         if let Some(p) = &me.parent_id {
-            let parent = listing.as_ref().and_then(|l| l.iter().find(|x| &x.id == p));
+            let parent_dir = me
+                .parent
+                .as_deref()
+                .map(|d| d.rsplit('/').next().unwrap_or(d));
+            let parent = listing.as_ref().and_then(|l| {
+                l.iter()
+                    .find(|x| Some(x.dir.as_str()) == parent_dir && kin(x))
+                    .or_else(|| l.iter().find(|x| &x.id == p && kin(x)))
+            });
             header.parent = Some(html::SessionLink {
                 label: parent
                     .and_then(|x| x.title.clone().or(x.preview.clone()))
@@ -311,7 +341,9 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
     if let Some(all) = &listing {
         header.subagents = all
             .iter()
-            .filter(|x| x.parent_id.as_deref() == Some(facts.id.as_str()) && !facts.id.is_empty())
+            .filter(|x| {
+                x.parent_id.as_deref() == Some(facts.id.as_str()) && !facts.id.is_empty() && kin(x)
+            })
             .map(|x| html::SessionLink {
                 label: x
                     .title
@@ -324,7 +356,7 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
             .collect();
     }
     if let Some(u) = app.session_usage()
-        && let Some(c) = u.by_id.get(&facts.id)
+        && let Some(c) = u.get(facts.agent, facts.host.as_deref(), &facts.id)
     {
         header.tokens = Some(c.tokens);
         header.cost_usd = c.cost;
@@ -381,10 +413,13 @@ pub fn page(app: &Arc<App>, spec: &str, entry: Option<&str>) -> Result<Vec<u8>> 
     Ok(out)
 }
 
-/// The commands that continue the session (§10): in its own agent, and as a new
-/// session of each agent `fen-fs resume --in` writes.
+/// The commands that continue the session (§10): in its own agent (its file
+/// restored first when its agent deleted it), and in each agent `fen-fs resume --in`
+/// writes: the session made there by an earlier `--in` from this unchanged session
+/// when the resume ledger has one (as `fen-fs resume` and the MCP server's
+/// `resume_command` give it), else the command that makes one.
 fn resume_lines(app: &App, facts: &SessionFacts) -> Vec<html::ResumeLine> {
-    use crate::resume::command::{ResumeCommand, quote};
+    use crate::resume::command::{ResumeCommand, own_agent_line, quote};
     let mut out = Vec::new();
     let peer = facts.host.is_some();
     let id = if facts.id.is_empty() || peer {
@@ -392,18 +427,29 @@ fn resume_lines(app: &App, facts: &SessionFacts) -> Vec<html::ResumeLine> {
     } else {
         facts.id.clone()
     };
+    let store_root = &app.history.store().root;
     if !peer && facts.resumable {
-        if let Some(c) = ResumeCommand::of(facts.agent, &id, facts.cwd.as_deref()) {
+        if let Some(line) = own_agent_line(
+            facts.agent,
+            &id,
+            facts.cwd.as_deref(),
+            facts.source_deleted,
+            &app.history.store_args,
+        ) {
             out.push(html::ResumeLine {
-                agent: format!("{} (its own agent)", facts.agent.name()),
-                command: c.shell(),
+                agent: if facts.source_deleted {
+                    format!(
+                        "{} (its own agent; its file is restored first)",
+                        facts.agent.name()
+                    )
+                } else {
+                    format!("{} (its own agent)", facts.agent.name())
+                },
+                command: line,
             });
         } else if facts.agent == crate::agent::Agent::Fen
-            && let Some(ctl) = crate::resume::command::ctl_in_mount(
-                &app.history.store().root,
-                &facts.namespace,
-                &facts.dir,
-            )
+            && let Some(ctl) =
+                crate::resume::command::ctl_in_mount(store_root, &facts.namespace, &facts.dir)
         {
             out.push(html::ResumeLine {
                 agent: "fen (append to its ctl)".into(),
@@ -413,6 +459,25 @@ fn resume_lines(app: &App, facts: &SessionFacts) -> Vec<html::ResumeLine> {
     }
     if facts.resumable || facts.agent == crate::agent::Agent::Fen {
         for target in crate::resume::TARGETS {
+            let agent = crate::resume::parse_target(target).expect("a target");
+            if let Some(r) = crate::resume::made_earlier(store_root, facts, agent) {
+                let command = match ResumeCommand::of(agent, &r.id, Some(&r.cwd)) {
+                    Some(c) => c.shell(),
+                    None => {
+                        let mut words = vec!["fen-fs".to_string(), "resume".into(), quote(&r.id)];
+                        words.extend(app.history.store_args.iter().map(|a| quote(a)));
+                        words.join(" ")
+                    }
+                };
+                out.push(html::ResumeLine {
+                    agent: format!(
+                        "the {target} session made from it at {}",
+                        crate::views::local_time(&r.made_at)
+                    ),
+                    command,
+                });
+                continue;
+            }
             let mut words = vec![
                 "fen-fs".to_string(),
                 "resume".into(),

@@ -189,6 +189,23 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
             " <span class=\"badge kept\" title=\"shown from fen's kept copy\">kept</span>",
         );
     }
+    if l.parent_id.is_some() {
+        // A subagent's session: its parent's page, when that is shown.
+        match l
+            .parent
+            .as_deref()
+            .map(|d| d.rsplit('/').next().unwrap_or(d))
+        {
+            Some(parent) => {
+                let _ = write!(
+                    badges,
+                    " <a class=\"badge subagent\" href=\"{}\" title=\"a subagent: its parent session\">subagent</a>",
+                    esc(&session_href(parent))
+                );
+            }
+            None => badges.push_str(" <span class=\"badge subagent\">subagent</span>"),
+        }
+    }
     if let Some(v) = l.version {
         let _ = write!(badges, " <span class=\"badge\">version {v}</span>");
     }
@@ -216,13 +233,13 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
         count(l.messages as u64)
     );
     match usage {
-        Some(u) => match u.by_id.get(&l.id) {
+        Some(u) => match u.of(l) {
             Some(c) => {
                 let _ = writeln!(
                     out,
                     "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                     count(c.tokens),
-                    dollars(c.cost)
+                    esc(&dollars(c.cost))
                 );
             }
             None => {
@@ -233,10 +250,21 @@ fn row(out: &mut String, l: &Listing, usage: Option<&crate::web::app::SessionUsa
             let _ = writeln!(
                 out,
                 "<td class=\"num pending\" data-usage=\"{0}\" data-what=\"tokens\">…</td><td class=\"num pending\" data-usage=\"{0}\" data-what=\"cost\">…</td></tr>",
-                esc(&l.id)
+                esc(&usage_key(l))
             );
         }
     }
+}
+
+/// How a row names its session to `/api/session-usage`: `agent/host/id` (the agent
+/// and host hold no `/`; the id is the rest, whatever it holds).
+pub fn usage_key(l: &Listing) -> String {
+    format!(
+        "{}/{}/{}",
+        l.agent.name(),
+        l.host.as_deref().unwrap_or(crate::host::this_host()),
+        l.id
+    )
 }
 
 fn filters_form(out: &mut String, all: &[Listing], f: &Filters) {

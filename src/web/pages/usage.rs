@@ -263,7 +263,7 @@ fn table(out: &mut String, title: &str, kind: &str, rep: &Report, q: &str) {
             count(s.tokens.cache_write()),
             count(s.tokens.cache_read),
             count(s.tokens.total()),
-            dollars(s.cost())
+            esc(&dollars(s.cost()))
         );
     }
     out.push_str("</tbody></table></section>\n");
