@@ -404,6 +404,33 @@ fn issue_34_agents_sessions_show_in_every_view() {
             .then_some(())
     });
 
+    // Live, for the histories kept in each project (no folder of their own to watch):
+    // Aider's next message and a row Crush adds show on the next read.
+    {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&aider_file)
+            .unwrap()
+            .write_all(b"#### an appended aider prompt  \n\nAn appended aider answer.\n\n")
+            .unwrap();
+    }
+    wait(10, "the appended aider prompt", || {
+        let c = std::fs::read_to_string(aider_runs[1].0.join("conversation.json")).ok()?;
+        c.contains("an appended aider prompt").then_some(())
+    });
+    _crush_writer.message(
+        "m-appended",
+        "s-root",
+        "user",
+        crush_support::Db::text("user", "an appended crush prompt"),
+        1_790_000_900,
+    );
+    wait(10, "the appended crush prompt", || {
+        let c = std::fs::read_to_string(crush_dir.join("conversation.json")).ok()?;
+        c.contains("an appended crush prompt").then_some(())
+    });
+
     // Keep: sessions the agents delete stay, as they were.
     for agent in ["qwen", "aider", "continue", "droid"] {
         wait(30, &format!("{agent}'s kept copies"), || {

@@ -887,3 +887,54 @@ fn the_agents_own_files_grow_as_a_fresh_read() {
     }
     assert!(total.grown > total.whole, "{total:?}");
 }
+
+/// Qwen Code's and Factory Droid's own files (recorded from their real runs),
+/// followed as written, a line at a time with every third write torn: after every
+/// write the reader, fed only the bytes added since, gives what a fresh reader of the
+/// whole file gives. (Their conversations are computed whole at each append, not
+/// grown: `docs/performance.md`, AR3.)
+#[test]
+fn qwen_and_droid_files_followed_as_a_fresh_read() {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for (agent, dir) in [
+        (Agent::Qwen, manifest.join("tests/fixtures/qwen")),
+        (Agent::Droid, manifest.join("tests/fixtures/droid")),
+    ] {
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    files.push((agent, p));
+                }
+            }
+        }
+    }
+    files.sort();
+    assert!(
+        files.iter().filter(|(a, _)| *a == Agent::Qwen).count() >= 2
+            && files.iter().filter(|(a, _)| *a == Agent::Droid).count() >= 2,
+        "{files:?}"
+    );
+    for (agent, path) in &files {
+        let file = std::fs::read(path).unwrap();
+        let lines = memchr::memchr_iter(b'\n', &file).count();
+        assert!(lines >= 3, "{}", path.display());
+        let how: Vec<Write> = (0..lines)
+            .map(|k| {
+                if k % 3 == 1 {
+                    Write::Torn
+                } else {
+                    Write::Whole
+                }
+            })
+            .collect();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let steps = steps_of(&file, &how);
+        assert!(steps.len() >= lines, "{}", path.display());
+        follow(*agent, &name, &file, &steps);
+    }
+}

@@ -367,6 +367,24 @@ fn dumps_of(file: &Path) -> Option<Vec<RunDump>> {
 }
 
 impl UnitSource for AiderUnits {
+    /// A history file changed or went since the last listing (a `stat` of each), or
+    /// one came (every known project folder looked at, at most once a second).
+    /// (Without it every request under a namespace listed every run of every file
+    /// again: most of a first `ls` and `index.json`.)
+    fn changed(&self) -> bool {
+        if self.files.due(crate::sources::projects::LOOK_FOR_NEW) {
+            let files = self.files.files();
+            let st = self.state.lock().unwrap();
+            if files.len() != st.len() || files.iter().any(|f| !st.contains_key(f)) {
+                return true;
+            }
+        }
+        let st = self.state.lock().unwrap();
+        st.iter().any(|(f, s)| {
+            std::fs::symlink_metadata(f).map(|m| FileStamp::of(&m)).ok() != Some(s.stamp)
+        })
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let files = self.files.files();
         let mut out = Vec::new();

@@ -205,6 +205,29 @@ fn rfc3339(t: Option<i64>) -> Option<String> {
 }
 
 impl UnitSource for CrushUnits {
+    /// A database changed (it or its `-wal`) or went since the last listing, or one
+    /// could not be read then: two `stat`s per database; or one came (every known
+    /// project folder looked at, and `projects.json` read, at most once a second).
+    /// (Without it every request under a namespace listed every database again.)
+    fn changed(&self) -> bool {
+        if self.files.due(crate::sources::projects::LOOK_FOR_NEW) {
+            let dbs = self.databases();
+            let st = self.state.lock().unwrap();
+            if dbs.len() != st.len()
+                || dbs
+                    .iter()
+                    .any(|(db, cwd)| st.get(db).is_none_or(|s| s.cwd != *cwd))
+            {
+                return true;
+            }
+        }
+        let st = self.state.lock().unwrap();
+        st.iter().any(|(db, s)| {
+            s.unreadable.is_some()
+                || s.stamps != (file_stamp(db), file_stamp(&with_suffix(db, "-wal")))
+        })
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let dbs = self.databases();
         let mut out = Vec::new();

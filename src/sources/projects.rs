@@ -53,6 +53,10 @@ fn noted_since(from: usize) -> (Vec<String>, usize) {
     )
 }
 
+/// How often a check for changes (`UnitSource::changed`) looks for history files
+/// that appeared in known project folders; the files it knows are `stat`ed each time.
+pub const LOOK_FOR_NEW: Duration = Duration::from_secs(1);
+
 /// How often the named roots are walked again.
 const RESCAN: Duration = Duration::from_secs(60);
 /// How deep below a named root a project may be, and how many folders one walk looks
@@ -74,6 +78,8 @@ struct State {
     /// How many noted cwds were taken in.
     noted: usize,
     walked: Option<Instant>,
+    /// When `files` last looked.
+    listed: Option<Instant>,
 }
 
 impl ProjectFiles {
@@ -96,9 +102,21 @@ impl ProjectFiles {
         &self.roots
     }
 
+    /// Whether `files` may give another list than at its last call: a cwd was noted
+    /// since, the named roots are due for a walk, or it last looked `every` ago or
+    /// more. (A caller checking for changes on every request stats the files it knows
+    /// each time, and looks for new ones in every known folder at most this often.)
+    pub fn due(&self, every: Duration) -> bool {
+        let st = self.state.lock().unwrap();
+        st.listed.is_none_or(|t| t.elapsed() >= every)
+            || (!self.roots.is_empty() && st.walked.is_none_or(|t| t.elapsed() >= RESCAN))
+            || (st.noted != usize::MAX && known().lock().unwrap().cwds.len() != st.noted)
+    }
+
     /// The files that exist now (regular files, not links), sorted.
     pub fn files(&self) -> Vec<PathBuf> {
         let mut st = self.state.lock().unwrap();
+        st.listed = Some(Instant::now());
         if st.noted != usize::MAX {
             let (new, now) = noted_since(st.noted);
             st.noted = now;

@@ -153,6 +153,19 @@ impl Units {
         self.stamp_for(key, signature)
     }
 
+    /// `key`'s stamp as of the last `list` when its dump's size is already known
+    /// (seeded from a persisted index, or dumped since): `None` rather than a dump.
+    /// The first index compares persisted stamps with it: dumping every unit there,
+    /// one after the other, then again when it is read (only `KEPT_DUMPS` stay) made
+    /// a first index of database sessions pay each dump twice, the first time on one
+    /// core.
+    pub fn known_stamp(&self, key: &Path) -> Option<FileStamp> {
+        let signature = self.source.listed_signature(key)?;
+        let st = self.state.lock().unwrap();
+        let k = st.known.get(key).filter(|k| k.signature == signature)?;
+        Some(stamp_of(key, signature, k.size))
+    }
+
     fn stamp_for(&self, key: &Path, signature: Signature) -> Option<FileStamp> {
         {
             let st = self.state.lock().unwrap();

@@ -36,12 +36,14 @@ impl ForeignSource {
         let found = self.walk();
         let total = found.len();
         self.seed_units(&persisted);
-        // Unchanged files come from the persisted index at once.
+        // Unchanged files come from the persisted index at once. (A unit not dumped
+        // yet is not dumped here: it is read below, on every core, and its size
+        // is not needed to order the reads.)
         let mut todo = Vec::new();
         {
             let mut idx = self.index.lock().unwrap();
             for path in found {
-                match (persisted.get(&path), self.stamp_of(&path)) {
+                match (persisted.get(&path), self.stamp_if_known(&path)) {
                     (Some(old), Some(stamp)) if old.stamp == stamp => {
                         self.insert(&mut idx, path, old.clone())
                     }

@@ -52,6 +52,15 @@ impl ForeignSource {
         }
     }
 
+    /// The session's stamp if it is known without making a unit's dump (a file's:
+    /// its `stat`); `None` for a unit not dumped yet, or gone.
+    pub(super) fn stamp_if_known(&self, path: &Path) -> Option<FileStamp> {
+        match &self.units {
+            Some(units) if self.kept.is_none() && self.is_unit(path) => units.known_stamp(path),
+            _ => self.stamp_of(path),
+        }
+    }
+
     /// The session's bytes, as the reader and `conversation.json` read them.
     pub(super) fn open_bytes(&self, path: &Path) -> Result<(File, FileStamp)> {
         if let Some(kept) = &self.kept {
