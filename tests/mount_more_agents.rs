@@ -379,3 +379,96 @@ fn a_session_its_agent_deletes_stays_kept() {
         "roo's subagent links to its kept parent"
     );
 }
+
+/// A unit-backed agent's store is listed again only when inotify saw a change in its
+/// folders: a session file its agent rewrites, and a session that comes, must still
+/// show on the very next read (no waiting), round after round.
+#[test]
+fn a_rewritten_or_new_unit_session_shows_on_the_next_read() {
+    let test = "a_rewritten_or_new_unit_session_shows_on_the_next_read";
+    let tmp = tempfile::tempdir().unwrap();
+    let roots: Vec<_> = roots(tmp.path())
+        .into_iter()
+        .filter(|(kind, _)| ["cline", "roo"].contains(kind))
+        .collect();
+    let args = source_args(&roots);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let Some(m) = Mount::with_args(test, &args) else {
+        return;
+    };
+    let (cline_cwd, cline_id) = ("/home/u/proj", "1795792383814_xzqel");
+    let dir = wait("cline's session", || {
+        folder(&m.mp, cline_cwd, "cline", cline_id)
+    });
+    let messages_file = roots[0]
+        .1
+        .join(format!("sessions/{cline_id}/{cline_id}.messages.json"));
+    let conversation = || std::fs::read_to_string(dir.join("conversation.json")).unwrap();
+    let index = dir.parent().unwrap().join("index.json");
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let listed_messages = || -> u64 {
+        let list: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["dir"] == name.as_str())
+            .unwrap()["messages"]
+            .as_u64()
+            .unwrap()
+    };
+    // Read twice first: the first check after a listing sets the watches.
+    listed_messages();
+    let messages = listed_messages();
+    for round in 0..5u64 {
+        let mut doc: Value =
+            serde_json::from_slice(&std::fs::read(&messages_file).unwrap()).unwrap();
+        let text = format!("a rewritten cline prompt {round}");
+        doc["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "id": format!("appended-{round}"),
+                "role": "user",
+                "content": [{"type": "text", "text": text}],
+                "ts": 1795792390000u64 + round,
+            }));
+        std::fs::write(&messages_file, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+        assert_eq!(
+            listed_messages(),
+            messages + round + 1,
+            "round {round}: the rewrite is not in the next index.json"
+        );
+        assert!(
+            conversation().contains(&text),
+            "round {round}: the rewrite is not on the next read"
+        );
+    }
+    // A new Roo task (its folder made, then its files written) shows in its
+    // namespace's index.json at once.
+    let roo_tasks = roots[1].1.join("tasks");
+    let ns = fen_fs::store::naming::mount_name(&fen_fs::store::naming::slug("/home/u/roo-proj"));
+    let index = m.mp.join(ns).join("index.json");
+    wait("roo's task", || {
+        std::fs::read_to_string(&index)
+            .ok()?
+            .contains("r-parent")
+            .then_some(())
+    });
+    for round in 0..3 {
+        let id = format!("r-new-{round}");
+        let new = roo_tasks.join(&id);
+        copy_dir(&roo_tasks.join("r-parent"), &new);
+        let mut item: Value =
+            serde_json::from_slice(&std::fs::read(new.join("history_item.json")).unwrap()).unwrap();
+        item["id"] = Value::String(id.clone());
+        std::fs::write(
+            new.join("history_item.json"),
+            serde_json::to_vec(&item).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            std::fs::read_to_string(&index).unwrap().contains(&id),
+            "round {round}: the new task is not in the next index.json"
+        );
+    }
+}

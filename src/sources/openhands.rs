@@ -93,6 +93,18 @@ impl ConversationUnits {
 }
 
 impl UnitSource for ConversationUnits {
+    /// The root, `conversations/`, and each conversation's folder and its events.
+    fn watched(&self) -> Vec<PathBuf> {
+        let conversations = self.root.join("conversations");
+        let mut out = vec![self.root.clone()];
+        for dir in crate::sources::units::subfolders(&conversations) {
+            out.push(dir.join(EVENTS));
+            out.push(dir);
+        }
+        out.push(conversations);
+        out
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let Ok(rd) = std::fs::read_dir(self.root.join("conversations")) else {
             return Vec::new();

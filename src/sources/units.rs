@@ -53,9 +53,18 @@ pub trait UnitSource: Send + Sync {
     fn list(&self) -> Vec<UnitInfo>;
 
     /// Whether anything may have changed since the last `list` (cheap: a `stat` of
-    /// the databases; `true` when the store cannot tell).
+    /// the databases; `true` when the store cannot tell). Not asked while the folders
+    /// `watched` names are watched.
     fn changed(&self) -> bool {
         true
+    }
+
+    /// The folders whose entries change whenever a unit (as just listed) changes or
+    /// a unit comes or goes: a file created, written, renamed or deleted in one of
+    /// them. While inotify saw nothing in any of them, nothing changed and the units
+    /// are not listed again. Empty (the default): `changed` is asked instead.
+    fn watched(&self) -> Vec<PathBuf> {
+        Vec::new()
     }
 
     /// The signature of `key`'s rows now (`None`: the unit is gone).
@@ -86,13 +95,39 @@ pub trait UnitSource: Send + Sync {
     }
 }
 
+/// The folders (not links) in `dir`: for `UnitSource::watched`, which watches a
+/// unit's folder before it holds the files that make it a unit.
+pub fn subfolders(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect()
+}
+
 /// Dumps kept in memory at once; older ones are made again when asked for.
 const KEPT_DUMPS: usize = 32;
+
+/// More folders than this to watch for one store: `changed` is asked instead (inotify
+/// watches are a per-user budget the other sources share).
+const MAX_WATCHED: usize = 4096;
 
 /// The units of one store, with their dumps materialized on demand.
 pub struct Units {
     source: Box<dyn UnitSource>,
     state: Mutex<State>,
+    watched: Mutex<Watched>,
+}
+
+/// The folders `UnitSource::watched` named at the last listing, and the watch on
+/// them (made at the first `changed`: only a long-lived process asks).
+#[derive(Default)]
+struct Watched {
+    folders: Vec<PathBuf>,
+    /// `None`: not made yet; `Some(None)`: inotify is not available.
+    watch: Option<Option<super::watch::StoreWatch>>,
 }
 
 #[derive(Default)]
@@ -125,6 +160,7 @@ impl Units {
         Units {
             source,
             state: Mutex::new(State::default()),
+            watched: Mutex::new(Watched::default()),
         }
     }
 
@@ -135,10 +171,47 @@ impl Units {
     /// Every unit now.
     pub fn list(&self) -> Vec<UnitInfo> {
         let units = self.source.list();
+        // Only folders that exist: a missing one cannot be watched (its parent, also
+        // named, sees it come).
+        let mut folders: Vec<PathBuf> = self
+            .source
+            .watched()
+            .into_iter()
+            .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.is_dir()))
+            .collect();
+        if folders.len() > MAX_WATCHED {
+            folders.clear();
+        }
+        self.watched.lock().unwrap().folders = folders;
         let mut st = self.state.lock().unwrap();
         let present: std::collections::HashSet<&PathBuf> = units.iter().map(|u| &u.key).collect();
         st.known.retain(|k, _| present.contains(k));
         units
+    }
+
+    /// Whether anything may have changed since the last `list`: an inotify event in
+    /// a folder the source watches (a folder watched for the first time counts as
+    /// one: what happened before the watch is seen by the next listing), or, for a
+    /// store that names none, its own `changed`. (Without it every request under a
+    /// namespace listed every unit again, and `stat`ed every unit's files.)
+    pub fn changed(&self) -> bool {
+        let mut w = self.watched.lock().unwrap();
+        let Watched { folders, watch } = &mut *w;
+        let watch = watch.get_or_insert_with(super::watch::StoreWatch::new);
+        let (Some(watch), false) = (watch.as_ref(), folders.is_empty()) else {
+            drop(w);
+            return self.source.changed();
+        };
+        watch.drain();
+        let mut changed = false;
+        for f in folders.iter() {
+            let key = f.to_string_lossy();
+            if watch.changed_as_drained(&key, f) {
+                watch.mark_clean(&key);
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// `key`'s stamp now (dumping it only if its rows changed since its last dump).

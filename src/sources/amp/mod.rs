@@ -133,6 +133,11 @@ impl AmpUnits {
 }
 
 impl UnitSource for AmpUnits {
+    /// The threads folder (every thread file is rewritten there) and where it comes.
+    fn watched(&self) -> Vec<PathBuf> {
+        vec![threads_dir(&self.root), self.root.clone()]
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let Ok(rd) = std::fs::read_dir(threads_dir(&self.root)) else {
             return Vec::new();

@@ -179,6 +179,29 @@ impl TaskUnits {
 }
 
 impl UnitSource for TaskUnits {
+    /// The root (where `tasks/`, `sessions/` and `state/` come), those folders, the
+    /// index's, and every session and task folder, unit or not yet (their files are
+    /// rewritten there).
+    fn watched(&self) -> Vec<PathBuf> {
+        let mut out = vec![self.root.clone()];
+        if let Some(parent) = self
+            .names
+            .history_index
+            .and_then(|rel| self.root.join(rel).parent().map(Path::to_path_buf))
+        {
+            out.push(parent);
+        }
+        let mut kinds = vec![self.root.join("tasks")];
+        if self.names.sessions {
+            kinds.push(self.root.join("sessions"));
+        }
+        for dir in kinds {
+            out.extend(super::units::subfolders(&dir));
+            out.push(dir);
+        }
+        out
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let mut out = Vec::new();
         if self.names.sessions {

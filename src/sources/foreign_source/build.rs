@@ -221,8 +221,9 @@ impl ForeignSource {
             let renames_changed = kind(self.agent)
                 .renames_file(&self.root)
                 .is_some_and(|f| file_stamp(&f) != idx.renames_stamp);
-            // Units see their own changes (a stat of the database files per access).
-            let units_changed = self.units.as_ref().is_some_and(|u| u.source().changed());
+            // Units see their own changes (their folders' events, or a stat of the
+            // database files per access).
+            let units_changed = self.units.as_ref().is_some_and(|u| u.changed());
             if !changed && !renames_changed && !units_changed {
                 if ns.is_none_or(|n| !idx.dirty.contains(n)) {
                     return;

@@ -119,9 +119,9 @@ impl GooseUnits {
 }
 
 impl UnitSource for GooseUnits {
-    fn changed(&self) -> bool {
-        // The legacy files are few and no longer written: a folder read is cheap.
-        true
+    /// The sessions folder (the database, its `-wal`, the legacy files) and the root.
+    fn watched(&self) -> Vec<PathBuf> {
+        vec![sessions_dir(&self.root), self.root.clone()]
     }
 
     fn list(&self) -> Vec<UnitInfo> {

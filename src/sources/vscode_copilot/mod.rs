@@ -223,6 +223,25 @@ fn push_turns(out: &mut Vec<u8>, fields: &[(String, String)]) {
 }
 
 impl UnitSource for ChatUnits {
+    /// The folders sessions come in: the root, `workspaceStorage/`, each workspace
+    /// (its `workspace.json`, its `chatSessions/` coming) and its `chatSessions/`,
+    /// and the empty window's.
+    fn watched(&self) -> Vec<PathBuf> {
+        let workspaces = self.root.join("workspaceStorage");
+        let global = self.root.join("globalStorage");
+        let mut out = vec![
+            self.root.clone(),
+            global.join("emptyWindowChatSessions"),
+            global,
+        ];
+        for ws in super::units::subfolders(&workspaces) {
+            out.push(ws.join("chatSessions"));
+            out.push(ws);
+        }
+        out.push(workspaces);
+        out
+    }
+
     fn list(&self) -> Vec<UnitInfo> {
         let mut out = Vec::new();
         if let Ok(rd) = std::fs::read_dir(self.root.join("workspaceStorage")) {
