@@ -52,8 +52,15 @@ impl Oracle {
         serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
     }
 
-    fn context(&self, file: &Path) -> Value {
-        self.run(&["context", file.to_str().unwrap()])
+    /// What pi's resume makes of each file, from one run of node (each start of
+    /// it loads pi's modules: about a second).
+    fn contexts(&self, files: &[&Path]) -> serde_json::Map<String, Value> {
+        let mut args = vec!["contexts"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        match self.run(&args) {
+            Value::Object(m) => m,
+            other => panic!("pi's contexts: {other}"),
+        }
     }
 
     /// `list()` of a folder, keyed by file path.
@@ -140,10 +147,9 @@ fn opt_str(v: &Value) -> Option<String> {
 }
 
 /// Checks one file against pi's open() and list() (`listed`: list()'s entry, if any).
-fn check_against_pi(o: &Oracle, file: &Path, listed: Option<&Value>) {
+fn check_against_pi(ctx: &Value, file: &Path, listed: Option<&Value>) {
     let bytes = std::fs::read(file).unwrap();
     let (s, msgs, _) = read(&bytes);
-    let ctx = o.context(file);
     let name = file.display();
     let pi_resumes = ctx["ok"] == json!(true) && ctx["startedOver"] == json!(false);
     assert_eq!(
@@ -199,12 +205,16 @@ fn sessions_written_by_pi_read_as_pi_reads_them() {
     let list = o.list(&dir);
     let files = written.as_object().unwrap();
     assert!(files.len() >= 10);
-    for (scenario, file) in files {
-        let file = PathBuf::from(file.as_str().unwrap());
+    let paths: Vec<PathBuf> = files
+        .values()
+        .map(|f| PathBuf::from(f.as_str().unwrap()))
+        .collect();
+    let ctxs = o.contexts(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    for (scenario, file) in files.keys().zip(&paths) {
         eprintln!("scenario {scenario}");
-        let l = listed_by_path(&list, &file);
+        let l = listed_by_path(&list, file);
         assert!(l.is_some(), "{scenario}: pi lists it");
-        check_against_pi(&o, &file, l);
+        check_against_pi(&ctxs[file.to_str().unwrap()], file, l);
     }
     // A few facts pinned, so the oracle comparison cannot pass vacuously.
     let read_scenario = |n: &str| read(&std::fs::read(files[n].as_str().unwrap()).unwrap());
@@ -341,9 +351,10 @@ fn crafted_files_read_as_pi_reads_them() {
         paths.push((name, p));
     }
     let list = o.list(&dir);
+    let ctxs = o.contexts(&paths.iter().map(|(_, p)| p.as_path()).collect::<Vec<_>>());
     for (name, p) in &paths {
         eprintln!("case {name}");
-        check_against_pi(&o, p, listed_by_path(&list, p));
+        check_against_pi(&ctxs[p.to_str().unwrap()], p, listed_by_path(&list, p));
     }
 }
 
