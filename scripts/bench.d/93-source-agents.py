@@ -63,55 +63,13 @@ def sources(root):
             "--source", "zed=%s" % (root / "zed"), "--source", "warp=%s" % (root / "warp-terminal")]
 
 
-def meta_files(B):
-    out = []
-    for d, _, names in os.walk(B.MNT):
-        if "meta.json" in names:
-            out.append(os.path.join(d, "meta.json"))
-    return out
-
-
-def wait_seen(path, word, limit):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit:
-        try:
-            with open(path, "rb") as f:
-                if word in f.read():
-                    return time.perf_counter() - t0
-        except OSError:
-            pass
-        time.sleep(0.01)
-    return None
-
-
 def scenario(B, P, R_cheap, R_costly, rows, want):
     a1, a2, a3 = (rows[i] for i in IDS)
     root, man = stores(B, P)
     files = [str(root / rel) for rel in sorted(man["sizes"]) if rel != "manifest.json"]
-    store = B.WORK / "source-agents-store"
-    store.mkdir(mode=0o700)
-    m = B.Mount(store, "no", extra=sources(root))
-    try:
-        for i in range(R_costly):
-            B.clean_store_caches(store)
-            B.drop_caches()
-            a1.base_samples.append(B.run_timed(["cat"] + files))
-            B.drop_caches()
-            t0 = time.perf_counter()
-            m.up()
-            B.ls_and_indexes()
-            a1.fen_samples.append(time.perf_counter() - t0)
-            if i == 0:
-                for p in meta_files(B):
-                    with open(p, "rb") as f:
-                        f.read()
-                st = m.status()
-                a2.fen_samples.append(B.kb_field(st, "VmHWM") / 1024)
-            m.down()
-        a1.notes.append("%d sessions in %d files, %.0f MB" % (
-            4 * man["sessions_per_agent"], len(files), man["total_bytes"] / 1e6))
-    finally:
-        m.down()
+    B.first_mount_rows(B.WORK / "source-agents-store", sources(root), files, a1, a2, R_costly)
+    a1.notes.append("%d sessions in %d files, %.0f MB" % (
+        4 * man["sessions_per_agent"], len(files), man["total_bytes"] / 1e6))
     if "A3" not in want:
         return
     # A3 on a copy: the cached stores stay as generated.
@@ -142,12 +100,12 @@ def scenario(B, P, R_cheap, R_costly, rows, want):
         targets.append(("amp", doc["id"]))
         for agent, sid in targets:
             conv = None
-            for p in meta_files(B):
+            for p in B.meta_files():
                 with open(p) as f:
                     v = json.load(f)
                 if v.get("agent") == agent and v.get("id") == sid:
                     conv = os.path.join(os.path.dirname(p), "conversation.json")
-            took = wait_seen(conv, word, 10) if conv else None
+            took = B.wait_seen(conv, word, 10) if conv else None
             if took is None:
                 a3.error = "%s %s: the new message not seen within 10 s" % (agent, sid)
                 return

@@ -633,6 +633,56 @@ def ls_and_indexes():
     return names
 
 
+def meta_files():
+    """Every `meta.json` under the mount."""
+    out = []
+    for d, _, names in os.walk(MNT):
+        if "meta.json" in names:
+            out.append(os.path.join(d, "meta.json"))
+    return out
+
+
+def wait_seen(path, word, limit):
+    """Seconds until `word` is in the file at `path` (read whole each time), or None
+    after `limit` seconds."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit:
+        try:
+            with open(path, "rb") as f:
+                if word in f.read():
+                    return time.perf_counter() - t0
+        except OSError:
+            pass
+        time.sleep(0.01)
+    return None
+
+
+def first_mount_rows(store, sources, files, time_row, rss_row, repeats):
+    """The first-index rows of an agents' group: a cold `cat` of `files` against a
+    first mount (its caches cleaned) + `ls` + every `index.json`, `repeats` times;
+    after the first, every `meta.json` read and the daemon's VmHWM into `rss_row`."""
+    store.mkdir(mode=0o700)
+    m = Mount(store, "no", extra=sources)
+    try:
+        for i in range(repeats):
+            clean_store_caches(store)
+            drop_caches()
+            time_row.base_samples.append(run_timed(["cat"] + files))
+            drop_caches()
+            t0 = time.perf_counter()
+            m.up()
+            ls_and_indexes()
+            time_row.fen_samples.append(time.perf_counter() - t0)
+            if i == 0:
+                for p in meta_files():
+                    with open(p, "rb") as f:
+                        f.read()
+                rss_row.fen_samples.append(kb_field(m.status(), "VmHWM") / 1024)
+            m.down()
+    finally:
+        m.down()
+
+
 def claude_append(path, parent, marker, cwd, sid):
     """Appends one user entry to a Claude Code transcript as the CLI would (chained to
     `parent`); returns its uuid."""
