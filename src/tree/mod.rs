@@ -175,7 +175,7 @@ impl Tree {
                     self.stale.mark(ino);
                     self.stale.mark(ino | 1);
                     self.stale.mark(ino | 2);
-                    if !gone.is_empty() && self.sources_of(&ns).is_empty() {
+                    if !gone.is_empty() && !self.has_namespace(&ns) {
                         self.stale
                             .mark_entry(ROOT, &crate::store::naming::mount_name(&ns));
                     }
@@ -220,6 +220,13 @@ impl Tree {
         self.ctl
             .as_ref()
             .ok_or_else(|| Error::not_found("this mount has no control file"))
+    }
+
+    /// Whether any source has `ns`: asked in order, up to the first that has it (a
+    /// kept copies' source answers a "no" by listing its copies again, so a lookup
+    /// must not ask it when a live source already said yes).
+    fn has_namespace(&self, ns: &str) -> bool {
+        self.sources.current().iter().any(|s| s.has_namespace(ns))
     }
 
     fn sources_of(&self, ns: &str) -> Vec<Arc<dyn SessionSource>> {
@@ -414,8 +421,7 @@ impl Tree {
                 let ns = crate::store::naming::namespaces_of_mount_name(name)
                     .into_iter()
                     .find(|ns| {
-                        crate::store::naming::mount_name(ns) == name
-                            && !self.sources_of(ns).is_empty()
+                        crate::store::naming::mount_name(ns) == name && self.has_namespace(ns)
                     })
                     .ok_or_else(missing)?;
                 Node::Namespace(ns)
@@ -655,7 +661,7 @@ impl Tree {
         // last session, the namespace itself is gone from the root.
         let ns_ino = self.inodes.ino(&Node::Namespace(ns.clone()));
         self.stale.mark(ns_ino);
-        if self.sources_of(&ns).is_empty() {
+        if !self.has_namespace(&ns) {
             self.stale.mark(ROOT);
             self.stale
                 .mark_entry(ROOT, &crate::store::naming::mount_name(&ns));
