@@ -294,6 +294,36 @@ fn the_search_folder_works_with_ls_cd_cat_and_jq() {
     assert_eq!(lines[5], format!("../../home-u-web/{dir}"), "{text}");
     assert_eq!(lines[6], "fen", "{text}");
     assert_eq!(&lines[7..], ["_search", "search"], "{text}");
+    // `fen-fs search` while mounted: a plain query is the mount's answer (its daemon
+    // has the index open), byte for byte what this process finds opening the index
+    // itself (`--limit 500` is not the default: it is not asked of the mount).
+    for json in [true, false] {
+        let ask = |limit: Option<&str>| {
+            let mut args: Vec<String> = vec!["search".into(), "--source".into(), claude.clone()];
+            args.push("--no-detect".into());
+            if json {
+                args.push("--json".into());
+            }
+            if let Some(l) = limit {
+                args.extend(["--limit".to_string(), l.to_string()]);
+            }
+            args.push("flaky login".into());
+            let out = run(&m.store, &args);
+            assert!(out.status.success(), "{}", out_text(&out));
+            out.stdout
+        };
+        let (mounted, opened) = (ask(None), ask(Some("500")));
+        assert!(!mounted.is_empty());
+        assert_eq!(
+            String::from_utf8_lossy(&mounted),
+            String::from_utf8_lossy(&opened),
+            "json: {json}"
+        );
+        assert!(
+            String::from_utf8_lossy(&mounted).contains(&*m.path("home-u-web").to_string_lossy()),
+            "absolute paths in the mount"
+        );
+    }
     // Another agent's session, found and opened the same way.
     let (found, _) = mount_hits(&m, "\"TODO app\"");
     assert!(found.iter().any(|h| h["agent"] == "claude"), "{found:?}");

@@ -1,10 +1,11 @@
 //! A search's answer as people and tools get it: one hit per session (`--json` lines
 //! and `hits.jsonl`), and a first line saying how far the index is while it is built.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// One session found, through its best message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One session found, through its best message (read back from a mount's
+/// `hits.jsonl` by `fen-fs search`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {
     pub id: String,
     pub agent: String,
@@ -90,6 +91,38 @@ struct IndexState<'a> {
 }
 
 impl Answer {
+    /// An answer from its `--json` lines (a mount's `hits.jsonl`); `None` for a line
+    /// that is neither the index line nor a hit.
+    pub fn from_jsonl(bytes: &[u8]) -> Option<Answer> {
+        #[derive(Deserialize)]
+        struct Line {
+            index: IndexRead,
+        }
+        #[derive(Deserialize)]
+        struct IndexRead {
+            complete: bool,
+            indexed: u64,
+            sessions: u64,
+        }
+        let mut answer = Answer::default();
+        for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            if answer.hits.is_empty()
+                && answer.building.is_none()
+                && let Ok(l) = serde_json::from_slice::<Line>(line)
+            {
+                if !l.index.complete {
+                    answer.building = Some(Building {
+                        indexed: l.index.indexed,
+                        sessions: l.index.sessions,
+                    });
+                }
+                continue;
+            }
+            answer.hits.push(serde_json::from_slice(line).ok()?);
+        }
+        Some(answer)
+    }
+
     /// The `--json` lines: while the index is built, a first line
     /// `{"index":{"complete":false,...}}`; then one hit per line, best first.
     pub fn jsonl(&self) -> Vec<u8> {
@@ -112,5 +145,60 @@ impl Answer {
             out.push(b'\n');
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(n: u32, kept: Option<bool>) -> Hit {
+        Hit {
+            id: format!("id-{n}"),
+            agent: "claude".into(),
+            host: "here".into(),
+            cwd: Some("/w \"quoted\"".into()),
+            namespace: "w".into(),
+            dir: format!("d{n}"),
+            path: format!("w/d{n}"),
+            title: None,
+            preview: Some("p\nq".into()),
+            updated_at: Some("2026-01-01T00:00:00Z".into()),
+            role: "user".into(),
+            timestamp: None,
+            entry: Some("e".into()),
+            in_conversation: n.is_multiple_of(2),
+            snippet: "a **b** c".into(),
+            score: 1.0 / (n as f32 + 3.0),
+            kept,
+            source_deleted: kept,
+            parent: None,
+            store_namespace: String::new(),
+        }
+    }
+
+    /// `fen-fs search` reads a mount's `hits.jsonl` back: the same lines again,
+    /// scores to the last digit, the index line included.
+    #[test]
+    fn an_answer_read_back_from_its_lines_writes_the_same_lines() {
+        for building in [
+            None,
+            Some(Building {
+                indexed: 3,
+                sessions: 9,
+            }),
+        ] {
+            let a = Answer {
+                hits: vec![hit(1, None), hit(2, Some(true))],
+                building,
+            };
+            let lines = a.jsonl();
+            let back = Answer::from_jsonl(&lines).expect("reads back");
+            assert_eq!(back.hits, a.hits);
+            assert_eq!(back.building, a.building);
+            assert_eq!(back.jsonl(), lines);
+        }
+        assert!(Answer::from_jsonl(b"{\"not\":\"a hit\"}\n").is_none());
+        assert!(Answer::from_jsonl(b"").is_some_and(|a| a.hits.is_empty()));
     }
 }

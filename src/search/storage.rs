@@ -169,6 +169,24 @@ pub fn folder(store_root: &Path) -> std::io::Result<Dir> {
     Dir::open_root(store_root)?.walk_create(&[CACHE_DIR, SEARCH_DIR])
 }
 
+/// The stamp of the index's last commit in `store_root`, read from Tantivy's
+/// `meta.json` alone (no segment opened): who keeps the index and what it covers.
+pub fn committed_stamp(store_root: &Path) -> Option<Stamp> {
+    let folder = Dir::open_root(store_root)
+        .ok()?
+        .open_dir(CACHE_DIR)
+        .ok()?
+        .open_dir(SEARCH_DIR)
+        .ok()?;
+    let meta = folder.read_file("meta.json", 64 << 20).ok()?;
+    #[derive(Deserialize)]
+    struct Meta {
+        payload: Option<String>,
+    }
+    let meta: Meta = serde_json::from_slice(&meta).ok()?;
+    Stamp::parse(meta.payload.as_deref())
+}
+
 /// The writer lock, taken ahead of opening the index: a daemon takes it before its
 /// mount is ready (opening and checking the index come later, in the background),
 /// so that a command run right after the mount does not take the writer's role.
