@@ -260,3 +260,46 @@ fn meta_context_tokens_match_the_conversation() {
     append(&path, &claude_line("z", Some(&last), "more"));
     assert_eq!(meta(&source, &dir)["context_tokens"], tokens(&source));
 }
+
+/// An agent appending to its sessions (every few seconds while it works) changes no
+/// folder's entries: the source re-reads what grew without walking its folders again
+/// (a walk is O(every session), and each request after each append paid for one).
+/// A new file still shows on the next listing, through a walk.
+#[test]
+fn an_append_is_seen_without_walking_the_folders_and_a_new_file_with_one() {
+    let store = Store::new();
+    let first = store.project.join(format!("{ID1}.jsonl"));
+    std::fs::write(&first, claude_line("a", None, "one")).unwrap();
+    for k in 0..5 {
+        let id = format!("33333333-3333-4333-8333-{k:012}");
+        std::fs::write(
+            store.project.join(format!("{id}.jsonl")),
+            claude_line("x", None, "other"),
+        )
+        .unwrap();
+    }
+    let source = ForeignSource::watching(
+        &AgentRoot {
+            agent: Agent::Claude,
+            root: store.root.clone(),
+        },
+        Some(&store.fen),
+    );
+    source.build_index();
+    let dir = dir_of(&source, ID1);
+    assert_eq!(conversation(&source, &dir).len(), 1);
+    let walks = source.walks();
+    append(&first, &claude_line("b", Some("a"), "two"));
+    assert_eq!(source.session_dirs("--w--").unwrap().len(), 6);
+    assert!(source.has_namespace("--w--"));
+    assert_eq!(conversation(&source, &dir).len(), 2, "the append is seen");
+    assert_eq!(meta(&source, &dir)["messages"], 2);
+    assert_eq!(source.walks(), walks, "an append walked the folders");
+    std::fs::write(
+        store.project.join(format!("{ID2}.jsonl")),
+        claude_line("c", None, "new"),
+    )
+    .unwrap();
+    assert_eq!(source.session_dirs("--w--").unwrap().len(), 7);
+    assert!(source.walks() > walks);
+}

@@ -114,6 +114,8 @@ pub struct ForeignSource {
     /// The source over this agent's kept copies (`kept_sources`), for links to a
     /// parent or subagent only a kept copy still shows.
     kept_kin: std::sync::OnceLock<std::sync::Weak<ForeignSource>>,
+    /// How many times its folders were walked (`walks`).
+    walked: std::sync::atomic::AtomicU64,
 }
 
 impl ForeignSource {
@@ -139,7 +141,14 @@ impl ForeignSource {
             fen_root: fen_root.map(Path::to_path_buf),
             cache_file,
             kept_kin: Default::default(),
+            walked: Default::default(),
         }
+    }
+
+    /// How many times its folders were walked (each walk lists every folder and
+    /// `stat`s what changed): what a change costs, seen by tests.
+    pub fn walks(&self) -> u64 {
+        self.walked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The same, watching its folders with inotify (a long-lived daemon).

@@ -22,7 +22,13 @@ struct State {
     wd_of: HashMap<String, i32>,
     /// Namespaces with events since they were last marked clean.
     dirty: HashSet<String>,
+    /// Those among them whose folder's entries changed (a file made, removed or
+    /// renamed, the folder itself gone or new), not only a file's content.
+    entries: HashSet<String>,
 }
+
+/// Events that change a file's content or times, not the folder's entries.
+const CONTENT: u32 = libc::IN_MODIFY | libc::IN_ATTRIB | libc::IN_CLOSE_WRITE;
 
 const EVENTS: u32 = libc::IN_MODIFY
     | libc::IN_ATTRIB
@@ -74,14 +80,25 @@ impl StoreWatch {
             st.ns_of.insert(wd, ns.to_string());
             st.wd_of.insert(ns.to_string(), wd);
             st.dirty.insert(ns.to_string());
+            st.entries.insert(ns.to_string());
         }
         st.dirty.contains(ns)
+    }
+
+    /// Whether the entries of `ns`'s folder may have changed since `mark_clean(ns)`
+    /// (from the last `drain`): `false` when only files' content did, which needs no
+    /// new listing of the folder. `true` for a folder not watched.
+    pub fn entries_changed_as_drained(&self, ns: &str) -> bool {
+        let st = self.state.lock().unwrap();
+        !st.wd_of.contains_key(ns) || st.entries.contains(ns)
     }
 
     /// Call before reading the namespace's files: events after this re-mark it.
     pub fn mark_clean(&self, ns: &str) {
         self.drain();
-        self.state.lock().unwrap().dirty.remove(ns);
+        let mut st = self.state.lock().unwrap();
+        st.dirty.remove(ns);
+        st.entries.remove(ns);
     }
 
     /// Reads every queued event and marks the namespaces they concern.
@@ -115,7 +132,8 @@ impl StoreWatch {
                 if mask & libc::IN_Q_OVERFLOW != 0 {
                     // Events were lost: trust nothing until re-read.
                     let all: Vec<String> = st.wd_of.keys().cloned().collect();
-                    st.dirty.extend(all);
+                    st.dirty.extend(all.iter().cloned());
+                    st.entries.extend(all);
                     continue;
                 }
                 let Some(ns) = st.ns_of.get(&wd).cloned() else {
@@ -125,6 +143,9 @@ impl StoreWatch {
                     // The folder went away: forget the watch; the next access re-adds it.
                     st.ns_of.remove(&wd);
                     st.wd_of.remove(&ns);
+                }
+                if mask & !CONTENT != 0 {
+                    st.entries.insert(ns.clone());
                 }
                 st.dirty.insert(ns);
             }
@@ -157,7 +178,16 @@ mod tests {
             .write_all(b"y\n")
             .unwrap();
         assert!(w.changed("--a--", &ns), "append");
+        assert!(
+            !w.entries_changed_as_drained("--a--"),
+            "an append changes no entry"
+        );
         w.mark_clean("--a--");
+        std::fs::write(ns.join("t.jsonl"), b"x\n").unwrap();
+        assert!(w.changed("--a--", &ns));
+        assert!(w.entries_changed_as_drained("--a--"), "a file made");
+        w.mark_clean("--a--");
+        std::fs::remove_file(ns.join("t.jsonl")).unwrap();
         std::fs::remove_file(&f).unwrap();
         assert!(w.changed("--a--", &ns), "delete");
         w.mark_clean("--a--");

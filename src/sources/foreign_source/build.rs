@@ -206,8 +206,10 @@ impl ForeignSource {
             for f in &folders {
                 let key = f.to_string_lossy();
                 if watch.changed_as_drained(&key, f) {
+                    // A file's content changed (an append): its namespace is re-read,
+                    // the folders are not walked; a walk only for entries that changed.
+                    changed |= watch.entries_changed_as_drained(&key);
                     watch.mark_clean(&key);
-                    changed = true;
                     let files = idx
                         .folders
                         .get(f)

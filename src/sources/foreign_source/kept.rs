@@ -36,6 +36,7 @@ impl ForeignSource {
             fen_root: fen_root.map(Path::to_path_buf),
             cache_file,
             kept_kin: Default::default(),
+            walked: Default::default(),
         }
     }
 

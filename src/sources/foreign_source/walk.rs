@@ -30,6 +30,8 @@ impl ForeignSource {
     /// Every session file under the sessions folder, re-reading only folders whose
     /// stamp changed since the last walk. Links are never followed.
     pub(super) fn walk(&self) -> Vec<PathBuf> {
+        self.walked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut scans = std::mem::take(&mut self.index.lock().unwrap().folders);
         let mut out = Vec::new();
         let mut next = HashMap::new();
