@@ -208,7 +208,9 @@ impl ForeignSource {
                 if watch.changed_as_drained(&key, f) {
                     // A file's content changed (an append): its namespace is re-read,
                     // the folders are not walked; a walk only for entries that changed.
-                    changed |= watch.entries_changed_as_drained(&key);
+                    // (Units, sessions in databases or task folders, are listed again
+                    // by a walk whatever changed.)
+                    changed |= self.units.is_some() || watch.entries_changed_as_drained(&key);
                     watch.mark_clean(&key);
                     let files = idx
                         .folders
