@@ -207,6 +207,15 @@ impl SessionSource for ForeignSource {
         // Units are re-listed cheaply (a stat of the databases): a session that
         // appeared in a new namespace is found by its path, not only after an `ls`.
         // So are kept copies: a session whose source just went shows at once.
+        // Kept copies whose listing is the one the last walk took have nothing new: a
+        // "no" costs no walk (a first mount's `ls` and every `index.json` ask each
+        // source about each namespace).
+        if let Some(kept) = &self.kept
+            && let Some(listing) = kept.reused_listing()
+            && self.index.lock().unwrap().kept_walked == Some(listing)
+        {
+            return false;
+        }
         (self.units.is_some() || self.kept.is_some()) && {
             self.sync(Some(ns));
             self.index.lock().unwrap().by_ns.contains_key(ns)

@@ -240,6 +240,9 @@ impl ForeignSource {
         let mut idx = if walk {
             let found = self.walk();
             let mut idx = self.wait_for(ns);
+            if let Some(kept) = &self.kept {
+                idx.kept_walked = kept.reused_listing();
+            }
             let present: std::collections::HashSet<&std::ffi::OsStr> =
                 found.iter().map(|p| p.as_os_str()).collect();
             let gone: Vec<PathBuf> = idx

@@ -107,6 +107,9 @@ pub(super) struct Index {
     /// Namespaces whose files must be re-`stat`ed before the next listing (all of
     /// them when nothing watches the folders).
     pub(super) dirty: BTreeSet<String>,
+    /// For a source over kept copies: the listing of them its last walk took
+    /// (`KeptCopies::reused_listing`).
+    pub(super) kept_walked: Option<u64>,
     /// Without a watch: namespaces whose files the first index has just `stat`ed,
     /// not listed since; their first listing takes those stamps (a one-shot command
     /// such as `fen-fs list` would `stat` every file twice otherwise).

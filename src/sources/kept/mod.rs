@@ -87,6 +87,8 @@ struct State {
     cache_stale: bool,
     cache_written: Option<Instant>,
     listed: Option<(Instant, Listed)>,
+    /// Bumped by every new listing (`list_generation`).
+    listed_generation: u64,
     /// Whether each shown copy's source is gone, as of the last listing.
     gone: HashMap<String, bool>,
     /// Decompressed (or cut) copies: key → (stamp, file), most recent last.
@@ -380,8 +382,20 @@ impl KeptCopies {
         st.gone = gone;
         if wait_live {
             st.listed = Some((Instant::now(), out.clone()));
+            st.listed_generation += 1;
         }
         out
+    }
+
+    /// Which listing `list` gives now: the generation of the last one while it is
+    /// reused (`LIST_FOR`), `None` when the next `list` makes a new one. A source that
+    /// walked that generation has nothing new to find in it.
+    pub fn reused_listing(&self) -> Option<u64> {
+        let st = self.state.lock().unwrap();
+        st.listed
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < LIST_FOR)
+            .map(|_| st.listed_generation)
     }
 
     /// Forgets the last listing (a caller that knows something changed).
@@ -675,6 +689,39 @@ mod tests {
                 (folder, f.record.facts.cwd.unwrap())
             })
             .collect()
+    }
+
+    /// A tree asks every source about every namespace it lists (a first mount's `ls`
+    /// and each `index.json`): a source over kept copies that does not have one says
+    /// so without walking its copies again while their listing is the one it walked.
+    #[test]
+    fn a_namespace_the_copies_do_not_have_costs_no_walk() {
+        use crate::sources::SessionSource;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let dir = store_with_copies(root, 3);
+        let copies = KeptCopies::new(
+            Agent::Claude,
+            dir,
+            Shown::All,
+            None,
+            Some(root.to_path_buf()),
+            Vec::new(),
+        );
+        let source = crate::sources::foreign_source::ForeignSource::over_kept(copies, Some(root));
+        source.build_index();
+        let namespaces = source.namespaces().unwrap();
+        assert_eq!(namespaces.len(), 3, "{namespaces:?}");
+        let walks = source.walks();
+        for _ in 0..50 {
+            assert!(!source.has_namespace("--nowhere--"));
+            assert!(source.has_namespace(&namespaces[0]));
+        }
+        assert!(
+            source.walks() <= walks + 1,
+            "{} walks for 50 misses",
+            source.walks() - walks
+        );
     }
 
     #[test]
