@@ -60,7 +60,7 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
             .map(|p| p as Arc<dyn SessionSource>),
     );
     if let Some((mount, answer)) = answer_of_mount(&request, &text, &root, &sources) {
-        print(answer, Some(&mount), args.json);
+        print_answer(answer, Some(&mount), args.json);
         return Ok(ExitCode::SUCCESS);
     }
     let search = Search::open(root.is_dir().then_some(root.as_path()), sources, true);
@@ -92,7 +92,7 @@ pub fn run(args: Args, store: Store) -> Result<ExitCode> {
         .flatten()
         .filter(|m| crate::mount_table::entry_at(m).is_some_and(|e| e.fen))
         .or_else(|| crate::mount_table::live_mount_of(&root));
-    print(answer, mount.as_deref(), args.json);
+    print_answer(answer, mount.as_deref(), args.json);
     // The process ends now: unmapping every segment one by one would only cost time.
     std::mem::forget(search);
     Ok(ExitCode::SUCCESS)
@@ -145,7 +145,7 @@ fn answer_of_mount(
 }
 
 /// Prints `answer`, its paths made absolute under `mount`.
-fn print(mut answer: Answer, mount: Option<&std::path::Path>, json: bool) {
+fn print_answer(mut answer: Answer, mount: Option<&std::path::Path>, json: bool) {
     if let Some(m) = mount {
         for h in &mut answer.hits {
             h.path = m.join(&h.path).to_string_lossy().into_owned();

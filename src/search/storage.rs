@@ -173,10 +173,7 @@ pub fn folder(store_root: &Path) -> std::io::Result<Dir> {
 /// `meta.json` alone (no segment opened): who keeps the index and what it covers.
 pub fn committed_stamp(store_root: &Path) -> Option<Stamp> {
     let folder = Dir::open_root(store_root)
-        .ok()?
-        .open_dir(CACHE_DIR)
-        .ok()?
-        .open_dir(SEARCH_DIR)
+        .and_then(|root| root.walk(&[CACHE_DIR, SEARCH_DIR]))
         .ok()?;
     let meta = folder.read_file("meta.json", 64 << 20).ok()?;
     #[derive(Deserialize)]

@@ -204,9 +204,6 @@ impl SessionSource for ForeignSource {
         if self.wait_for(Some(ns)).by_ns.contains_key(ns) {
             return true;
         }
-        // Units are re-listed cheaply (a stat of the databases): a session that
-        // appeared in a new namespace is found by its path, not only after an `ls`.
-        // So are kept copies: a session whose source just went shows at once.
         // Kept copies whose listing is the one the last walk took have nothing new: a
         // "no" costs no walk (a first mount's `ls` and every `index.json` ask each
         // source about each namespace).
@@ -216,6 +213,9 @@ impl SessionSource for ForeignSource {
         {
             return false;
         }
+        // Units are re-listed cheaply (a stat of the databases): a session that
+        // appeared in a new namespace is found by its path, not only after an `ls`.
+        // So are kept copies: a session whose source just went shows at once.
         (self.units.is_some() || self.kept.is_some()) && {
             self.sync(Some(ns));
             self.index.lock().unwrap().by_ns.contains_key(ns)

@@ -87,7 +87,7 @@ struct State {
     cache_stale: bool,
     cache_written: Option<Instant>,
     listed: Option<(Instant, Listed)>,
-    /// Bumped by every new listing (`list_generation`).
+    /// Bumped by every new listing (`reused_listing`).
     listed_generation: u64,
     /// Whether each shown copy's source is gone, as of the last listing.
     gone: HashMap<String, bool>,
