@@ -97,15 +97,23 @@ impl Store {
         }
     }
 
+    fn agent_root(&self) -> AgentRoot {
+        AgentRoot {
+            agent: Agent::Claude,
+            root: self.root.clone(),
+        }
+    }
+
     /// A source over the store, its first index built (a mount).
     fn source(&self) -> ForeignSource {
-        let s = ForeignSource::new(
-            &AgentRoot {
-                agent: Agent::Claude,
-                root: self.root.clone(),
-            },
-            Some(&self.fen),
-        );
+        let s = ForeignSource::new(&self.agent_root(), Some(&self.fen));
+        s.build_index();
+        s
+    }
+
+    /// The same, watching its folders with inotify (as a daemon's).
+    fn watching_source(&self) -> ForeignSource {
+        let s = ForeignSource::watching(&self.agent_root(), Some(&self.fen));
         s.build_index();
         s
     }
@@ -278,14 +286,7 @@ fn an_append_is_seen_without_walking_the_folders_and_a_new_file_with_one() {
         )
         .unwrap();
     }
-    let source = ForeignSource::watching(
-        &AgentRoot {
-            agent: Agent::Claude,
-            root: store.root.clone(),
-        },
-        Some(&store.fen),
-    );
-    source.build_index();
+    let source = store.watching_source();
     let dir = dir_of(&source, ID1);
     assert_eq!(conversation(&source, &dir).len(), 1);
     let walks = source.walks();
