@@ -640,23 +640,6 @@ impl Search {
                 });
             });
         }
-        // Tantivy starts its indexing threads again after each commit, from the thread
-        // that commits: a big pass commits from an idle thread, so that its writer's
-        // threads stay idle work after its first batch too.
-        let commit = |stamp: &storage::Stamp| -> Result<()> {
-            if !background {
-                return engine.commit(stamp);
-            }
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(|| {
-                        crate::background::priority::enter(Class::Idle);
-                        engine.commit(stamp)
-                    })
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-        };
         let queue = Mutex::new(std::collections::VecDeque::from(todo));
         let mut every = COMMIT_FIRST;
         let mut rescans = 0;
@@ -784,7 +767,7 @@ impl Search {
             progress.complete = empty && !stopping;
             // Said once searchable: the commit waits for the index to take every
             // document, and a search until then sees the last commit.
-            commit(&self.stamp_now(engine, progress))?;
+            engine.commit(&self.stamp_now(engine, progress))?;
             engine.trim();
             // What the last batches wrote (and merged) is checked again as soon as it
             // may be: readers stop reading it whole during a long build too.
