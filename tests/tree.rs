@@ -297,8 +297,15 @@ fn namespaces_sort_and_latest_follows_the_newest_update() {
 }
 
 /// fen's store served as a read-only source: how another agent's sessions look to
-/// the tree.
-struct ReadOnly(FenSource);
+/// the tree. It counts how often it is asked whether it has a namespace (a kept
+/// copies' source answers a "no" by listing every copy again).
+struct ReadOnly(FenSource, std::sync::atomic::AtomicUsize);
+
+impl ReadOnly {
+    fn new(store: Arc<Store>) -> ReadOnly {
+        ReadOnly(FenSource::new(store), Default::default())
+    }
+}
 
 impl SessionSource for ReadOnly {
     fn agent(&self) -> fen_fs::agent::Agent {
@@ -317,6 +324,7 @@ impl SessionSource for ReadOnly {
         self.0.namespaces()
     }
     fn has_namespace(&self, ns: &str) -> bool {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.0.has_namespace(ns)
     }
     fn namespace_mtime(&self, ns: &str) -> Option<std::time::SystemTime> {
@@ -471,8 +479,7 @@ fn another_agents_session_cannot_be_removed() {
     let f = fixture();
     let path = f.create("/p", "one");
     let (ns, dir) = path.split_once('/').unwrap();
-    let sources: Vec<Arc<dyn SessionSource>> =
-        vec![Arc::new(ReadOnly(FenSource::new(f.store.clone())))];
+    let sources: Vec<Arc<dyn SessionSource>> = vec![Arc::new(ReadOnly::new(f.store.clone()))];
     let tree = Tree::new(sources, None, 1000, 1000);
     let ns_ino = tree.lookup(ROOT, OsStr::new(ns)).unwrap().ino;
     let err = tree.rmdir(ns_ino, OsStr::new(dir)).unwrap_err();
@@ -687,69 +694,6 @@ fn conversation_md_in_another_agents_session() {
     );
 }
 
-/// A source that has nothing, counting how often it is asked whether it has a
-/// namespace: a kept copies' source answers a "no" by listing every copy again.
-struct Asked {
-    empty: FenSource,
-    asked: std::sync::atomic::AtomicUsize,
-}
-
-impl SessionSource for Asked {
-    fn agent(&self) -> fen_fs::agent::Agent {
-        fen_fs::agent::Agent::Claude
-    }
-    fn writable(&self) -> bool {
-        false
-    }
-    fn root(&self) -> &std::path::Path {
-        self.empty.root()
-    }
-    fn root_mtime(&self) -> Option<std::time::SystemTime> {
-        None
-    }
-    fn namespaces(&self) -> fen_fs::Result<Vec<String>> {
-        Ok(Vec::new())
-    }
-    fn has_namespace(&self, _ns: &str) -> bool {
-        self.asked
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        false
-    }
-    fn namespace_mtime(&self, ns: &str) -> Option<std::time::SystemTime> {
-        self.empty.namespace_mtime(ns)
-    }
-    fn session_dirs(&self, ns: &str) -> fen_fs::Result<Vec<String>> {
-        self.empty.session_dirs(ns)
-    }
-    fn session_stat(&self, ns: &str, dir: &str) -> fen_fs::Result<fen_fs::sources::SessionStat> {
-        self.empty.session_stat(ns, dir)
-    }
-    fn listings(&self, ns: &str) -> fen_fs::Result<Vec<fen_fs::views::listing::Listing>> {
-        self.empty.listings(ns)
-    }
-    fn index(&self, ns: &str) -> fen_fs::Result<fen_fs::sources::NamespaceIndex> {
-        self.empty.index(ns)
-    }
-    fn view_size(
-        &self,
-        ns: &str,
-        dir: &str,
-        kind: fen_fs::views::ViewKind,
-        writers: u64,
-    ) -> fen_fs::Result<u64> {
-        self.empty.view_size(ns, dir, kind, writers)
-    }
-    fn snapshot(
-        &self,
-        ns: &str,
-        dir: &str,
-        kind: fen_fs::views::ViewKind,
-        writers: u64,
-    ) -> fen_fs::Result<fen_fs::views::Snapshot> {
-        self.empty.snapshot(ns, dir, kind, writers)
-    }
-}
-
 /// Looking up a namespace, a session and its views (what `cat` of a view does after
 /// the kernel's entries expired) asks the sources after the one that has them
 /// nothing: a lookup stays O(1) whatever the other sources hold (bench row 15b: a
@@ -759,12 +703,10 @@ fn a_lookup_answered_by_one_source_asks_the_others_nothing() {
     let f = fixture();
     let path = f.create("/p", "one");
     let empty = tempfile::tempdir().unwrap();
-    let other = Arc::new(Asked {
-        empty: FenSource::new(Arc::new(
-            Store::open(empty.path().join("store"), FsyncMode::No).unwrap(),
-        )),
-        asked: Default::default(),
-    });
+    // Another source, over a store with no sessions.
+    let other = Arc::new(ReadOnly::new(Arc::new(
+        Store::open(empty.path().join("store"), FsyncMode::No).unwrap(),
+    )));
     let sources: Vec<Arc<dyn SessionSource>> =
         vec![Arc::new(FenSource::new(f.store.clone())), other.clone()];
     let tree = Tree::new(sources, None, 1000, 1000);
@@ -774,7 +716,7 @@ fn a_lookup_answered_by_one_source_asks_the_others_nothing() {
     }
     tree.getattr(ino, None, None).unwrap();
     assert_eq!(
-        other.asked.load(std::sync::atomic::Ordering::Relaxed),
+        other.1.load(std::sync::atomic::Ordering::Relaxed),
         0,
         "the other source was asked"
     );
