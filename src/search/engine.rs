@@ -13,15 +13,15 @@ use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
-use tantivy::collector::{Collector, DocSetCollector, SegmentCollector};
+use tantivy::collector::DocSetCollector;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query as TQuery,
     RangeQuery, RegexQuery, TermQuery,
 };
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{
-    DocAddress, DocId, IndexReader, IndexWriter, Score, Searcher, SegmentOrdinal, SegmentReader,
-    TantivyDocument, Term,
+    DocAddress, DocId, IndexReader, IndexWriter, Score, Searcher, SegmentOrdinal, TantivyDocument,
+    Term,
 };
 
 /// The writer's memory: per indexing thread (Tantivy's minimum is 15 MB).
@@ -130,6 +130,8 @@ pub struct Engine {
     /// by the analyzer as it cuts them): their difference is the writer's backlog.
     sent: AtomicU64,
     taken: std::sync::Arc<AtomicU64>,
+    /// Each searched segment's columns, opened once.
+    columns: SegmentColumnsCache,
 }
 
 impl Engine {
@@ -165,6 +167,7 @@ impl Engine {
             marked: Mutex::new(None),
             sent: AtomicU64::new(0),
             taken,
+            columns: SegmentColumnsCache::default(),
         };
         let seen = e.meta_stat();
         if !e.storage.writable() && (seen.is_none() || seen != e.storage.opened_at) {
@@ -521,22 +524,14 @@ impl Engine {
     pub fn search(&self, query: &Query, filters: &Filters, limit: usize) -> Result<Vec<Found>> {
         let searcher = self.searcher();
         let q = self.to_query(query, filters);
-        let best = searcher
-            .search(
-                &*q,
-                &BestPerSession {
-                    sources: filters.sources.clone(),
-                },
-            )
-            .map_err(|e| index_error("search", e))?;
-        let mut best: Vec<(u64, Best)> = best.into_iter().collect();
-        best.sort_by(|a, b| {
-            b.1.score
-                .total_cmp(&a.1.score)
-                .then(b.1.ts.cmp(&a.1.ts))
-                .then(a.0.cmp(&b.0))
-        });
-        best.truncate(limit);
+        let best = best_sessions(
+            &searcher,
+            &*q,
+            filters.sources.as_deref(),
+            limit,
+            &self.columns,
+        )
+        .map_err(|e| index_error("search", e))?;
         let mut out = Vec::new();
         for (sid, b) in best {
             let doc: TantivyDocument = searcher
@@ -696,12 +691,6 @@ impl Best {
     }
 }
 
-/// Keeps each session's best-scoring document (by the `sid` column), of documents
-/// from `sources` only (by the `src` column).
-struct BestPerSession {
-    sources: Option<Vec<u64>>,
-}
-
 /// Session ids are hashes already: they are their own hash.
 #[derive(Default)]
 struct SidHasher(u64);
@@ -722,81 +711,178 @@ impl std::hash::Hasher for SidHasher {
 
 type BySid<V> = HashMap<u64, V, std::hash::BuildHasherDefault<SidHasher>>;
 
-struct BestInSegment {
-    segment: SegmentOrdinal,
-    sid: tantivy::columnar::Column<u64>,
-    src: tantivy::columnar::Column<u64>,
-    sources: Option<Vec<u64>>,
-    ts: tantivy::columnar::Column<i64>,
-    best: BySid<Best>,
+/// Whether session `a` with its best document ranks above session `b` with its own:
+/// the higher score, then the newer message, then the smaller session id (the
+/// answer's order).
+fn ranks_above(a: (u64, &Best), b: (u64, &Best)) -> bool {
+    a.1.better_than(b.1) || (!b.1.better_than(a.1) && a.0 < b.0)
 }
 
-impl Collector for BestPerSession {
-    type Fruit = BySid<Best>;
-    type Child = BestInSegment;
+/// The best `limit` sessions met so far, each with its best document. Only these are
+/// kept: a session pushed out ranked under the `limit` kept, so a later document of it
+/// can only come back by beating the worst of them, as a session of its own.
+struct TopSessions {
+    limit: usize,
+    kept: BySid<Best>,
+    /// The worst kept session, once `limit` are kept.
+    worst: Option<(u64, Best)>,
+}
 
-    fn for_segment(
-        &self,
-        segment: SegmentOrdinal,
-        reader: &SegmentReader,
-    ) -> tantivy::Result<BestInSegment> {
-        Ok(BestInSegment {
-            segment,
-            sid: reader.fast_fields().u64("sid")?,
-            src: reader.fast_fields().u64("src")?,
-            sources: self.sources.clone(),
-            ts: reader.fast_fields().i64("ts")?,
-            best: BySid::default(),
-        })
+impl TopSessions {
+    fn new(limit: usize) -> TopSessions {
+        TopSessions {
+            limit,
+            kept: BySid::default(),
+            worst: None,
+        }
     }
 
-    fn requires_scoring(&self) -> bool {
-        true
+    fn find_worst(&mut self) {
+        self.worst = if self.kept.len() < self.limit {
+            None
+        } else {
+            self.kept.iter().map(|(s, b)| (*s, *b)).reduce(|w, x| {
+                if ranks_above((w.0, &w.1), (x.0, &x.1)) {
+                    x
+                } else {
+                    w
+                }
+            })
+        };
     }
 
-    fn merge_fruits(&self, fruits: Vec<BySid<Best>>) -> tantivy::Result<Self::Fruit> {
-        let mut out = BySid::<Best>::default();
-        for fruit in fruits {
-            for (sid, b) in fruit {
-                match out.get(&sid) {
-                    Some(old) if !b.better_than(old) => {}
-                    _ => {
-                        out.insert(sid, b);
-                    }
+    fn offer(&mut self, sid: u64, b: Best) {
+        if let Some(old) = self.kept.get_mut(&sid) {
+            // Ties within a session: the first document met stays.
+            if b.better_than(old) {
+                *old = b;
+                if self.worst.is_some_and(|(w, _)| w == sid) {
+                    self.find_worst();
                 }
             }
+            return;
         }
-        Ok(out)
+        match self.worst {
+            None => {
+                self.kept.insert(sid, b);
+                self.find_worst();
+            }
+            Some((w, wb)) if ranks_above((sid, &b), (w, &wb)) => {
+                self.kept.remove(&w);
+                self.kept.insert(sid, b);
+                self.find_worst();
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Scores a document must beat to matter: with `limit` sessions kept, anything
+    /// under the worst one's (a tie may still win on time, hence just under).
+    fn threshold(&self) -> Score {
+        self.worst.map_or(Score::MIN, |(_, b)| b.score.next_down())
+    }
+
+    /// Best first.
+    fn into_sorted(self) -> Vec<(u64, Best)> {
+        let mut best: Vec<(u64, Best)> = self.kept.into_iter().collect();
+        best.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then(b.1.ts.cmp(&a.1.ts))
+                .then(a.0.cmp(&b.0))
+        });
+        best
     }
 }
 
-impl SegmentCollector for BestInSegment {
-    type Fruit = BySid<Best>;
-
-    fn collect(&mut self, doc: DocId, score: Score) {
-        let Some(sid) = self.sid.first(doc) else {
-            return;
-        };
-        if let Some(sources) = &self.sources
-            && !self.src.first(doc).is_some_and(|s| sources.contains(&s))
-        {
-            return;
-        }
-        let b = Best {
-            score,
-            ts: self.ts.first(doc).unwrap_or(0),
-            doc: DocAddress::new(self.segment, doc),
-        };
-        match self.best.get(&sid) {
-            Some(old) if !b.better_than(old) => {}
-            _ => {
-                self.best.insert(sid, b);
+/// The best document of each of the best `limit` sessions (the `sid` column), of
+/// documents from `sources` only (the `src` column), best first; exactly what scoring
+/// every match would give. Once `limit` sessions are held, a document scoring under
+/// the worst of them changes nothing, so the scorer is told to skip such documents:
+/// Tantivy's block-max WAND then passes over whole blocks of a common word's postings,
+/// which were otherwise scored one by one (bench row 20: 4-6 ms for a common word on
+/// the 2.5 GB history).
+fn best_sessions(
+    searcher: &Searcher,
+    query: &dyn TQuery,
+    sources: Option<&[u64]>,
+    limit: usize,
+    columns: &SegmentColumnsCache,
+) -> tantivy::Result<Vec<(u64, Best)>> {
+    let mut top = TopSessions::new(limit);
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let weight = query.weight(tantivy::query::EnableScoring::enabled_from_searcher(
+        searcher,
+    ))?;
+    for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let SegmentColumns { sid, src, ts } = columns.of(reader)?;
+        let alive = reader.alive_bitset();
+        let segment = ord as SegmentOrdinal;
+        let threshold = top.threshold();
+        weight.for_each_pruning(threshold, reader, &mut |doc: DocId, score: Score| {
+            let wanted = alive.is_none_or(|a| a.is_alive(doc))
+                && sources.is_none_or(|ss| src.first(doc).is_some_and(|s| ss.contains(&s)));
+            if let (true, Some(sid)) = (wanted, sid.first(doc)) {
+                top.offer(
+                    sid,
+                    Best {
+                        score,
+                        ts: ts.first(doc).unwrap_or(0),
+                        doc: DocAddress::new(segment, doc),
+                    },
+                );
             }
+            top.threshold()
+        })?;
+    }
+    columns.keep_only(searcher);
+    Ok(top.into_sorted())
+}
+
+/// The columns a search reads of each matching document.
+#[derive(Clone)]
+struct SegmentColumns {
+    sid: tantivy::columnar::Column<u64>,
+    src: tantivy::columnar::Column<u64>,
+    ts: tantivy::columnar::Column<i64>,
+}
+
+/// Columns by segment: a segment never changes once written (its deletions are kept
+/// apart), and opening its columns (reading the column directory, decoding every
+/// block's header) was most of a query's time when done per query and segment
+/// (`perf`, bench row 20).
+#[derive(Default)]
+struct SegmentColumnsCache(Mutex<HashMap<tantivy::index::SegmentId, SegmentColumns>>);
+
+impl SegmentColumnsCache {
+    fn of(&self, reader: &tantivy::SegmentReader) -> tantivy::Result<SegmentColumns> {
+        let id = reader.segment_id();
+        if let Some(c) = self.0.lock().unwrap().get(&id) {
+            return Ok(c.clone());
         }
+        let fast = reader.fast_fields();
+        let c = SegmentColumns {
+            sid: fast.u64("sid")?,
+            src: fast.u64("src")?,
+            ts: fast.i64("ts")?,
+        };
+        self.0.lock().unwrap().insert(id, c.clone());
+        Ok(c)
     }
 
-    fn harvest(self) -> Self::Fruit {
-        self.best
+    /// Forgets the segments `searcher` does not search (merged away since).
+    fn keep_only(&self, searcher: &Searcher) {
+        let mut cache = self.0.lock().unwrap();
+        if cache.len() > searcher.segment_readers().len() {
+            let live: std::collections::HashSet<_> = searcher
+                .segment_readers()
+                .iter()
+                .map(|r| r.segment_id())
+                .collect();
+            cache.retain(|id, _| live.contains(id));
+        }
     }
 }
 
@@ -920,5 +1006,131 @@ mod tests {
             super::super::storage::unchecked(&folder, &engine.storage.index),
             Vec::<String>::new()
         );
+    }
+
+    /// Every matching document scored, no pruning: what `best_sessions` must equal.
+    fn best_sessions_scoring_all(
+        searcher: &Searcher,
+        query: &dyn TQuery,
+        sources: Option<&[u64]>,
+        limit: usize,
+    ) -> Vec<(u64, Best)> {
+        let weight = query
+            .weight(tantivy::query::EnableScoring::enabled_from_searcher(
+                searcher,
+            ))
+            .unwrap();
+        let mut best: Vec<(u64, Best)> = Vec::new();
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let fast = reader.fast_fields();
+            let (sid, src, ts) = (
+                fast.u64("sid").unwrap(),
+                fast.u64("src").unwrap(),
+                fast.i64("ts").unwrap(),
+            );
+            let alive = reader.alive_bitset();
+            weight
+                .for_each_pruning(Score::MIN, reader, &mut |doc, score| {
+                    let s = sid.first(doc).unwrap();
+                    if alive.is_none_or(|a| a.is_alive(doc))
+                        && sources.is_none_or(|ss| ss.contains(&src.first(doc).unwrap()))
+                    {
+                        let b = Best {
+                            score,
+                            ts: ts.first(doc).unwrap(),
+                            doc: DocAddress::new(ord as SegmentOrdinal, doc),
+                        };
+                        match best.iter_mut().find(|(x, _)| *x == s) {
+                            Some((_, old)) if b.better_than(old) => *old = b,
+                            Some(_) => {}
+                            None => best.push((s, b)),
+                        }
+                    }
+                    Score::MIN
+                })
+                .unwrap();
+        }
+        best.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then(b.1.ts.cmp(&a.1.ts))
+                .then(a.0.cmp(&b.0))
+        });
+        best.truncate(limit);
+        best
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Skipping what cannot make the best `limit` sessions changes no answer: the
+        /// same sessions, each with the same document, in the same order, whatever the
+        /// ties, segments, deletions and source filter.
+        #[test]
+        fn pruned_best_sessions_are_those_of_scoring_everything(
+            docs in proptest::collection::vec(
+                (0u64..12, 0u64..3, 0i64..4, proptest::collection::vec(0usize..4, 1..6)),
+                1..400,
+            ),
+            commit_every in 1usize..120,
+            deleted in proptest::collection::vec(0u64..12, 0..3),
+            limit in 0usize..8,
+            only_some_sources in proptest::bool::ANY,
+            two_words in proptest::bool::ANY,
+        ) {
+            use tantivy::schema::{FAST, INDEXED, Schema, TEXT};
+            let mut schema = Schema::builder();
+            let text = schema.add_text_field("text", TEXT);
+            let sid = schema.add_u64_field("sid", FAST | INDEXED);
+            let src = schema.add_u64_field("src", FAST);
+            let ts = schema.add_i64_field("ts", FAST);
+            let index = tantivy::Index::create_in_ram(schema.build());
+            let mut writer: IndexWriter = index.writer_with_num_threads(1, 15 << 20).unwrap();
+            const WORDS: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
+            for (i, (s, source, t, words)) in docs.iter().enumerate() {
+                let words: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
+                let mut d = TantivyDocument::default();
+                d.add_text(text, words.join(" "));
+                d.add_u64(sid, *s);
+                d.add_u64(src, *source);
+                d.add_i64(ts, *t);
+                writer.add_document(d).unwrap();
+                if (i + 1) % commit_every == 0 {
+                    writer.commit().unwrap();
+                }
+            }
+            for d in &deleted {
+                writer.delete_term(Term::from_field_u64(sid, *d));
+            }
+            writer.commit().unwrap();
+            let reader = index.reader().unwrap();
+            let searcher = reader.searcher();
+            let term = |w: &str| -> Box<dyn TQuery> {
+                Box::new(TermQuery::new(
+                    Term::from_field_text(text, w),
+                    IndexRecordOption::WithFreqs,
+                ))
+            };
+            let query: Box<dyn TQuery> = if two_words {
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Should, term("alpha")),
+                    (Occur::Should, term("beta")),
+                ]))
+            } else {
+                term("alpha")
+            };
+            let sources: Option<Vec<u64>> = only_some_sources.then(|| vec![0, 2]);
+            let cache = SegmentColumnsCache::default();
+            for _ in 0..2 {
+                let pruned =
+                    best_sessions(&searcher, &*query, sources.as_deref(), limit, &cache).unwrap();
+                let all = best_sessions_scoring_all(&searcher, &*query, sources.as_deref(), limit);
+                let key = |v: &[(u64, Best)]| -> Vec<(u64, u32, i64, u32, u32)> {
+                    v.iter()
+                        .map(|(s, b)| (*s, b.score.to_bits(), b.ts, b.doc.segment_ord, b.doc.doc_id))
+                        .collect()
+                };
+                proptest::prop_assert_eq!(key(&pruned), key(&all));
+            }
+        }
     }
 }
