@@ -117,7 +117,23 @@ pub fn mounted_at(path: &Path) -> Option<bool> {
     entry_at(path).map(|e| e.fen)
 }
 
-/// The fen-fs daemons' command lines: `fen-fs mount MP --foreground --store S ...`.
+/// The command line of process `pid` if it is a fen-fs daemon:
+/// `fen-fs mount MP --foreground --store S ...`.
+fn daemon_args(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let is_daemon = args.get(1).map(String::as_str) == Some("mount")
+        && args.iter().any(|a| a == "--foreground")
+        && args
+            .first()
+            .is_some_and(|a| Path::new(a).file_name().is_some_and(|n| n == "fen-fs"));
+    is_daemon.then_some(args)
+}
+
+/// The fen-fs daemons' command lines.
 fn daemons() -> Vec<(u32, Vec<String>)> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -125,19 +141,25 @@ fn daemons() -> Vec<(u32, Vec<String>)> {
     rd.flatten()
         .filter_map(|e| {
             let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
-            let args: Vec<String> = raw
-                .split(|&b| b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            let is_daemon = args.get(1).map(String::as_str) == Some("mount")
-                && args.iter().any(|a| a == "--foreground")
-                && args
-                    .first()
-                    .is_some_and(|a| Path::new(a).file_name().is_some_and(|n| n == "fen-fs"));
-            is_daemon.then_some((pid, args))
+            Some((pid, daemon_args(pid)?))
         })
         .collect()
+}
+
+/// Where process `pid` serves `store_root`, if it is a fen-fs daemon of that store
+/// and its fen-fs mount is there now. Asks one process, where `live_mount_of` reads
+/// every process's command line.
+pub fn daemon_mount(pid: u32, store_root: &Path) -> Option<PathBuf> {
+    let args = daemon_args(pid)?;
+    // Its arguments are relative to its own working folder.
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+    let mp = normalize(&cwd.join(args.get(2)?));
+    let store = std::fs::canonicalize(cwd.join(flag(&args, "--store")?)).ok()?;
+    if store != std::fs::canonicalize(store_root).ok()? {
+        return None;
+    }
+    entry_at(&mp).filter(|e| e.fen)?;
+    Some(mp)
 }
 
 fn flag(args: &[String], name: &str) -> Option<String> {

@@ -308,8 +308,17 @@ fn the_search_folder_works_with_ls_cd_cat_and_jq() {
                 args.extend(["--limit".to_string(), l.to_string()]);
             }
             args.push("flaky login".into());
-            let out = run(&m.store, &args);
+            let out = fen_fs()
+                .args(&args)
+                .arg("--store")
+                .arg(&m.store)
+                .env("RUST_LOG", "fen_fs::commands::search=debug")
+                .output()
+                .unwrap();
             assert!(out.status.success(), "{}", out_text(&out));
+            // The proof that the mount answered: it says so at debug level.
+            let asked = String::from_utf8_lossy(&out.stderr).contains("answered by the mount");
+            assert_eq!(asked, limit.is_none(), "{}", out_text(&out));
             out.stdout
         };
         let (mounted, opened) = (ask(None), ask(Some("500")));

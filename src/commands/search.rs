@@ -122,9 +122,14 @@ fn answer_of_mount(
     if !plain || !one_name {
         return None;
     }
+    // The index's last commit was made by the process holding its lock now, a daemon
+    // serving this store at the mount the commit names.
     let stamp = crate::search::storage::committed_stamp(root)?;
     let mount = stamp.mount.clone()?;
-    if crate::mount_table::live_mount_of(root).as_ref() != Some(&mount) {
+    let (pid, token) = crate::search::storage::writer(root)?;
+    if stamp.writer.as_ref() != Some(&token)
+        || crate::mount_table::daemon_mount(pid, root).as_ref() != Some(&mount)
+    {
         return None;
     }
     let covered = sources.iter().all(|s| {
@@ -141,7 +146,9 @@ fn answer_of_mount(
             .join(crate::tree::inodes::HITS),
     )
     .ok()?;
-    Some((mount, Answer::from_jsonl(&bytes)?))
+    let answer = Answer::from_jsonl(&bytes)?;
+    log::debug!("answered by the mount at {}", mount.display());
+    Some((mount, answer))
 }
 
 /// Prints `answer`, its paths made absolute under `mount`.

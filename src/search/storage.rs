@@ -145,6 +145,37 @@ pub fn holder(storage: &Storage) -> Option<String> {
     (!token.is_empty()).then_some(token)
 }
 
+/// The process holding `store_root`'s writer lock now, and the token in the lock
+/// file (that of the holding that wrote it last). The holder is found in the kernel's
+/// table of locks, by the lock file's device and inode.
+pub fn writer(store_root: &Path) -> Option<(u32, String)> {
+    let folder = Dir::open_root(store_root)
+        .and_then(|root| root.walk(&[CACHE_DIR, SEARCH_DIR]))
+        .ok()?;
+    let st = folder.stat(WRITER_LOCK).ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return None;
+    }
+    let token = String::from_utf8(folder.read_file(WRITER_LOCK, 256).ok()?).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let pid = flock_holder(&locks, st.st_dev, st.st_ino)?;
+    Some((pid, token))
+}
+
+/// The pid holding a `flock` on the file `(dev, ino)`, from `/proc/locks`, whose lines
+/// read `1: FLOCK  ADVISORY  WRITE 4242 fe:00:5932218 0 EOF` (waiters have a `->`
+/// after the number; the device is its major and minor numbers in hex).
+fn flock_holder(locks: &str, dev: libc::dev_t, ino: libc::ino_t) -> Option<u32> {
+    let file = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
+    locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            [_, "FLOCK", _, _, pid, at, ..] if *at == file => pid.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
 /// Takes the writer lock if nobody holds it.
 pub fn try_lock(folder: &Dir) -> std::io::Result<Option<File>> {
     let (f, _) = folder.open_file_with(WRITER_LOCK, libc::O_RDWR | libc::O_CREAT, 0o600)?;
@@ -737,4 +768,37 @@ pub fn take_over(store_root: &Path, fields: &Fields) -> Option<Storage> {
     drop(lock);
     let s = open(store_root, fields, true);
     matches!(s.place, Place::Disk { lock: Some(_), .. }).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_holder_is_read_from_the_kernel_lock_table() {
+        let locks = "1: POSIX  ADVISORY  WRITE 77 fe:00:5932218 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 4242 fe:00:5932218 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 99 fe:00:5932218 0 EOF\n\
+                     3: FLOCK  ADVISORY  WRITE 5151 08:01:5932218 0 EOF\n";
+        let dev = libc::makedev(0xfe, 0);
+        assert_eq!(flock_holder(locks, dev, 5932218), Some(4242));
+        assert_eq!(
+            flock_holder(locks, libc::makedev(8, 1), 5932218),
+            Some(5151)
+        );
+        assert_eq!(flock_holder(locks, dev, 5932219), None);
+        // The table of this machine: a lock taken here is found, with this pid.
+        let dir = tempfile::tempdir().unwrap();
+        let folder = Dir::open_root(dir.path()).unwrap();
+        let held = try_lock(&folder).unwrap().expect("free");
+        let st = folder.stat(WRITER_LOCK).unwrap();
+        let table = std::fs::read_to_string("/proc/locks").unwrap();
+        assert_eq!(
+            flock_holder(&table, st.st_dev, st.st_ino),
+            Some(std::process::id())
+        );
+        drop(held);
+        let table = std::fs::read_to_string("/proc/locks").unwrap();
+        assert_eq!(flock_holder(&table, st.st_dev, st.st_ino), None);
+    }
 }
