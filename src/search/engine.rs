@@ -604,8 +604,12 @@ impl Engine {
 #[derive(Debug)]
 struct BoundedMerges;
 
-/// A merge's output holds at most this many documents (~45 MB of index).
-const MERGE_MAX_DOCS: u32 = 20_000;
+/// A merge's output holds at most this many documents (~22 MB of index on the bench's
+/// history). Its inputs are mapped and read whole while it runs: at 20,000 they were
+/// 53 MB of the daemon's 156-168 MB peak over the history's first pass (`smaps`; bench
+/// row 18), at 10,000 about 10 MB of a 116-118 MB one, for ~55 segments instead of ~31
+/// (a query's cost per segment is small once its columns are open).
+const MERGE_MAX_DOCS: u32 = 10_000;
 /// Fewer small segments of a tier than this are left as they are.
 const MERGE_MIN_SEGMENTS: usize = 6;
 /// Segments whose sizes are within this factor share a tier.
@@ -934,7 +938,9 @@ mod tests {
             vec![vec![2, 2, 2, 2, 2, 2], vec![10, 20, 30, 40, 50, 60]]
         );
         // Within a tier, groups of at most MERGE_MAX_DOCS documents.
-        assert_eq!(merges(&[3000; 13]), vec![vec![3000; 6], vec![3000; 6]]);
+        assert_eq!(merges(&[1500; 13]), vec![vec![1500; 6], vec![1500; 6]]);
+        // Never past it: seven of 1,500 would be 10,500.
+        assert_eq!(merges(&[1500; 7]), vec![vec![1500; 6]]);
         assert!(tier(7) == 0 && tier(8) == 1 && tier(63) == 1 && tier(64) == 2);
     }
 
