@@ -122,13 +122,15 @@ fn answer_of_mount(
     if !plain || !one_name {
         return None;
     }
-    // The index's last commit was made by the process holding its lock now, a daemon
-    // serving this store at the mount the commit names.
+    // The index's last commit was made by the last process to take its lock (the
+    // lock file's token), a daemon that still serves this store at the mount the
+    // commit names. (A new holding of the lock writes a new token: a daemon whose pid
+    // was reused by another daemon of this store would have.)
     let stamp = crate::search::storage::committed_stamp(root)?;
     let mount = stamp.mount.clone()?;
-    let (pid, token) = crate::search::storage::writer(root)?;
-    if stamp.writer.as_ref() != Some(&token)
-        || crate::mount_table::daemon_mount(pid, root).as_ref() != Some(&mount)
+    if stamp.writer.is_none()
+        || stamp.writer != crate::search::storage::lock_token(root)
+        || crate::mount_table::daemon_mount(stamp.pid?, root).as_ref() != Some(&mount)
     {
         return None;
     }

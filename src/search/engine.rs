@@ -967,6 +967,7 @@ mod tests {
             sources: Vec::new(),
             mount: None,
             writer: None,
+            pid: None,
         };
         // Six commits of one document each: six segments of one tier, merged.
         for i in 0..MERGE_MIN_SEGMENTS as u64 {

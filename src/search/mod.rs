@@ -324,6 +324,7 @@ impl Search {
             sources: self.sources().iter().map(|s| s.label.clone()).collect(),
             mount: self.mount.clone(),
             writer: engine.storage.token.clone(),
+            pid: self.mount.is_some().then(std::process::id),
         }
     }
 

@@ -46,6 +46,9 @@ pub struct Stamp {
     /// looked at the sessions since it took it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<String>,
+    /// The process that made this commit, when it has the store mounted (`mount`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 pub const FORMAT: &str = "fen-fs search";
@@ -140,40 +143,21 @@ pub fn holder(storage: &Storage) -> Option<String> {
     let Place::Disk { folder, .. } = &storage.place else {
         return None;
     };
-    let bytes = folder.read_file(WRITER_LOCK, 256).ok()?;
-    let token = String::from_utf8(bytes).ok()?;
+    token_in(folder)
+}
+
+fn token_in(folder: &Dir) -> Option<String> {
+    let token = String::from_utf8(folder.read_file(WRITER_LOCK, 256).ok()?).ok()?;
     (!token.is_empty()).then_some(token)
 }
 
-/// The process holding `store_root`'s writer lock now, and the token in the lock
-/// file (that of the holding that wrote it last). The holder is found in the kernel's
-/// table of locks, by the lock file's device and inode.
-pub fn writer(store_root: &Path) -> Option<(u32, String)> {
+/// The token in `store_root`'s lock file: that of the holding of the lock that wrote
+/// it last (each holding writes a new one as it takes the lock).
+pub fn lock_token(store_root: &Path) -> Option<String> {
     let folder = Dir::open_root(store_root)
         .and_then(|root| root.walk(&[CACHE_DIR, SEARCH_DIR]))
         .ok()?;
-    let st = folder.stat(WRITER_LOCK).ok()?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return None;
-    }
-    let token = String::from_utf8(folder.read_file(WRITER_LOCK, 256).ok()?).ok()?;
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let pid = flock_holder(&locks, st.st_dev, st.st_ino)?;
-    Some((pid, token))
-}
-
-/// The pid holding a `flock` on the file `(dev, ino)`, from `/proc/locks`, whose lines
-/// read `1: FLOCK  ADVISORY  WRITE 4242 fe:00:5932218 0 EOF` (waiters have a `->`
-/// after the number; the device is its major and minor numbers in hex).
-fn flock_holder(locks: &str, dev: libc::dev_t, ino: libc::ino_t) -> Option<u32> {
-    let file = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
-    locks.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        match f.as_slice() {
-            [_, "FLOCK", _, _, pid, at, ..] if *at == file => pid.parse().ok(),
-            _ => None,
-        }
-    })
+    token_in(&folder)
 }
 
 /// Takes the writer lock if nobody holds it.
@@ -768,37 +752,4 @@ pub fn take_over(store_root: &Path, fields: &Fields) -> Option<Storage> {
     drop(lock);
     let s = open(store_root, fields, true);
     matches!(s.place, Place::Disk { lock: Some(_), .. }).then_some(s)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_lock_holder_is_read_from_the_kernel_lock_table() {
-        let locks = "1: POSIX  ADVISORY  WRITE 77 fe:00:5932218 0 EOF\n\
-                     2: FLOCK  ADVISORY  WRITE 4242 fe:00:5932218 0 EOF\n\
-                     2: -> FLOCK  ADVISORY  WRITE 99 fe:00:5932218 0 EOF\n\
-                     3: FLOCK  ADVISORY  WRITE 5151 08:01:5932218 0 EOF\n";
-        let dev = libc::makedev(0xfe, 0);
-        assert_eq!(flock_holder(locks, dev, 5932218), Some(4242));
-        assert_eq!(
-            flock_holder(locks, libc::makedev(8, 1), 5932218),
-            Some(5151)
-        );
-        assert_eq!(flock_holder(locks, dev, 5932219), None);
-        // The table of this machine: a lock taken here is found, with this pid.
-        let dir = tempfile::tempdir().unwrap();
-        let folder = Dir::open_root(dir.path()).unwrap();
-        let held = try_lock(&folder).unwrap().expect("free");
-        let st = folder.stat(WRITER_LOCK).unwrap();
-        let table = std::fs::read_to_string("/proc/locks").unwrap();
-        assert_eq!(
-            flock_holder(&table, st.st_dev, st.st_ino),
-            Some(std::process::id())
-        );
-        drop(held);
-        let table = std::fs::read_to_string("/proc/locks").unwrap();
-        assert_eq!(flock_holder(&table, st.st_dev, st.st_ino), None);
-    }
 }
