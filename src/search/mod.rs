@@ -15,6 +15,7 @@
 
 pub mod engine;
 pub mod extract;
+pub mod folder;
 pub mod hits;
 pub mod query;
 pub mod schema;

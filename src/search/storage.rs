@@ -8,6 +8,7 @@
 //! may write, a daemon for its whole life. Another process that wants to search reads
 //! the index as the writer keeps it, and never changes a file in the folder.
 
+use super::folder::IndexFolder;
 use super::schema::{FORMAT_VERSION, Fields, TOKENIZER, analyzer};
 use crate::store::layout::CACHE_DIR;
 use crate::store::open::Dir;
@@ -17,7 +18,6 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use tantivy::directory::MmapDirectory;
 use tantivy::{Index, IndexSettings};
 
 /// The index's folder in `.fen-cache`.
@@ -413,8 +413,8 @@ fn open_checked(
     if !names.iter().any(|(n, _)| n == "meta.json") {
         return Err(Damage::Missing);
     }
-    let dir = MmapDirectory::open(folder.path())
-        .map_err(|e| Damage::Other(format!("cannot open it ({e})")))?;
+    let dir =
+        IndexFolder::open(folder).map_err(|e| Damage::Other(format!("cannot open it ({e})")))?;
     let index = Index::open(dir).map_err(|e| Damage::Other(format!("unreadable ({e})")))?;
     if index.schema() != fields.schema {
         return Err(Damage::Other("made with another schema".into()));
@@ -734,7 +734,7 @@ fn rebuild(folder: &Dir, fields: &Fields) -> std::io::Result<Index> {
             folder.unlink(&name)?;
         }
     }
-    let dir = MmapDirectory::open(folder.path()).map_err(std::io::Error::other)?;
+    let dir = IndexFolder::open(folder).map_err(std::io::Error::other)?;
     let index = Index::builder()
         .schema(fields.schema.clone())
         .settings(settings())

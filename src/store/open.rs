@@ -58,6 +58,14 @@ impl Dir {
         })
     }
 
+    /// The same folder, through a descriptor of its own.
+    pub fn try_clone(&self) -> std::io::Result<Dir> {
+        Ok(Dir {
+            fd: self.fd.try_clone()?,
+            path: self.path.clone(),
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
