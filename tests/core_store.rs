@@ -330,3 +330,62 @@ fn preview_is_the_first_user_message_on_one_line() {
     assert!(p.chars().count() <= 120, "{}", p.chars().count());
     assert!(p.ends_with('…'));
 }
+
+/// A namespace of many sessions no cache has seen is listed on a few threads: each
+/// listing is its own session's, in the order of their updates, and a listing after
+/// a few changed is the same as one of a store read afresh.
+#[test]
+fn a_big_namespace_lists_each_session_as_written() {
+    let (_tmp, store) = temp_store();
+    let mut made = Vec::new();
+    for i in 0..40 {
+        let (s, _) = create_simple(&store, "/big", &format!("session {i}"));
+        let mut lines = vec![format!(r#"{{"type":"title","title":"Title {i}"}}"#)];
+        for k in 0..(i % 5) {
+            lines.push(format!(r#"{{"role":"assistant","content":"reply {k}"}}"#));
+        }
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        append(&store, &s, &lines);
+        made.push(s);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let check = |all: &[Listing], changed: &[usize]| {
+        assert_eq!(all.len(), made.len());
+        for (rank, l) in all.iter().enumerate() {
+            let i = made
+                .iter()
+                .position(|s| s.dir == l.dir)
+                .expect("a session made");
+            assert_eq!(l.id, made[i].session_id());
+            let title = if changed.contains(&i) {
+                format!("Changed {i}")
+            } else {
+                format!("Title {i}")
+            };
+            assert_eq!(l.title.as_deref(), Some(title.as_str()), "rank {rank}");
+            assert_eq!(l.preview.as_deref(), Some(format!("session {i}").as_str()));
+            let extra = usize::from(changed.contains(&i));
+            assert_eq!(l.messages, 1 + i % 5 + extra, "session {i}");
+        }
+    };
+    let first = fen_fs::commands::list::list(&store, None).unwrap();
+    check(&first, &[]);
+    // Newest update first: made last, listed first (none was changed since).
+    let order: Vec<&str> = first.iter().map(|l| l.dir.as_str()).collect();
+    let made_order: Vec<&str> = made.iter().rev().map(|s| s.dir.as_str()).collect();
+    assert_eq!(order, made_order);
+    for i in [3, 17, 38] {
+        append(
+            &store,
+            &made[i],
+            &[
+                &format!(r#"{{"type":"title","title":"Changed {i}"}}"#),
+                r#"{"role":"user","content":"more"}"#,
+            ],
+        );
+    }
+    let again = fen_fs::commands::list::list(&store, None).unwrap();
+    check(&again, &[3, 17, 38]);
+    let afresh = Store::open(store.root.clone(), FsyncMode::No).unwrap();
+    assert_eq!(again, fen_fs::commands::list::list(&afresh, None).unwrap());
+}
