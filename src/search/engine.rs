@@ -715,11 +715,18 @@ impl std::hash::Hasher for SidHasher {
 
 type BySid<V> = HashMap<u64, V, std::hash::BuildHasherDefault<SidHasher>>;
 
-/// Whether session `a` with its best document ranks above session `b` with its own:
-/// the higher score, then the newer message, then the smaller session id (the
-/// answer's order).
+/// The answer's order of sessions, each with its best document, best first: the
+/// higher score, then the newer message, then the smaller session id.
+fn answer_order(a: (u64, &Best), b: (u64, &Best)) -> std::cmp::Ordering {
+    b.1.score
+        .total_cmp(&a.1.score)
+        .then(b.1.ts.cmp(&a.1.ts))
+        .then(a.0.cmp(&b.0))
+}
+
+/// Whether session `a` comes before session `b` in the answer.
 fn ranks_above(a: (u64, &Best), b: (u64, &Best)) -> bool {
-    a.1.better_than(b.1) || (!b.1.better_than(a.1) && a.0 < b.0)
+    answer_order(a, b).is_lt()
 }
 
 /// The best `limit` sessions met so far, each with its best document. Only these are
@@ -789,12 +796,7 @@ impl TopSessions {
     /// Best first.
     fn into_sorted(self) -> Vec<(u64, Best)> {
         let mut best: Vec<(u64, Best)> = self.kept.into_iter().collect();
-        best.sort_by(|a, b| {
-            b.1.score
-                .total_cmp(&a.1.score)
-                .then(b.1.ts.cmp(&a.1.ts))
-                .then(a.0.cmp(&b.0))
-        });
+        best.sort_by(|a, b| answer_order((a.0, &a.1), (b.0, &b.1)));
         best
     }
 }
@@ -813,10 +815,10 @@ fn best_sessions(
     limit: usize,
     columns: &SegmentColumnsCache,
 ) -> tantivy::Result<Vec<(u64, Best)>> {
-    let mut top = TopSessions::new(limit);
     if limit == 0 {
         return Ok(Vec::new());
     }
+    let mut top = TopSessions::new(limit);
     let weight = query.weight(tantivy::query::EnableScoring::enabled_from_searcher(
         searcher,
     ))?;
@@ -824,8 +826,7 @@ fn best_sessions(
         let SegmentColumns { sid, src, ts } = columns.of(reader)?;
         let alive = reader.alive_bitset();
         let segment = ord as SegmentOrdinal;
-        let threshold = top.threshold();
-        weight.for_each_pruning(threshold, reader, &mut |doc: DocId, score: Score| {
+        weight.for_each_pruning(top.threshold(), reader, &mut |doc: DocId, score: Score| {
             let wanted = alive.is_none_or(|a| a.is_alive(doc))
                 && sources.is_none_or(|ss| src.first(doc).is_some_and(|s| ss.contains(&s)));
             if let (true, Some(sid)) = (wanted, sid.first(doc)) {

@@ -154,10 +154,14 @@ fn token_in(folder: &Dir) -> Option<String> {
 /// The token in `store_root`'s lock file: that of the holding of the lock that wrote
 /// it last (each holding writes a new one as it takes the lock).
 pub fn lock_token(store_root: &Path) -> Option<String> {
-    let folder = Dir::open_root(store_root)
+    token_in(&existing_folder(store_root)?)
+}
+
+/// The search folder of `store_root` if there is one (never made: for readers).
+fn existing_folder(store_root: &Path) -> Option<Dir> {
+    Dir::open_root(store_root)
         .and_then(|root| root.walk(&[CACHE_DIR, SEARCH_DIR]))
-        .ok()?;
-    token_in(&folder)
+        .ok()
 }
 
 /// Takes the writer lock if nobody holds it.
@@ -187,9 +191,7 @@ pub fn folder(store_root: &Path) -> std::io::Result<Dir> {
 /// The stamp of the index's last commit in `store_root`, read from Tantivy's
 /// `meta.json` alone (no segment opened): who keeps the index and what it covers.
 pub fn committed_stamp(store_root: &Path) -> Option<Stamp> {
-    let folder = Dir::open_root(store_root)
-        .and_then(|root| root.walk(&[CACHE_DIR, SEARCH_DIR]))
-        .ok()?;
+    let folder = existing_folder(store_root)?;
     let meta = folder.read_file("meta.json", 64 << 20).ok()?;
     #[derive(Deserialize)]
     struct Meta {
