@@ -382,10 +382,16 @@ impl Filesystem for FenFuse {
         _lock: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.tree.read(fh.0, offset, size) {
-            Ok(bytes) => reply.data(&bytes),
-            Err(e) => reply.error(errno(&e)),
-        }
+        READ_BUFFER.with_borrow_mut(|out| {
+            match self.tree.read_into(fh.0, offset, size, out) {
+                Ok(()) => reply.data(out),
+                Err(e) => reply.error(errno(&e)),
+            }
+            // A reply larger than reads usually are is not held on to.
+            if out.capacity() > READ_BUFFER_KEPT {
+                *out = Vec::new();
+            }
+        })
     }
 
     fn write(
@@ -631,3 +637,12 @@ pub fn mount(
         requests,
     })
 }
+
+thread_local! {
+    /// Each request thread's reply buffer for `read`, reused: a fresh one per request
+    /// was page faults for every byte a long read served.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest reply buffer a request thread keeps (reads are at most 1 MiB).
+const READ_BUFFER_KEPT: usize = 1 << 20;

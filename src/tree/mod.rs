@@ -829,20 +829,32 @@ impl Tree {
 
     /// Up to `size` bytes at `offset` of an open view, or a `ctl`'s replies.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(fh, offset, size, &mut out)?;
+        Ok(out)
+    }
+
+    /// The same into `out`, cleared first: the mount passes each request thread's
+    /// own buffer, so a long read allocates nothing per request.
+    pub fn read_into(&self, fh: u64, offset: u64, size: u32, out: &mut Vec<u8>) -> Result<()> {
         match self.handle(fh).as_deref() {
             Some(OpenFile::View { snap, cached }) => {
                 let _served = self.foreground(false);
-                let bytes = snap.read_at(offset, size as usize)?;
+                snap.read_into(offset, size as usize, out)?;
                 if let Some((ino, token)) = *cached.lock().unwrap() {
-                    let to_end = bytes.len() < size as usize;
+                    let to_end = out.len() < size as usize;
                     self.page_cache.read(ino, token, to_end);
                 }
-                Ok(bytes)
+                Ok(())
             }
-            Some(OpenFile::Hits(s)) => s.read_at(offset, size as usize),
+            Some(OpenFile::Hits(s)) => {
+                *out = s.read_at(offset, size as usize)?;
+                Ok(())
+            }
             Some(OpenFile::Ctl(h)) => {
                 let ctl = self.ctl_service()?;
-                Ok(ctl.read(&mut h.lock().unwrap(), offset, size as usize))
+                *out = ctl.read(&mut h.lock().unwrap(), offset, size as usize);
+                Ok(())
             }
             Some(OpenFile::Dir(_)) => Err(Error::new(libc::EISDIR, "is a folder")),
             None => Err(Error::new(libc::EBADF, "no such handle")),

@@ -130,8 +130,16 @@ impl ConversationSnapshot {
 
     /// Bytes `[offset, offset+len)` of the rendered view.
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(offset, len, &mut out)?;
+        Ok(out)
+    }
+
+    /// The same into `out`, cleared first (see `PieceSnapshot::read_into`).
+    pub fn read_into(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
         let end = (offset + len as u64).min(self.size);
-        let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
+        out.reserve(end.saturating_sub(offset) as usize);
         let mut pos = offset;
         let head_len = self.head.len() as u64;
         if pos < head_len {
@@ -140,7 +148,7 @@ impl ConversationSnapshot {
             pos = stop;
         }
         if pos >= end {
-            return Ok(out);
+            return Ok(());
         }
         let body_end = self.size
             - if self.head.as_slice() == b"[]\n" {
@@ -150,7 +158,7 @@ impl ConversationSnapshot {
             };
         if pos < body_end {
             let stop = end.min(body_end);
-            self.read_messages(pos - head_len, stop - head_len, &mut out)?;
+            self.read_messages(pos - head_len, stop - head_len, out)?;
             pos = stop;
         }
         if pos < end {
@@ -159,7 +167,7 @@ impl ConversationSnapshot {
             let t1 = (end - body_end) as usize;
             out.extend_from_slice(&trailer[t0..t1]);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Body bytes `[lo, hi)` (offsets relative to the first kept message).

@@ -82,27 +82,37 @@ impl Snapshot {
     }
 
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(offset, len, &mut out)?;
+        Ok(out)
+    }
+
+    /// Bytes `[offset, offset+len)` into `out`, cleared first (see
+    /// `PieceSnapshot::read_into`).
+    pub fn read_into(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
         match self {
             Snapshot::Bytes(b) => {
                 let start = (offset as usize).min(b.len());
                 let end = start.saturating_add(len).min(b.len());
-                Ok(b[start..end].to_vec())
+                out.extend_from_slice(&b[start..end]);
+                Ok(())
             }
-            Snapshot::Conversation(c) => c.read_at(offset, len),
-            Snapshot::Pieces(p) => p.read_at(offset, len),
+            Snapshot::Conversation(c) => c.read_into(offset, len, out),
+            Snapshot::Pieces(p) => p.read_into(offset, len, out),
             Snapshot::Transcript(file) => {
-                let mut buf = vec![0u8; len];
+                out.resize(len, 0);
                 let mut got = 0;
                 while got < len {
-                    match file.read_at(&mut buf[got..], offset + got as u64) {
+                    match file.read_at(&mut out[got..], offset + got as u64) {
                         Ok(0) => break,
                         Ok(n) => got += n,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(e) => return Err(Error::io("read transcript", &e)),
                     }
                 }
-                buf.truncate(got);
-                Ok(buf)
+                out.truncate(got);
+                Ok(())
             }
         }
     }

@@ -217,9 +217,15 @@ impl PieceLayout {
         out
     }
 
-    /// The inverse of `to_bytes`; `None` for anything malformed.
+    /// The inverse of `to_bytes`; `None` for anything malformed. Built straight into
+    /// its chunks: this is what opening a large transcript's view after a remount
+    /// waits for.
     pub fn from_bytes(mut b: &[u8]) -> Option<Self> {
-        let mut pieces = Vec::new();
+        let mut layout = PieceLayout {
+            chunks: Vec::new(),
+            size: 0,
+        };
+        let mut chunk: Vec<(u64, Piece)> = Vec::with_capacity(CHUNK);
         let num = |b: &mut &[u8]| -> Option<u64> {
             let (n, rest) = b.split_first_chunk::<8>()?;
             *b = rest;
@@ -227,22 +233,51 @@ impl PieceLayout {
         };
         while let Some((&tag, rest)) = b.split_first() {
             b = rest;
-            match tag {
+            let piece = match tag {
                 0 => {
                     let start = num(&mut b)?;
                     let len = num(&mut b)?;
-                    pieces.push(Piece::Range { start, len });
+                    Piece::Range { start, len }
                 }
                 1 => {
                     let n = usize::try_from(num(&mut b)?).ok()?;
                     let text = b.get(..n)?;
-                    pieces.push(Piece::Text(String::from_utf8(text.to_vec()).ok()?));
                     b = &b[n..];
+                    Piece::Text(std::str::from_utf8(text).ok()?.to_owned())
                 }
                 _ => return None,
+            };
+            let len = piece.len();
+            if len == 0 {
+                continue;
             }
+            // What `to_bytes` wrote is already merged; anything else goes through
+            // `push`, which merges it.
+            let last = chunk
+                .last()
+                .or_else(|| layout.chunks.last().and_then(|c| c.last()));
+            let text_after_text =
+                matches!(piece, Piece::Text(_)) && matches!(last, Some((_, Piece::Text(_))));
+            if text_after_text {
+                if !chunk.is_empty() {
+                    layout.chunks.push(Arc::new(std::mem::take(&mut chunk)));
+                }
+                layout.push(piece);
+                continue;
+            }
+            if chunk.len() == CHUNK {
+                layout.chunks.push(Arc::new(std::mem::replace(
+                    &mut chunk,
+                    Vec::with_capacity(CHUNK),
+                )));
+            }
+            chunk.push((layout.size, piece));
+            layout.size += len;
         }
-        Some(Self::new(pieces))
+        if !chunk.is_empty() {
+            layout.chunks.push(Arc::new(chunk));
+        }
+        Some(layout)
     }
 
     /// The parts that cover view bytes `offset..end`, each with how much of it to
@@ -306,13 +341,25 @@ impl PieceSnapshot {
     }
 
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(offset, len, &mut out)?;
+        Ok(out)
+    }
+
+    /// Bytes `[offset, offset+len)` into `out` (cleared first): a caller that serves
+    /// many reads passes the same buffer, so no read allocates and faults in fresh
+    /// pages.
+    pub fn read_into(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
         let end = (offset.saturating_add(len as u64)).min(self.layout.size);
-        let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
+        out.reserve(end.saturating_sub(offset) as usize);
         // The parts to copy: (piece, skip, take).
         let want = self.layout.covering(offset, end);
         // Ranges of a transcript sit close together (a message's role and content, the
         // next message's line): a run of them is read with one `pread` of its span.
         const GAP: u64 = 64 * 1024;
+        // ...but no span reads much more than it copies (ranges of a byte far apart).
+        let max_span = 2 * (end - offset.min(end)) + GAP;
         let mut k = 0;
         while k < want.len() {
             let (piece, skip, take) = want[k];
@@ -329,7 +376,10 @@ impl PieceSnapshot {
                         match pj {
                             Piece::Range { start, .. } => {
                                 let s = start + sj;
-                                if s < span_end || s - span_end > GAP {
+                                if s < span_end
+                                    || s - span_end > GAP
+                                    || s + tj - span_start > max_span
+                                {
                                     break;
                                 }
                                 span_end = s + tj;
@@ -338,27 +388,56 @@ impl PieceSnapshot {
                             Piece::Text(_) => {}
                         }
                     }
-                    let mut buf = vec![0u8; (span_end - span_start) as usize];
-                    self.file
-                        .read_exact_at(&mut buf, span_start)
-                        .map_err(|e| Error::io("read transcript", &e))?;
-                    for &(pj, sj, tj) in &want[k..=last] {
-                        match pj {
-                            Piece::Text(t) => out
-                                .extend_from_slice(&t.as_bytes()[sj as usize..(sj + tj) as usize]),
-                            Piece::Range { start, .. } => {
-                                let a = (start + sj - span_start) as usize;
-                                out.extend_from_slice(&buf[a..a + tj as usize]);
+                    SPAN.with_borrow_mut(|held| -> Result<()> {
+                        let n = (span_end - span_start) as usize;
+                        #[cfg(test)]
+                        LARGEST_SPAN.with(|l| l.set(l.get().max(n)));
+                        if held.len() < n {
+                            held.resize(n, 0);
+                        }
+                        let buf = &mut held[..n];
+                        self.file
+                            .read_exact_at(buf, span_start)
+                            .map_err(|e| Error::io("read transcript", &e))?;
+                        for &(pj, sj, tj) in &want[k..=last] {
+                            match pj {
+                                Piece::Text(t) => out.extend_from_slice(
+                                    &t.as_bytes()[sj as usize..(sj + tj) as usize],
+                                ),
+                                Piece::Range { start, .. } => {
+                                    let a = (start + sj - span_start) as usize;
+                                    out.extend_from_slice(&buf[a..a + tj as usize]);
+                                }
                             }
                         }
-                    }
+                        // A rare huge span is not held on to by the thread.
+                        if held.len() > SPAN_KEPT {
+                            *held = Vec::new();
+                        }
+                        Ok(())
+                    })?;
                     k = last + 1;
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
+
+thread_local! {
+    /// The span of the source file a read copies its ranges from: one per request
+    /// thread, grown to the largest span and reused (a fresh buffer per read was a
+    /// quarter of a cold read's CPU, in page faults).
+    static SPAN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+thread_local! {
+    static LARGEST_SPAN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The largest span buffer a thread keeps between reads.
+const SPAN_KEPT: usize = 1 << 20;
 
 /// Joins pieces against `file`, reading each range with `pread`.
 pub fn read_joined(file: &File, pieces: &[Piece]) -> Result<Vec<u8>> {
@@ -486,5 +565,68 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_persisted_layout_loads_as_the_layout_it_was() {
+        let file: Vec<u8> = (0..4096u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&file).unwrap();
+        for count in [0, 1, 2, 511, 512, 513, 1500] {
+            let layout = PieceLayout::conversation(messages(file.len() as u64, count, 5));
+            let loaded = PieceLayout::from_bytes(&layout.to_bytes()).unwrap();
+            assert_eq!(loaded, layout, "{count} messages");
+            assert_eq!(loaded.size(), layout.size());
+            // Loaded chunks are whole and in order: reads anywhere agree.
+            let (a, b) = (
+                PieceSnapshot::new(f.try_clone().unwrap(), Arc::new(layout)),
+                PieceSnapshot::new(f.try_clone().unwrap(), Arc::new(loaded)),
+            );
+            let mut out = b"left over from another read".to_vec();
+            for start in (0..a.size() + 2).step_by(97) {
+                b.read_into(start, 300, &mut out).unwrap();
+                assert_eq!(out, a.read_at(start, 300).unwrap(), "{count} at {start}");
+            }
+        }
+        // Texts side by side (not what to_bytes writes) are merged as `new` merges them.
+        let parts = vec![
+            Piece::Text("[".into()),
+            Piece::Text("\n".into()),
+            Piece::Range { start: 0, len: 3 },
+            Piece::Text(String::new()),
+            Piece::Text("]".into()),
+        ];
+        let odd = PieceLayout::new(parts.clone());
+        let mut bytes = Vec::new();
+        for p in &parts {
+            bytes.extend_from_slice(&PieceLayout::new(vec![p.clone()]).to_bytes());
+        }
+        assert_eq!(PieceLayout::from_bytes(&bytes).unwrap(), odd);
+        assert_eq!(odd.parts().count(), 3);
+        assert!(PieceLayout::from_bytes(&[7]).is_none());
+        assert!(PieceLayout::from_bytes(&[1, 200, 0, 0, 0, 0, 0, 0, 0, b'x']).is_none());
+    }
+
+    #[test]
+    fn a_read_spanning_ranges_far_apart_reads_no_more_than_it_needs() {
+        // One byte every 60 KiB: within the gap that joins ranges into one read, but
+        // a read of them must not read megabytes to copy a few bytes.
+        let file: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&file).unwrap();
+        let pieces: Vec<Piece> = (0..100u64)
+            .map(|k| Piece::Range {
+                start: k * 60 * 1024,
+                len: 1,
+            })
+            .collect();
+        let layout = PieceLayout::new(pieces.clone());
+        let snap = PieceSnapshot::new(f, Arc::new(layout));
+        assert_eq!(snap.read_at(0, 100).unwrap(), render(&pieces, &file));
+        let largest = LARGEST_SPAN.with(|l| l.get());
+        assert!(
+            largest <= 2 * 100 + 64 * 1024 + 1,
+            "a span of {largest} bytes"
+        );
     }
 }
