@@ -224,6 +224,15 @@ impl dyn UsageReader {
     }
 }
 
+/// `value` in borsh, in a buffer of exactly its length: `borsh::to_vec` starts at
+/// 1 KiB, and a mark is kept per session (10,000 small states held 10 MB).
+pub fn exact_borsh<T: borsh::BorshSerialize>(value: &T) -> Option<Vec<u8>> {
+    let len = borsh::object_length(value).ok()?;
+    let mut out = Vec::with_capacity(len);
+    borsh::to_writer(&mut out, value).ok()?;
+    Some(out)
+}
+
 /// A reader's state as one borsh value (every type that derives borsh is one).
 pub trait SavedState {
     fn save(&self) -> Vec<u8>;
@@ -232,7 +241,7 @@ pub trait SavedState {
 
 impl<T: borsh::BorshSerialize + borsh::BorshDeserialize> SavedState for T {
     fn save(&self) -> Vec<u8> {
-        borsh::to_vec(self).unwrap_or_default()
+        exact_borsh(self).unwrap_or_default()
     }
 
     fn restore(&mut self, bytes: &[u8]) -> bool {

@@ -133,7 +133,8 @@ pub fn human_size(n: u64) -> String {
 #[derive(Clone)]
 struct Copy {
     name: String,
-    record: KeptRecord,
+    /// Boxed: the map of 10,000 copies is then a table of pointers, not of records.
+    record: Box<KeptRecord>,
     /// The source's stamp when the copy was last found up to date (this process).
     seen: Option<FileStamp>,
     /// Its source moved here (the record on disk still names the old place).
@@ -318,26 +319,35 @@ impl Keeper {
             }
             folders.insert(agent, stamp);
             drop(folders);
-            let records = self.store.records(agent.name());
+            // Updated in place, a record at a time: a second map beside the first,
+            // and every record read before either, were the daemon's peak once a
+            // first pass had made 10,000 copies.
             let mut copies = self.copies.lock().unwrap();
-            let old = copies.remove(&agent).unwrap_or_default();
-            let mut by_key = HashMap::new();
-            for (name, record) in records {
-                let seen = old
-                    .get(&record.source)
-                    .filter(|c| c.name == name && c.record == record)
-                    .and_then(|c| c.seen);
-                by_key.insert(
-                    record.source.clone(),
-                    Copy {
-                        name,
-                        record,
-                        seen,
-                        moved: false,
-                    },
-                );
-            }
-            copies.insert(agent, by_key);
+            let by_key = copies.entry(agent).or_default();
+            let mut listed: HashSet<PathBuf> = HashSet::with_capacity(by_key.len());
+            self.store.each_record(agent.name(), |name, record| {
+                let source = record.source.clone();
+                // What this process knows of a copy it finds unchanged is kept.
+                let known = by_key
+                    .get_mut(&source)
+                    .filter(|c| c.name == name && *c.record == record);
+                match known {
+                    Some(c) => c.moved = false,
+                    None => {
+                        by_key.insert(
+                            source.clone(),
+                            Copy {
+                                name,
+                                record: Box::new(record),
+                                seen: None,
+                                moved: false,
+                            },
+                        );
+                    }
+                }
+                listed.insert(source);
+            });
+            by_key.retain(|source, _| listed.contains(source));
         }
     }
 
@@ -502,7 +512,7 @@ impl Keeper {
             {
                 continue;
             }
-            let mut r = c.record.clone();
+            let mut r = (*c.record).clone();
             r.source_deleted = true;
             r.deleted_noticed = Some(now.clone());
             if let Some(t) = self.seen_at.lock().unwrap().get(&c.record.source) {
@@ -631,7 +641,7 @@ impl Keeper {
                 return self.compress(agent, c, Some(item.stamp), ctl);
             }
             if older_than(&c.record.last_seen, SEEN_EVERY) {
-                let mut r = c.record.clone();
+                let mut r = (*c.record).clone();
                 r.last_seen = now.to_string();
                 return Ok(Some((
                     self.store.stage_record(&c.name, r),
@@ -681,7 +691,7 @@ impl Keeper {
                 .stage_new(&name, record, &file, len, quiet(stamp.mtime_ns), ctl)?
                 .map(|s| (s, Kind::New, Some(stamp), line)));
         };
-        let old = c.record.clone();
+        let old = (*c.record).clone();
         let g = old
             .current()
             .cloned()
@@ -838,7 +848,7 @@ impl Keeper {
         let line = format!("compress {}  {}", agent.name(), shown(&c.record));
         Ok(self
             .store
-            .stage_compress(&c.name, c.record.clone(), ctl)?
+            .stage_compress(&c.name, (*c.record).clone(), ctl)?
             .map(|s| (s, Kind::Compressed, stamp, line)))
     }
 
@@ -950,7 +960,7 @@ impl Keeper {
                 Copy {
                     name,
                     seen: if whole { stamp } else { None },
-                    record,
+                    record: Box::new(record),
                     moved: false,
                 },
             );
@@ -964,7 +974,7 @@ impl Keeper {
             .iter()
             .flat_map(|(a, m)| {
                 m.values()
-                    .map(move |c| (*a, c.name.clone(), c.record.clone()))
+                    .map(move |c| (*a, c.name.clone(), (*c.record).clone()))
             })
             .collect();
         out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));

@@ -194,7 +194,7 @@ pub trait ForeignReader: Send {
 
 /// `save_state` for a reader whose state is one borsh value (the built-in readers).
 pub fn save_borsh<T: borsh::BorshSerialize>(state: &T) -> Option<Vec<u8>> {
-    borsh::to_vec(state).ok()
+    crate::usage_record::exact_borsh(state)
 }
 
 /// `restore_state` for a reader whose state is one borsh value: the whole of `bytes`

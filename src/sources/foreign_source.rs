@@ -250,11 +250,11 @@ impl SessionSource for ForeignSource {
     }
 
     fn listings(&self, ns: &str) -> Result<Vec<Listing>> {
-        Ok(self.rendered(ns).0.as_ref().clone())
+        Ok(self.listings_now(ns))
     }
 
     fn index(&self, ns: &str) -> Result<NamespaceIndex> {
-        Ok(self.rendered(ns).1)
+        Ok(self.rendered(ns))
     }
 
     fn view_size(&self, ns: &str, dir: &str, kind: ViewKind, writers: u64) -> Result<u64> {

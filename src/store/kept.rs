@@ -218,17 +218,31 @@ pub fn read_record(folder: &Dir) -> Option<KeptRecord> {
 /// name; folders being made and folders without a readable record are left out.
 pub fn records(agent_dir: &Dir) -> Vec<(String, KeptRecord)> {
     let mut out = Vec::new();
-    for (name, kind) in agent_dir.read_dir().unwrap_or_default() {
-        let Some(name) = name.to_str() else { continue };
-        if !kind.is_dir() || name.starts_with('.') {
-            continue;
-        }
-        if let Some(r) = agent_dir.open_dir(name).ok().as_ref().and_then(read_record) {
-            out.push((name.to_string(), r));
+    each_record(agent_dir, |name, r| out.push((name, r)));
+    out
+}
+
+/// Each copy's record in `agent_dir`, by folder name, one at a time (a keeper
+/// rereading 10,000 records holds one, not all of them beside its own).
+pub fn each_record(agent_dir: &Dir, mut f: impl FnMut(String, KeptRecord)) {
+    let mut names: Vec<String> = agent_dir
+        .read_dir()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(name, kind)| kind.is_dir() && !name.as_encoded_bytes().starts_with(b"."))
+        .filter_map(|(name, _)| name.into_string().ok())
+        .collect();
+    names.sort();
+    for name in names {
+        if let Some(r) = agent_dir
+            .open_dir(&name)
+            .ok()
+            .as_ref()
+            .and_then(read_record)
+        {
+            f(name, r);
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
 }
 
 /// Writes `bytes` as `name` in `dir` through a temp file and a rename (no sync: the
@@ -426,6 +440,13 @@ impl KeptStore {
         match self.root.open_dir(agent) {
             Ok(d) => records(&d),
             Err(_) => Vec::new(),
+        }
+    }
+
+    /// `records`, one at a time (`each_record`).
+    pub fn each_record(&self, agent: &str, f: impl FnMut(String, KeptRecord)) {
+        if let Ok(d) = self.root.open_dir(agent) {
+            each_record(&d, f);
         }
     }
 

@@ -273,6 +273,16 @@ impl Dir {
     /// the old file or the new one, whole. The temp file is created O_EXCL, so no
     /// planted link or FIFO is ever opened.
     pub fn replace_file(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        self.replace_file_with(name, |f| f.write_all(bytes))
+    }
+
+    /// `replace_file` of what `write` writes to the new file: a large cache is
+    /// streamed to disk, not built whole in memory first.
+    pub fn replace_file_with(
+        &self,
+        name: &str,
+        write: impl FnOnce(&mut File) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         // Unique per call: two threads replacing one file must not share a temp file.
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -280,7 +290,7 @@ impl Dir {
         let written = (|| {
             let (mut f, _) =
                 self.open_file_with(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)?;
-            f.write_all(bytes)?;
+            write(&mut f)?;
             self.rename(&tmp, name)
         })();
         if written.is_err() {

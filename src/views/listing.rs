@@ -89,7 +89,7 @@ pub fn render_json<T: Serialize>(list: &[T]) -> Vec<u8> {
     }
     let mut out = b"[\n".to_vec();
     for (i, l) in list.iter().enumerate() {
-        out.extend(serde_json::to_vec(l).expect("listing serializes"));
+        serde_json::to_writer(&mut out, l).expect("listing serializes");
         out.extend_from_slice(if i + 1 == list.len() { b"\n" } else { b",\n" });
     }
     out.extend_from_slice(b"]\n");

@@ -114,7 +114,7 @@ pub(super) struct Index {
     /// not listed since; their first listing takes those stamps (a one-shot command
     /// such as `fen-fs list` would `stat` every file twice otherwise).
     pub(super) fresh: BTreeSet<String>,
-    pub(super) rendered: HashMap<String, (u64, Arc<Vec<Listing>>, NamespaceIndex)>,
+    pub(super) rendered: HashMap<String, (u64, NamespaceIndex)>,
 }
 
 impl Index {
@@ -546,35 +546,46 @@ impl ForeignSource {
         })
     }
 
-    /// The listings and `index.json` of `ns`, rendered again only after the index
-    /// changed.
-    pub(super) fn rendered(&self, ns: &str) -> (Arc<Vec<Listing>>, NamespaceIndex) {
+    /// The listings of `ns`, newest first, built from the index as it is now.
+    pub(super) fn listings_now(&self, ns: &str) -> Vec<Listing> {
         self.sync(Some(ns));
-        let mut idx = self.index.lock().unwrap();
-        if let Some((generation, listings, index)) = idx.rendered.get(ns)
-            && *generation == idx.generation
-        {
-            return (listings.clone(), index.clone());
-        }
+        let idx = self.index.lock().unwrap();
+        self.listings_in(&idx, ns)
+    }
+
+    fn listings_in(&self, idx: &Index, ns: &str) -> Vec<Listing> {
         let mut out: Vec<Listing> = idx
             .by_ns
             .get(ns)
             .into_iter()
             .flat_map(|m| m.values())
-            .filter_map(|p| self.listing(&idx, p, idx.files.get(p)?))
+            .filter_map(|p| self.listing(idx, p, idx.files.get(p)?))
             .collect();
         sort_newest_first(&mut out);
+        out
+    }
+
+    /// `index.json` of `ns`, rendered again only after the index changed. The
+    /// listings it is made of are not kept beside it: 10,000 sessions' are 10 MB,
+    /// and a caller that wants them (`fen-fs list`) builds them in a few ms.
+    pub(super) fn rendered(&self, ns: &str) -> NamespaceIndex {
+        self.sync(Some(ns));
+        let mut idx = self.index.lock().unwrap();
+        if let Some((generation, index)) = idx.rendered.get(ns)
+            && *generation == idx.generation
+        {
+            return index.clone();
+        }
+        let out = self.listings_in(&idx, ns);
         let index = NamespaceIndex {
             latest: out.first().map(|l| l.dir.clone()),
             index_json: Arc::new(render_json(&out)),
         };
-        let listings = Arc::new(out);
+        drop(out);
         let generation = idx.generation;
-        idx.rendered.insert(
-            ns.to_string(),
-            (generation, listings.clone(), index.clone()),
-        );
-        (listings, index)
+        idx.rendered
+            .insert(ns.to_string(), (generation, index.clone()));
+        index
     }
 
     /// The session (namespace, folder) whose file is `path`, compared by device and

@@ -114,24 +114,44 @@ pub(super) fn load(
     }
 }
 
-/// Writes the listing of `dir`'s copies (best effort, as befits a cache).
+/// Writes the listing of `dir`'s copies (best effort, as befits a cache). Streamed
+/// to the file, its checksum taken as it goes and written into the head last: 10,000
+/// records are ~10 MB, and building them in memory (twice, with the head) was the
+/// daemon's peak while the search's first pass listed the kept copies (bench row 11).
 pub(super) fn save(cache: &CacheFile, dir: &Path, entries: &[CachedRef<'_>]) {
-    let mut body = Vec::new();
-    for e in entries {
-        if serde_json::to_writer(&mut body, e).is_err() {
-            return;
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    // The head, its checksum a fixed-width field filled in once the body is written.
+    let head = |checksum: u64| {
+        let mut h = serde_json::to_vec(&Head {
+            version: VERSION,
+            dir: dir.to_path_buf(),
+            checksum,
+        })
+        .expect("a head serializes");
+        h.push(b'\n');
+        h
+    };
+    // Widest value first: the field only grows narrower, padded with spaces.
+    let width = head(u64::MAX).len();
+    crate::store::atomic::replace_file_with(cache, |f| {
+        f.write_all(&vec![b' '; width])?;
+        let mut body = crate::store::atomic::SummingWriter {
+            inner: std::io::BufWriter::with_capacity(64 << 10, &mut *f),
+            sum: crate::store::atomic::Checksum::new(),
+        };
+        for e in entries {
+            serde_json::to_writer(&mut body, e)?;
+            body.write_all(b"\n")?;
         }
-        body.push(b'\n');
-    }
-    let head = Head {
-        version: VERSION,
-        dir: dir.to_path_buf(),
-        checksum: crate::store::atomic::checksum(&[&body]),
-    };
-    let Ok(mut bytes) = serde_json::to_vec(&head) else {
-        return;
-    };
-    bytes.push(b'\n');
-    bytes.extend_from_slice(&body);
-    crate::store::atomic::replace_file(cache, &bytes);
+        body.flush()?;
+        body.sum.end_part();
+        let sum = body.sum.finish();
+        drop(body);
+        let mut line = head(sum);
+        let nl = line.pop();
+        line.resize(width - 1, b' ');
+        line.extend(nl);
+        f.write_all_at(&line, 0)
+    });
 }
