@@ -144,9 +144,26 @@ impl Checksum {
 }
 
 /// A writer that sums what goes through it as one part (`Checksum`).
-pub struct SummingWriter<W> {
-    pub inner: W,
-    pub sum: Checksum,
+struct SummingWriter<W> {
+    inner: W,
+    sum: Checksum,
+}
+
+/// Writes a body to `f` through `write`, buffered, and returns its `checksum` (as
+/// one part), taken as it went: a large cache is summed without being held whole.
+pub fn write_summed(
+    f: &mut std::fs::File,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<u64> {
+    use std::io::Write;
+    let mut body = SummingWriter {
+        inner: std::io::BufWriter::with_capacity(64 << 10, f),
+        sum: Checksum::new(),
+    };
+    write(&mut body)?;
+    body.flush()?;
+    body.sum.end_part();
+    Ok(body.sum.finish())
 }
 
 impl<W: std::io::Write> std::io::Write for SummingWriter<W> {

@@ -164,15 +164,7 @@ impl SourceLedger {
             header.extend_from_slice(&VERSION.to_le_bytes());
             header.extend_from_slice(&[0; 8]);
             f.write_all(&header)?;
-            let mut body = crate::store::atomic::SummingWriter {
-                inner: std::io::BufWriter::with_capacity(64 << 10, &mut *f),
-                sum: crate::store::atomic::Checksum::new(),
-            };
-            borsh::to_writer(&mut body, &saved)?;
-            body.flush()?;
-            body.sum.end_part();
-            let sum = body.sum.finish();
-            drop(body);
+            let sum = crate::store::atomic::write_summed(f, |body| borsh::to_writer(body, &saved))?;
             f.write_all_at(&sum.to_le_bytes(), (head - 8) as u64)?;
             written = true;
             Ok(())

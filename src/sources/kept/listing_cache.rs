@@ -136,18 +136,13 @@ pub(super) fn save(cache: &CacheFile, dir: &Path, entries: &[CachedRef<'_>]) {
     let width = head(u64::MAX).len();
     crate::store::atomic::replace_file_with(cache, |f| {
         f.write_all(&vec![b' '; width])?;
-        let mut body = crate::store::atomic::SummingWriter {
-            inner: std::io::BufWriter::with_capacity(64 << 10, &mut *f),
-            sum: crate::store::atomic::Checksum::new(),
-        };
-        for e in entries {
-            serde_json::to_writer(&mut body, e)?;
-            body.write_all(b"\n")?;
-        }
-        body.flush()?;
-        body.sum.end_part();
-        let sum = body.sum.finish();
-        drop(body);
+        let sum = crate::store::atomic::write_summed(f, |body| {
+            for e in entries {
+                serde_json::to_writer(&mut *body, e)?;
+                body.write_all(b"\n")?;
+            }
+            Ok(())
+        })?;
         let mut line = head(sum);
         let nl = line.pop();
         line.resize(width - 1, b' ');
