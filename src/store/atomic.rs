@@ -55,9 +55,8 @@ pub fn read_file(c: &CacheFile, max: u64) -> Option<Vec<u8>> {
 /// transcript's head and tail (stable across builds, unlike `DefaultHasher`). Eight
 /// bytes a step: it runs on every append, where FNV's byte loop showed up in profiles.
 pub fn checksum(parts: &[&[u8]]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mix = |h: u64, w: u64| (h ^ w).wrapping_mul(K).rotate_left(29);
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mix = checksum_mix;
+    let mut h: u64 = CHECKSUM_SEED;
     for p in parts {
         let mut words = p.chunks_exact(8);
         for w in &mut words {
@@ -69,10 +68,15 @@ pub fn checksum(parts: &[&[u8]]) -> u64 {
         // Where one part ends matters: ("ab", "c") is not ("a", "bc").
         h = mix(h, p.len() as u64);
     }
-    h ^ (h >> 32)
+    checksum_fold(h)
 }
 
 const CHECKSUM_K: u64 = 0x9e37_79b9_7f4a_7c15;
+const CHECKSUM_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn checksum_fold(h: u64) -> u64 {
+    h ^ (h >> 32)
+}
 
 fn checksum_mix(h: u64, w: u64) -> u64 {
     (h ^ w).wrapping_mul(CHECKSUM_K).rotate_left(29)
@@ -97,7 +101,7 @@ impl Default for Checksum {
 impl Checksum {
     pub fn new() -> Self {
         Checksum {
-            h: 0xcbf2_9ce4_8422_2325,
+            h: CHECKSUM_SEED,
             pending: [0; 8],
             pending_len: 0,
             part_len: 0,
@@ -139,7 +143,7 @@ impl Checksum {
 
     /// The checksum of the parts ended so far.
     pub fn finish(&self) -> u64 {
-        self.h ^ (self.h >> 32)
+        checksum_fold(self.h)
     }
 }
 
