@@ -294,3 +294,90 @@ fn reading_changes_nothing_in_clines_folder() {
     }
     assert_eq!(support::folder_state(&root), before);
 }
+
+/// A rewrite an agent made before a read began is in that read, even while another
+/// thread (the keeper's sweep, a root listing) is bringing the same source up to
+/// date: a caller that finds the change already taken by another waits for that one
+/// to finish instead of serving the index as it was.
+#[test]
+fn a_rewrite_shows_on_the_next_read_while_another_thread_syncs() {
+    use fen_fs::sources::SessionSource;
+    use fen_fs::sources::agents::AgentRoot;
+    use fen_fs::sources::foreign_source::ForeignSource;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = data(tmp.path());
+    let fen = tmp.path().join("fen");
+    std::fs::create_dir(&fen).unwrap();
+    let source = Arc::new(ForeignSource::watching(
+        &AgentRoot {
+            agent: Agent::Cline,
+            root: root.clone(),
+        },
+        Some(&fen),
+    ));
+    source.build_index();
+    let ns = source
+        .namespaces()
+        .unwrap()
+        .into_iter()
+        .find(|ns| {
+            source
+                .session_dirs(ns)
+                .unwrap()
+                .iter()
+                .any(|d| d.ends_with(COMPACTED))
+        })
+        .expect("the compacted session's namespace");
+    let listed = |source: &ForeignSource| -> u64 {
+        let index = source.index(&ns).unwrap();
+        let list: Value = serde_json::from_slice(&index.index_json).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["id"] == COMPACTED)
+            .expect("listed")["messages"]
+            .as_u64()
+            .unwrap()
+    };
+    let messages = listed(&source);
+    let stop = Arc::new(AtomicBool::new(false));
+    let sweeper = {
+        let (source, stop) = (source.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                source.namespaces().unwrap();
+            }
+        })
+    };
+    let file = root
+        .join("sessions")
+        .join(COMPACTED)
+        .join(format!("{COMPACTED}.messages.json"));
+    let mut failed = None;
+    for round in 0..300u64 {
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        doc["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "id": format!("appended-{round}"),
+                "role": "user",
+                "content": [{"type": "text", "text": format!("rewritten {round}")}],
+                "ts": 1795792390000u64 + round,
+            }));
+        std::fs::write(&file, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+        let seen = listed(&source);
+        if seen != messages + round + 1 {
+            failed = Some((round, seen));
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    sweeper.join().unwrap();
+    assert_eq!(
+        failed, None,
+        "(round, messages listed): a rewrite was missing from the read right after it"
+    );
+}

@@ -96,6 +96,10 @@ pub struct ForeignSource {
     index: Mutex<Index>,
     /// Wakes whoever waits for the first index (or a namespace of it).
     ready: Condvar,
+    /// Held for a whole `sync`: the watch's events are taken by the first caller to
+    /// drain them, so a second caller finding nothing new must wait until the first
+    /// has read what changed, not serve the index as it was.
+    syncing: Mutex<()>,
 
     // Reading and rendering (`readers.rs`, `conversations.rs`, `messages.rs`).
     /// Readers following recently read files.
@@ -135,6 +139,7 @@ impl ForeignSource {
             kept: None,
             index: Mutex::new(Index::default()),
             ready: Condvar::new(),
+            syncing: Mutex::new(()),
             readers: Mutex::new(Readers::default()),
             conversations: Mutex::new(Layouts::default()),
             markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),

@@ -189,6 +189,7 @@ impl ForeignSource {
             // is the indexer's until it is done.
             return;
         }
+        let _one_at_a_time = self.syncing.lock().unwrap();
         let mut walk = true;
         if let Some(watch) = &self.watch {
             let mut idx = self.wait_for(ns);

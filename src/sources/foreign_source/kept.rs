@@ -30,6 +30,7 @@ impl ForeignSource {
             kept: Some(Arc::new(copies)),
             index: Mutex::new(Default::default()),
             ready: Condvar::new(),
+            syncing: Mutex::new(()),
             readers: Mutex::new(Readers::default()),
             conversations: Mutex::new(Layouts::default()),
             markdown: crate::views::markdown::MarkdownCache::spilling_to(fen_root),
