@@ -579,6 +579,19 @@ fn background_work_runs_idle_and_the_mounts_requests_do_not() {
     let main = of_thread(pid as u32, pid).expect("the daemon's main thread");
     assert!(!main.is_idle(), "{main:?}");
     let (mut keeper, mut build, mut writer, mut follower, mut requests) = (0, 0, 0, 0, 0);
+    // A worker thread is named as it starts and enters its class a moment after (two
+    // calls: its CPU policy, then its I/O class): one seen between them, on a loaded
+    // machine, is looked at again; only one still outside its class a while later is
+    // wrong.
+    let mut entering: std::collections::HashMap<i32, Instant> = Default::default();
+    let mut settled = |tid: i32, ok: bool, what: &dyn Fn() -> String| -> bool {
+        if ok {
+            return true;
+        }
+        let since = *entering.entry(tid).or_insert_with(Instant::now);
+        assert!(since.elapsed() < Duration::from_secs(3), "{}", what());
+        false
+    };
     let start = Instant::now();
     while !(keeper > 1 && build > 0 && writer > 0 && follower > 0 && requests > 0) {
         assert!(
@@ -595,17 +608,17 @@ fn background_work_runs_idle_and_the_mounts_requests_do_not() {
             };
             match name.as_str() {
                 // The keeper and its copying workers (they inherit its name).
-                "fen-keep" => {
-                    assert!(s.is_idle(), "{name} {tid}: {s:?}");
+                "fen-keep" if settled(tid, s.is_idle(), &|| format!("{name} {tid}: {s:?}")) => {
                     keeper += 1;
                 }
                 // The indexer follows changes at nice 10; a big pass's threads are
                 // idle (each enters it as it starts: its I/O class a moment after).
                 "fen-search" if s.policy == 5 => build += 1,
                 "fen-search" => {
-                    assert_eq!(s.policy, main.policy, "{name} {tid}: {s:?}");
-                    assert!(s.nice >= 10, "{name} {tid}: {s:?}");
-                    follower += 1;
+                    let fresh = s.policy == main.policy && s.nice >= 10;
+                    if settled(tid, fresh, &|| format!("{name} {tid}: {s:?}")) {
+                        follower += 1;
+                    }
                 }
                 // The first build's writer (Tantivy's indexing thread).
                 n if n.starts_with("thrd-tantivy-in") && s.is_idle() => writer += 1,
@@ -614,7 +627,9 @@ fn background_work_runs_idle_and_the_mounts_requests_do_not() {
                     assert_eq!(s, main, "{name} {tid}: {s:?}");
                     requests += 1;
                 }
-                "fen-usage" => assert!(s.is_idle(), "{name} {tid}: {s:?}"),
+                "fen-usage" => {
+                    settled(tid, s.is_idle(), &|| format!("{name} {tid}: {s:?}"));
+                }
                 _ => {}
             }
         }
