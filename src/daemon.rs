@@ -306,9 +306,14 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     // Other agents' stores are indexed in the background: the mount is ready at once,
     // and a listing that needs them waits for their first index.
     let mut live_foreign = Vec::new();
+    // The keeper is given this store's kept copies too: the records it holds are the
+    // ones their listing holds (`KeptCopies::share`), not a second set.
+    let mut kept_here = Vec::new();
     for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
         if foreign.kept_copies().is_none() {
             live_foreign.push(foreign.clone());
+        } else {
+            kept_here.push(foreign.clone());
         }
         workers.first_indexes(std::slice::from_ref(&foreign))?;
         sources.push(foreign);
@@ -428,7 +433,14 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = workers.search(&search) {
         log::error!("{}", e.reason);
     }
-    start_keeper(&args, &root, live_foreign, &status, &status_file, &workers);
+    start_keeper(
+        &args,
+        &root,
+        live_foreign.into_iter().chain(kept_here).collect(),
+        &status,
+        &status_file,
+        &workers,
+    );
     if let Err(e) = workers.trimmer() {
         log::error!("{}", e.reason);
     }
@@ -602,11 +614,12 @@ fn keeping_at_start(args: &MountOptions) -> String {
 }
 
 /// Starts keeping the other agents' sessions (§11) as background work (stopped at
-/// unmount with the rest), unless turned off.
+/// unmount with the rest), unless turned off. `sources`: the agents' own, and the
+/// sources over this store's kept copies.
 fn start_keeper(
     args: &MountOptions,
     root: &Path,
-    live: Vec<Arc<crate::sources::foreign_source::ForeignSource>>,
+    sources: Vec<Arc<crate::sources::foreign_source::ForeignSource>>,
     status: &Arc<Mutex<MountStatus>>,
     status_file: &crate::store::layout::CacheFile,
     workers: &Workers,
@@ -615,7 +628,7 @@ fn start_keeper(
         log::info!("keeping is off");
         return;
     }
-    if live.is_empty() {
+    if sources.iter().all(|s| s.kept_copies().is_some()) {
         // fen's own sessions are in the store already: nothing to keep.
         let mut s = status.lock().unwrap();
         s.keeping = "on (no other agent's store shown)".into();
@@ -637,7 +650,7 @@ fn start_keeper(
         agents: args.keep_agents.clone(),
         lines: false,
     };
-    if let Err(e) = workers.keeper(root.to_path_buf(), live, options, said) {
+    if let Err(e) = workers.keeper(root.to_path_buf(), sources, options, said) {
         log::error!("{}", e.reason);
     }
 }

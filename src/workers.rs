@@ -89,19 +89,20 @@ impl Workers {
         Ok(())
     }
 
-    /// Starts the keeper of the store at `root` over `live` (the agents' own
-    /// sources): it waits for their first index, then keeps every session, then what
-    /// changes. `status` hears its state (`fen-fs status`).
+    /// Starts the keeper of the store at `root` over `sources` (the agents' own, and
+    /// those over this store's kept copies, whose records it shares): it waits for
+    /// the first indexes, then keeps every session, then what changes. `status` hears
+    /// its state (`fen-fs status`).
     pub fn keeper(
         &self,
         root: PathBuf,
-        live: Vec<Arc<ForeignSource>>,
+        sources: Vec<Arc<ForeignSource>>,
         options: KeepOptions,
         status: impl Fn(&str) + Send + Sync + 'static,
     ) -> Result<()> {
         let bg = self.bg.clone();
         self.spawn("fen-keep", Class::Idle, move || {
-            crate::keep::run(root, live, options, &bg, &status);
+            crate::keep::run(root, sources, options, &bg, &status);
         })
     }
 

@@ -24,6 +24,7 @@ use crate::background::Background;
 use crate::error::{Error, Result};
 use crate::sources::SessionSource;
 use crate::sources::foreign_source::{ForeignSource, ToKeep};
+use crate::sources::kept::KeptCopies;
 use crate::store::index::{FileStamp, content_check};
 use crate::store::kept::{self, Control, KeptRecord, KeptStore, SourceProof, Staged};
 use crate::store::lock::HeldFile;
@@ -133,8 +134,9 @@ pub fn human_size(n: u64) -> String {
 #[derive(Clone)]
 struct Copy {
     name: String,
-    /// Boxed: the map of 10,000 copies is then a table of pointers, not of records.
-    record: Box<KeptRecord>,
+    /// Shared: the map of 10,000 copies is then a table of pointers, not of records,
+    /// and the record is the one the kept copies' listing holds (`KeptCopies::share`).
+    record: Arc<KeptRecord>,
     /// The source's stamp when the copy was last found up to date (this process).
     seen: Option<FileStamp>,
     /// Its source moved here (the record on disk still names the old place).
@@ -163,6 +165,9 @@ pub struct Keeper {
     store: KeptStore,
     scratch: Dir,
     sources: Vec<Arc<ForeignSource>>,
+    /// This store's kept copies as the mount lists them (none for `fen-fs keep`): the
+    /// records this keeper holds are shared with them.
+    listed: HashMap<Agent, Arc<KeptCopies>>,
     options: KeepOptions,
     /// agent → source key → copy.
     copies: Mutex<HashMap<Agent, HashMap<PathBuf, Copy>>>,
@@ -274,6 +279,12 @@ impl Keeper {
             return Ok(None);
         };
         let store = KeptStore::open(root, true)?.expect("created");
+        let listed: HashMap<Agent, Arc<KeptCopies>> = sources
+            .iter()
+            .filter_map(|s| s.kept_copies())
+            .filter(|k| !k.is_peer() && k.dir() == store.path().join(k.agent().name()))
+            .map(|k| (k.agent(), k.clone()))
+            .collect();
         let sources: Vec<Arc<ForeignSource>> = sources
             .into_iter()
             .filter(|s| s.kept_copies().is_none())
@@ -288,6 +299,7 @@ impl Keeper {
             store,
             scratch,
             sources,
+            listed,
             options,
             copies: Mutex::new(HashMap::new()),
             seen_at: Mutex::new(HashMap::new()),
@@ -334,11 +346,12 @@ impl Keeper {
                 match known {
                     Some(c) => c.moved = false,
                     None => {
+                        let record = self.shared(agent, &name, record);
                         by_key.insert(
                             source.clone(),
                             Copy {
                                 name,
-                                record: Box::new(record),
+                                record,
                                 seen: None,
                                 moved: false,
                             },
@@ -348,6 +361,15 @@ impl Keeper {
                 listed.insert(source);
             });
             by_key.retain(|source, _| listed.contains(source));
+        }
+    }
+
+    /// `record` of copy `name`, shared with the mount's listing of the copies if it
+    /// has one.
+    fn shared(&self, agent: Agent, name: &str, record: KeptRecord) -> Arc<KeptRecord> {
+        match self.listed.get(&agent) {
+            Some(k) => k.share(name, record),
+            None => Arc::new(record),
         }
     }
 
@@ -612,7 +634,7 @@ impl Keeper {
             old.display(),
             item.key.display()
         );
-        c.record.source = item.key.clone();
+        Arc::make_mut(&mut c.record).source = item.key.clone();
         c.seen = None;
         c.moved = true;
         m.insert(item.key.clone(), c.clone());
@@ -953,6 +975,7 @@ impl Keeper {
             }
             // A copy cut short by a stop is not up to date: the next pass goes on.
             let whole = stamp.is_some_and(|s| record.proof.len == s.size);
+            let record = self.shared(agent, &name, record);
             let mut copies = self.copies.lock().unwrap();
             let m = copies.entry(agent).or_default();
             m.insert(
@@ -960,21 +983,22 @@ impl Keeper {
                 Copy {
                     name,
                     seen: if whole { stamp } else { None },
-                    record: Box::new(record),
+                    record,
                     moved: false,
                 },
             );
         }
     }
 
-    /// Every copy this keeper knows of: (agent, folder name, record).
-    pub fn copies(&self) -> Vec<(Agent, String, KeptRecord)> {
+    /// Every copy this keeper knows of: (agent, folder name, record). The records
+    /// are shared, not copied: at the end of a first pass there are 10,000 of them.
+    pub fn copies(&self) -> Vec<(Agent, String, Arc<KeptRecord>)> {
         let copies = self.copies.lock().unwrap();
-        let mut out: Vec<(Agent, String, KeptRecord)> = copies
+        let mut out: Vec<(Agent, String, Arc<KeptRecord>)> = copies
             .iter()
             .flat_map(|(a, m)| {
                 m.values()
-                    .map(move |c| (*a, c.name.clone(), (*c.record).clone()))
+                    .map(move |c| (*a, c.name.clone(), c.record.clone()))
             })
             .collect();
         out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -1139,5 +1163,84 @@ pub fn run(
         if report.stopped || !sleep(SWEEP.max(started.elapsed()).min(Duration::from_millis(600))) {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::agents::AgentRoot;
+
+    fn claude_session(root: &Path, id: &str) {
+        let dir = root.join("projects").join("-work-p");
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = serde_json::json!({
+            "type": "user", "uuid": "00000000-0000-4000-8000-000000000001",
+            "parentUuid": null, "sessionId": id, "cwd": "/work/p",
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": format!("hello from {id}")}
+        });
+        std::fs::write(dir.join(format!("{id}.jsonl")), format!("{line}\n")).unwrap();
+    }
+
+    /// The keeper and the mount's listing of the copies hold each record once,
+    /// whichever reads it first: the keeper's new copies are what the listing reads
+    /// next, and a keeper started after a listing takes the listing's records.
+    #[test]
+    fn the_keeper_and_the_listing_share_each_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (agent_root, store) = (tmp.path().join("claude"), tmp.path().join("store"));
+        std::fs::create_dir_all(&store).unwrap();
+        let ids = [
+            "11111111-1111-4111-8111-111111111111",
+            "22222222-2222-4222-8222-222222222222",
+        ];
+        for id in ids {
+            claude_session(&agent_root, id);
+        }
+        let live = Arc::new(ForeignSource::new(
+            &AgentRoot {
+                agent: Agent::Claude,
+                root: agent_root.clone(),
+            },
+            Some(&store),
+        ));
+        live.build_index();
+        let kept = crate::sources::kept_sources(&store, std::slice::from_ref(&live));
+        let listing = kept[0].kept_copies().unwrap().clone();
+        let sources: Vec<Arc<ForeignSource>> = std::iter::once(live).chain(kept).collect();
+        let shared = |keeper: &Keeper| -> Vec<bool> {
+            let copies = keeper.copies.lock().unwrap();
+            let mut out: Vec<(String, bool)> = copies[&Agent::Claude]
+                .values()
+                .map(|c| {
+                    let listed = listing.listed_record(&c.name).expect("listed");
+                    (c.name.clone(), Arc::ptr_eq(&listed, &c.record))
+                })
+                .collect();
+            out.sort();
+            out.into_iter().map(|(_, same)| same).collect()
+        };
+        let keeper = Keeper::new(&store, sources.clone(), KeepOptions::default())
+            .unwrap()
+            .unwrap();
+        let report = keeper.pass(&Control::none());
+        assert_eq!(report.new, 2, "{}", report.say());
+        listing.list();
+        assert_eq!(
+            shared(&keeper),
+            [true, true],
+            "the listing read the keeper's"
+        );
+        drop(keeper);
+        // A new keeper (a remount) reads the records the listing already holds.
+        let again = Keeper::new(&store, sources, KeepOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            shared(&again),
+            [true, true],
+            "the keeper took the listing's"
+        );
     }
 }
