@@ -420,19 +420,8 @@ fn a_rewritten_or_new_unit_session_shows_on_the_next_read() {
     listed_messages();
     let messages = listed_messages();
     for round in 0..5u64 {
-        let mut doc: Value =
-            serde_json::from_slice(&std::fs::read(&messages_file).unwrap()).unwrap();
         let text = format!("a rewritten cline prompt {round}");
-        doc["messages"]
-            .as_array_mut()
-            .unwrap()
-            .push(serde_json::json!({
-                "id": format!("appended-{round}"),
-                "role": "user",
-                "content": [{"type": "text", "text": text}],
-                "ts": 1795792390000u64 + round,
-            }));
-        std::fs::write(&messages_file, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+        support::cline_rewrite_with_prompt(&messages_file, round, &text);
         assert_eq!(
             listed_messages(),
             messages + round + 1,

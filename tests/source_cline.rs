@@ -357,17 +357,7 @@ fn a_rewrite_shows_on_the_next_read_while_another_thread_syncs() {
         .join(format!("{COMPACTED}.messages.json"));
     let mut failed = None;
     for round in 0..300u64 {
-        let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        doc["messages"]
-            .as_array_mut()
-            .unwrap()
-            .push(serde_json::json!({
-                "id": format!("appended-{round}"),
-                "role": "user",
-                "content": [{"type": "text", "text": format!("rewritten {round}")}],
-                "ts": 1795792390000u64 + round,
-            }));
-        std::fs::write(&file, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+        support::cline_rewrite_with_prompt(&file, round, &format!("rewritten {round}"));
         let seen = listed(&source);
         if seen != messages + round + 1 {
             failed = Some((round, seen));

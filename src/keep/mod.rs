@@ -1172,11 +1172,11 @@ mod tests {
     use crate::sources::agents::AgentRoot;
 
     fn claude_session(root: &Path, id: &str) {
-        let dir = root.join("projects").join("-work-p");
+        let dir = root.join("projects").join("-home-u-p");
         std::fs::create_dir_all(&dir).unwrap();
         let line = serde_json::json!({
             "type": "user", "uuid": "00000000-0000-4000-8000-000000000001",
-            "parentUuid": null, "sessionId": id, "cwd": "/work/p",
+            "parentUuid": null, "sessionId": id, "cwd": "/home/u/p",
             "timestamp": "2026-01-01T00:00:00.000Z",
             "message": {"role": "user", "content": format!("hello from {id}")}
         });

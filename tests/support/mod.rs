@@ -523,3 +523,20 @@ pub fn folder_state(dir: &Path) -> std::collections::BTreeMap<PathBuf, (u64, i12
     }
     out
 }
+
+/// Rewrites Cline's `<id>.messages.json` whole, as Cline saves it, with one more user
+/// prompt (`text`; its id and time made from `round`).
+pub fn cline_rewrite_with_prompt(messages_file: &Path, round: u64, text: &str) {
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(messages_file).unwrap()).unwrap();
+    doc["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "id": format!("appended-{round}"),
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "ts": 1795792390000u64 + round,
+        }));
+    std::fs::write(messages_file, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+}
