@@ -308,13 +308,12 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     let mut live_foreign = Vec::new();
     // The keeper is given this store's kept copies too: the records it holds are the
     // ones their listing holds (`KeptCopies::share`), not a second set.
-    let mut kept_here = Vec::new();
+    let mut to_keeper = Vec::new();
     for foreign in crate::sources::foreign_sources(&args.foreign, &root, true) {
         if foreign.kept_copies().is_none() {
             live_foreign.push(foreign.clone());
-        } else {
-            kept_here.push(foreign.clone());
         }
+        to_keeper.push(foreign.clone());
         workers.first_indexes(std::slice::from_ref(&foreign))?;
         sources.push(foreign);
     }
@@ -433,14 +432,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     } else if let Err(e) = workers.search(&search) {
         log::error!("{}", e.reason);
     }
-    start_keeper(
-        &args,
-        &root,
-        live_foreign.into_iter().chain(kept_here).collect(),
-        &status,
-        &status_file,
-        &workers,
-    );
+    start_keeper(&args, &root, to_keeper, &status, &status_file, &workers);
     if let Err(e) = workers.trimmer() {
         log::error!("{}", e.reason);
     }

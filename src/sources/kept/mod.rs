@@ -117,6 +117,22 @@ pub trait LiveSessions: Send + Sync {
     fn subagent_places(&self, id: &str) -> Vec<(String, Option<String>, (String, String))>;
 }
 
+/// The record offered for copy `name` if the keeper still holds it and it equals
+/// `record`; an offer the keeper dropped is forgotten.
+fn offered_equal(
+    offered: &mut HashMap<String, std::sync::Weak<KeptRecord>>,
+    name: &str,
+    record: &KeptRecord,
+) -> Option<Arc<KeptRecord>> {
+    match offered.get(name).map(std::sync::Weak::upgrade)? {
+        Some(r) => (*r == *record).then_some(r),
+        None => {
+            offered.remove(name);
+            None
+        }
+    }
+}
+
 /// One agent's folder of kept copies.
 pub struct KeptCopies {
     agent: Agent,
@@ -177,12 +193,7 @@ impl KeptCopies {
         };
         let mut offered = self.offered.lock().unwrap();
         let shared = listed
-            .or_else(|| {
-                offered
-                    .get(name)
-                    .and_then(std::sync::Weak::upgrade)
-                    .filter(|r| **r == record)
-            })
+            .or_else(|| offered_equal(&mut offered, name, &record))
             .unwrap_or_else(|| Arc::new(record));
         offered.insert(name.to_string(), Arc::downgrade(&shared));
         shared
@@ -197,14 +208,7 @@ impl KeptCopies {
     /// `record`, read for copy `name`, as the keeper's equal one if it holds one.
     fn shared_with_keeper(&self, name: &str, record: KeptRecord) -> Arc<KeptRecord> {
         let mut offered = self.offered.lock().unwrap();
-        match offered.get(name).map(std::sync::Weak::upgrade) {
-            Some(Some(r)) if *r == record => r,
-            Some(None) => {
-                offered.remove(name);
-                Arc::new(record)
-            }
-            _ => Arc::new(record),
-        }
+        offered_equal(&mut offered, name, &record).unwrap_or_else(|| Arc::new(record))
     }
 
     pub fn agent(&self) -> Agent {
