@@ -74,6 +74,46 @@ thread_local! {
     /// This thread's yielding: the second it is in, and how long it waited in it.
     static YIELDED: std::cell::Cell<(Option<Instant>, Duration)> =
         const { std::cell::Cell::new((None, Duration::ZERO)) };
+    /// The daemon's background work this thread is part of (`Background::enter`):
+    /// the lower layers' long reads pause for the mount through it (`yield_point`).
+    static PART_OF: std::cell::RefCell<Option<Background>> =
+        const { std::cell::RefCell::new(None) };
+    /// `Holding` guards alive on this thread: it holds what a request may wait for.
+    static HOLDING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// While alive, `yield_point` on this thread does not pause: the thread holds a
+/// lock a request of the mount may wait for (a pause then would make the request
+/// wait for background work). Taken before such a lock, by the code that takes it.
+pub struct Holding(());
+
+impl Holding {
+    pub fn now() -> Holding {
+        HOLDING.with(|h| h.set(h.get() + 1));
+        Holding(())
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        HOLDING.with(|h| h.set(h.get() - 1));
+    }
+}
+
+/// A point inside a long piece of work that holds no lock (a large session's first
+/// parse, between two chunks): on a thread of background work, `pause` there (the
+/// mount's request that needs the same session parses it too, and must not share
+/// the disk and the cores with this one); on any other thread, or while the thread
+/// says it holds what a request may wait for (`Holding`), nothing.
+pub fn yield_point() {
+    if HOLDING.with(|h| h.get()) > 0 {
+        return;
+    }
+    // Cloned out: `pause` sleeps, and nothing is borrowed meanwhile.
+    let bg = PART_OF.with(|p| p.borrow().clone());
+    if let Some(bg) = bg {
+        bg.pause();
+    }
 }
 
 /// A foreground request being served (`Background::foreground`); ends when dropped.
@@ -238,6 +278,15 @@ impl Background {
         !self.should_stop()
     }
 
+    /// Puts the calling thread in `class`'s priority; an idle one is background
+    /// work of this daemon from then on (`yield_point` pauses it for the mount).
+    pub fn enter(&self, class: Class) {
+        priority::enter(class);
+        if class == Class::Idle {
+            PART_OF.with(|p| *p.borrow_mut() = Some(self.clone()));
+        }
+    }
+
     /// Runs `work` on a thread of its own named `name`, in `class`'s priority,
     /// counted until it returns (or panics), so that `stop_and_wait` can wait for it.
     pub fn spawn(
@@ -256,12 +305,13 @@ impl Background {
         }
         *self.0.running.lock().unwrap() += 1;
         let done = Done(self.0.clone());
+        let bg = self.clone();
         // Not started: the closure and its guard are dropped, and the count with them.
         std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
                 let _done = done;
-                priority::enter(class);
+                bg.enter(class);
                 work();
             })
     }
@@ -331,6 +381,30 @@ mod tests {
         assert_eq!(bg.running(), 0);
         assert!(bg.boundary().is_break());
         assert!(!bg.sleep(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_yield_point_pauses_background_threads_that_hold_nothing() {
+        let bg = Background::new();
+        let _served = bg.foreground();
+        let timed = |enter: bool, holding: bool| {
+            let b = bg.clone();
+            std::thread::spawn(move || {
+                if enter {
+                    b.enter(Class::Idle);
+                }
+                let _h = holding.then(Holding::now);
+                let t = Instant::now();
+                yield_point();
+                t.elapsed()
+            })
+            .join()
+            .unwrap()
+        };
+        // (A pause is 500 ms; the bounds leave room for a loaded machine.)
+        assert!(timed(true, false) >= Duration::from_millis(400));
+        assert!(timed(false, false) < Duration::from_millis(300));
+        assert!(timed(true, true) < Duration::from_millis(300));
     }
 
     #[test]

@@ -673,7 +673,7 @@ impl Search {
                     .map(|_| {
                         scope.spawn(|| {
                             if background {
-                                crate::background::priority::enter(Class::Idle);
+                                self.bg.enter(Class::Idle);
                             }
                             let mut mine = sync::Effort::default();
                             loop {

@@ -309,6 +309,17 @@ impl SessionIndex {
     /// Brings the index up to `stamp`, the state of the open `file` (the appender's
     /// locked descriptor, or one just opened by path).
     pub fn update(&mut self, file: &File, stamp: FileStamp) -> Result<Refresh> {
+        self.update_between(file, stamp, &|| {})
+    }
+
+    /// `update`, calling `between` after each chunk read: a caller that holds no
+    /// lock may pause there (`background::yield_point`).
+    pub fn update_between(
+        &mut self,
+        file: &File,
+        stamp: FileStamp,
+        between: &dyn Fn(),
+    ) -> Result<Refresh> {
         if stamp == self.file && self.parsed_len <= stamp.size {
             return Ok(Refresh::Unchanged);
         }
@@ -322,7 +333,7 @@ impl SessionIndex {
             *self = SessionIndex::new();
         }
         let before = self.parsed_len;
-        self.read_from(file)?;
+        self.read_from_capped(file, MAX_LINE, between)?;
         // Only the value: the bytes are kept only by sessions this process appends
         // to (8 KiB each would be 80 MB for 10,000 indexed sessions).
         self.ends = None;
@@ -366,10 +377,15 @@ impl SessionIndex {
 
     /// Parses every complete line from `parsed_len` to EOF of `file`.
     pub fn read_from(&mut self, file: &File) -> Result<()> {
-        self.read_from_capped(file, MAX_LINE)
+        self.read_from_capped(file, MAX_LINE, &|| {})
     }
 
-    fn read_from_capped(&mut self, mut file: &File, max_line: usize) -> Result<()> {
+    fn read_from_capped(
+        &mut self,
+        mut file: &File,
+        max_line: usize,
+        between: &dyn Fn(),
+    ) -> Result<()> {
         use std::io::{Seek, SeekFrom};
         file.seek(SeekFrom::Start(self.parsed_len))
             .map_err(|e| Error::io("seek transcript", &e))?;
@@ -415,6 +431,7 @@ impl SessionIndex {
             if n == 0 {
                 break;
             }
+            between();
         }
         // An unterminated last line (or one being written now) is left for later.
         self.torn_tail = skipping || !buf.is_empty();
@@ -995,7 +1012,7 @@ mod tests {
         f.write_all(&vec![b'q'; 3000]).unwrap(); // an oversized torn tail
         drop(f);
         let mut idx = SessionIndex::new();
-        idx.read_from_capped(&File::open(&path).unwrap(), 1000)
+        idx.read_from_capped(&File::open(&path).unwrap(), 1000, &|| {})
             .unwrap();
         assert_eq!(idx.malformed_lines, 1);
         assert_eq!(idx.message_count(), 1);

@@ -543,6 +543,8 @@ impl Tree {
 
     /// `name` in folder `parent`.
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
+        // A view's size is its whole rendering: a first lookup may parse a session.
+        let _served = self.foreground(false);
         let parent = self.node_of(parent)?;
         let name = name.to_str().ok_or_else(|| Error::not_found("not UTF-8"))?;
         let node = self.child(&parent, name)?;
@@ -554,6 +556,7 @@ impl Tree {
     /// is the asking process (`fstat` comes without `fh`; a `ctl` reader's process
     /// then sees its handle's size).
     pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: Option<u32>) -> Result<Attr> {
+        let _served = self.foreground(false);
         let handle = fh.and_then(|fh| self.handle(fh));
         let opened = match (handle.as_deref(), &self.ctl) {
             (Some(OpenFile::View { snap: s, .. } | OpenFile::Hits(s)), _) => Some(s.size()),
@@ -964,6 +967,7 @@ impl Tree {
     /// Opens folder `ino`: the listing is taken once per open, so paging through a
     /// big folder does not re-list it for every readdir call.
     pub fn opendir(&self, ino: u64) -> Result<u64> {
+        let _served = self.foreground(false);
         let entries = self.list_dir(&self.node_of(ino)?)?;
         Ok(self.add_handle(OpenFile::Dir(Arc::new(entries))))
     }
