@@ -3,6 +3,7 @@
 //! transcript, then `]\n`. Opening it copies nothing; a snapshot stays valid forever
 //! because the ranges it names are never rewritten.
 
+use super::span_read::{Part, read_parts};
 use crate::error::{Error, Result};
 use crate::store::index::{
     CompactionForm, CompactionRec, MessageTable, SessionIndex, synthetic_summary_message,
@@ -176,8 +177,8 @@ impl ConversationSnapshot {
         let msgs = &table[self.from..self.to];
         let rel_end = |i: usize| msgs[i].out_end - self.base_out;
         let first = msgs.partition_point(|m| m.out_end - self.base_out <= lo);
-        // Pieces: (file offset, len) of message bytes, or a separator.
-        let mut pieces: Vec<Piece> = Vec::new();
+        // Parts: (file offset, len) of message bytes, or a separator.
+        let mut pieces: Vec<Part> = Vec::new();
         let mut i = first;
         let mut pos = lo;
         while pos < hi && i < msgs.len() {
@@ -186,7 +187,10 @@ impl ConversationSnapshot {
             let in_msg = pos - start_rel;
             if in_msg < m.len as u64 {
                 let take = (m.len as u64 - in_msg).min(hi - pos);
-                pieces.push(Piece::File(m.start + in_msg, take as usize));
+                pieces.push(Part::File {
+                    at: m.start + in_msg,
+                    len: take as usize,
+                });
                 pos += take;
             }
             if pos >= hi {
@@ -195,64 +199,11 @@ impl ConversationSnapshot {
             let sep: &'static [u8] = if i + 1 == msgs.len() { b"\n" } else { b",\n" };
             let sep_off = (pos - start_rel - m.len as u64) as usize;
             let take = (sep.len() - sep_off).min((hi - pos) as usize);
-            pieces.push(Piece::Lit(&sep[sep_off..sep_off + take]));
+            pieces.push(Part::Bytes(&sep[sep_off..sep_off + take]));
             pos += take as u64;
             i += 1;
         }
         drop(table);
-        read_pieces(&self.file, &pieces, out)
+        read_parts(&self.file, &pieces, out)
     }
-}
-
-enum Piece {
-    File(u64, usize),
-    Lit(&'static [u8]),
-}
-
-/// Reads file pieces with as few `pread`s as possible: neighbours less than 64 KiB
-/// apart are read in one call and sliced (messages sit in nearby lines).
-fn read_pieces(file: &File, pieces: &[Piece], out: &mut Vec<u8>) -> Result<()> {
-    const GAP: u64 = 64 * 1024;
-    let mut i = 0;
-    while i < pieces.len() {
-        match pieces[i] {
-            Piece::Lit(b) => {
-                out.extend_from_slice(b);
-                i += 1;
-            }
-            Piece::File(start, _) => {
-                // Extend the run while the next file piece is close.
-                let mut j = i;
-                let mut span_end = start;
-                let mut k = i;
-                while k < pieces.len() {
-                    match pieces[k] {
-                        Piece::File(s, n) => {
-                            if s < span_end || s - span_end > GAP {
-                                break;
-                            }
-                            span_end = s + n as u64;
-                            j = k;
-                        }
-                        Piece::Lit(_) => {}
-                    }
-                    k += 1;
-                }
-                let mut buf = vec![0u8; (span_end - start) as usize];
-                file.read_exact_at(&mut buf, start)
-                    .map_err(|e| Error::io("read transcript", &e))?;
-                for p in &pieces[i..=j] {
-                    match *p {
-                        Piece::File(s, n) => {
-                            let a = (s - start) as usize;
-                            out.extend_from_slice(&buf[a..a + n]);
-                        }
-                        Piece::Lit(b) => out.extend_from_slice(b),
-                    }
-                }
-                i = j + 1;
-            }
-        }
-    }
-    Ok(())
 }

@@ -7,6 +7,7 @@ pub mod listing;
 pub mod markdown;
 pub mod meta;
 pub mod pieces;
+pub mod span_read;
 pub mod summary;
 pub mod version;
 

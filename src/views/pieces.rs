@@ -2,6 +2,7 @@
 //! with `pread` when asked for. Another agent's `conversation.json` is served this way,
 //! so a large transcript's view costs an index of ranges, not a copy of its bytes.
 
+use super::span_read::{Part, read_parts};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -352,92 +353,21 @@ impl PieceSnapshot {
     pub fn read_into(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         let end = (offset.saturating_add(len as u64)).min(self.layout.size);
-        out.reserve(end.saturating_sub(offset) as usize);
-        // The parts to copy: (piece, skip, take).
-        let want = self.layout.covering(offset, end);
-        // Ranges of a transcript sit close together (a message's role and content, the
-        // next message's line): a run of them is read with one `pread` of its span.
-        const GAP: u64 = 64 * 1024;
-        // ...but no span reads much more than it copies (ranges of a byte far apart).
-        let max_span = 2 * (end - offset.min(end)) + GAP;
-        let mut k = 0;
-        while k < want.len() {
-            let (piece, skip, take) = want[k];
-            match piece {
-                Piece::Text(t) => {
-                    out.extend_from_slice(&t.as_bytes()[skip as usize..(skip + take) as usize]);
-                    k += 1;
-                }
-                Piece::Range { start, .. } => {
-                    let span_start = start + skip;
-                    let mut span_end = span_start + take;
-                    let mut last = k;
-                    for (j, &(pj, sj, tj)) in want.iter().enumerate().skip(k + 1) {
-                        match pj {
-                            Piece::Range { start, .. } => {
-                                let s = start + sj;
-                                if s < span_end
-                                    || s - span_end > GAP
-                                    || s + tj - span_start > max_span
-                                {
-                                    break;
-                                }
-                                span_end = s + tj;
-                                last = j;
-                            }
-                            Piece::Text(_) => {}
-                        }
-                    }
-                    SPAN.with_borrow_mut(|held| -> Result<()> {
-                        let n = (span_end - span_start) as usize;
-                        #[cfg(test)]
-                        LARGEST_SPAN.with(|l| l.set(l.get().max(n)));
-                        if held.len() < n {
-                            held.resize(n, 0);
-                        }
-                        let buf = &mut held[..n];
-                        self.file
-                            .read_exact_at(buf, span_start)
-                            .map_err(|e| Error::io("read transcript", &e))?;
-                        for &(pj, sj, tj) in &want[k..=last] {
-                            match pj {
-                                Piece::Text(t) => out.extend_from_slice(
-                                    &t.as_bytes()[sj as usize..(sj + tj) as usize],
-                                ),
-                                Piece::Range { start, .. } => {
-                                    let a = (start + sj - span_start) as usize;
-                                    out.extend_from_slice(&buf[a..a + tj as usize]);
-                                }
-                            }
-                        }
-                        // A rare huge span is not held on to by the thread.
-                        if held.len() > SPAN_KEPT {
-                            *held = Vec::new();
-                        }
-                        Ok(())
-                    })?;
-                    k = last + 1;
-                }
-            }
-        }
-        Ok(())
+        let parts: Vec<Part> = self
+            .layout
+            .covering(offset, end)
+            .into_iter()
+            .map(|(piece, skip, take)| match piece {
+                Piece::Text(t) => Part::Bytes(&t.as_bytes()[skip as usize..(skip + take) as usize]),
+                Piece::Range { start, .. } => Part::File {
+                    at: start + skip,
+                    len: take as usize,
+                },
+            })
+            .collect();
+        read_parts(&self.file, &parts, out)
     }
 }
-
-thread_local! {
-    /// The span of the source file a read copies its ranges from: one per request
-    /// thread, grown to the largest span and reused (a fresh buffer per read was a
-    /// quarter of a cold read's CPU, in page faults).
-    static SPAN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-#[cfg(test)]
-thread_local! {
-    static LARGEST_SPAN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// The largest span buffer a thread keeps between reads.
-const SPAN_KEPT: usize = 1 << 20;
 
 /// Joins pieces against `file`, reading each range with `pread`.
 pub fn read_joined(file: &File, pieces: &[Piece]) -> Result<Vec<u8>> {
@@ -623,7 +553,7 @@ mod tests {
         let layout = PieceLayout::new(pieces.clone());
         let snap = PieceSnapshot::new(f, Arc::new(layout));
         assert_eq!(snap.read_at(0, 100).unwrap(), render(&pieces, &file));
-        let largest = LARGEST_SPAN.with(|l| l.get());
+        let largest = crate::views::span_read::LARGEST_SPAN.with(|l| l.get());
         assert!(
             largest <= 2 * 100 + 64 * 1024 + 1,
             "a span of {largest} bytes"
