@@ -544,7 +544,7 @@ impl Tree {
     /// `name` in folder `parent`.
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         // A view's size is its whole rendering: a first lookup may parse a session.
-        let _served = self.foreground(false);
+        let _served = self.foreground(true);
         let parent = self.node_of(parent)?;
         let name = name.to_str().ok_or_else(|| Error::not_found("not UTF-8"))?;
         let node = self.child(&parent, name)?;
@@ -556,7 +556,7 @@ impl Tree {
     /// is the asking process (`fstat` comes without `fh`; a `ctl` reader's process
     /// then sees its handle's size).
     pub fn getattr(&self, ino: u64, fh: Option<u64>, pid: Option<u32>) -> Result<Attr> {
-        let _served = self.foreground(false);
+        let _served = self.foreground(true);
         let handle = fh.and_then(|fh| self.handle(fh));
         let opened = match (handle.as_deref(), &self.ctl) {
             (Some(OpenFile::View { snap: s, .. } | OpenFile::Hits(s)), _) => Some(s.size()),
@@ -967,7 +967,7 @@ impl Tree {
     /// Opens folder `ino`: the listing is taken once per open, so paging through a
     /// big folder does not re-list it for every readdir call.
     pub fn opendir(&self, ino: u64) -> Result<u64> {
-        let _served = self.foreground(false);
+        let _served = self.foreground(true);
         let entries = self.list_dir(&self.node_of(ino)?)?;
         Ok(self.add_handle(OpenFile::Dir(Arc::new(entries))))
     }
@@ -1059,11 +1059,19 @@ impl Tree {
     }
 
     /// Someone is being served until the value is dropped: background work lets
-    /// them go first. A search's own answer (`query`) only while it is computed: a
-    /// build is watched through queries, and must not wait after each.
-    fn foreground(&self, query: bool) -> Option<crate::background::Foreground<'_>> {
+    /// them go first. A `brief` request only while it is served, not for a moment
+    /// after (a search's answer, a lookup, a `stat`, a folder's listing): a build is
+    /// watched through such polls, and must not wait after each. Opens, reads and
+    /// writes of files come in runs (`cat`, an agent's appends): work waits a moment
+    /// after each.
+    fn foreground(&self, brief: bool) -> Option<crate::background::Foreground<'_>> {
         let bg = self.background.as_ref()?;
-        Some(if query { bg.brief() } else { bg.foreground() })
+        Some(if brief { bg.brief() } else { bg.foreground() })
+    }
+
+    /// The background work this tree yields to (tests look at its `mount_busy`).
+    pub fn background(&self) -> Option<&crate::background::Background> {
+        self.background.as_ref()
     }
 
     /// After a `ctl` write or flush appended on `ino`: if it is a session's `ctl`, the
