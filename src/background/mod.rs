@@ -17,8 +17,9 @@
 //! A loop written against a pair of closures gets them from here:
 //! `let stop = || bg.should_stop(); let pause = || bg.pause();`
 //!
-//! No module of this crate below it: `sources`, `search` and any later background
-//! module may all use it.
+//! Below it only the store's `yielding` (where the store's long reads pause, told
+//! how by `Background::enter`): `sources`, `search` and any later background module
+//! may all use it.
 
 pub mod priority;
 
@@ -74,46 +75,6 @@ thread_local! {
     /// This thread's yielding: the second it is in, and how long it waited in it.
     static YIELDED: std::cell::Cell<(Option<Instant>, Duration)> =
         const { std::cell::Cell::new((None, Duration::ZERO)) };
-    /// The daemon's background work this thread is part of (`Background::enter`):
-    /// the lower layers' long reads pause for the mount through it (`yield_point`).
-    static PART_OF: std::cell::RefCell<Option<Background>> =
-        const { std::cell::RefCell::new(None) };
-    /// `Holding` guards alive on this thread: it holds what a request may wait for.
-    static HOLDING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// While alive, `yield_point` on this thread does not pause: the thread holds a
-/// lock a request of the mount may wait for (a pause then would make the request
-/// wait for background work). Taken before such a lock, by the code that takes it.
-pub struct Holding(());
-
-impl Holding {
-    pub fn now() -> Holding {
-        HOLDING.with(|h| h.set(h.get() + 1));
-        Holding(())
-    }
-}
-
-impl Drop for Holding {
-    fn drop(&mut self) {
-        HOLDING.with(|h| h.set(h.get() - 1));
-    }
-}
-
-/// A point inside a long piece of work that holds no lock (a large session's first
-/// parse, between two chunks): on a thread of background work, `pause` there (the
-/// mount's request that needs the same session parses it too, and must not share
-/// the disk and the cores with this one); on any other thread, or while the thread
-/// says it holds what a request may wait for (`Holding`), nothing.
-pub fn yield_point() {
-    if HOLDING.with(|h| h.get()) > 0 {
-        return;
-    }
-    // Cloned out: `pause` sleeps, and nothing is borrowed meanwhile.
-    let bg = PART_OF.with(|p| p.borrow().clone());
-    if let Some(bg) = bg {
-        bg.pause();
-    }
 }
 
 /// A foreground request being served (`Background::foreground`); ends when dropped.
@@ -279,11 +240,13 @@ impl Background {
     }
 
     /// Puts the calling thread in `class`'s priority; an idle one is background
-    /// work of this daemon from then on (`yield_point` pauses it for the mount).
+    /// work of this daemon from then on (the store's `yielding::point` pauses it
+    /// for the mount).
     pub fn enter(&self, class: Class) {
         priority::enter(class);
         if class == Class::Idle {
-            PART_OF.with(|p| *p.borrow_mut() = Some(self.clone()));
+            let bg = self.clone();
+            crate::store::yielding::pause_with(move || bg.pause());
         }
     }
 
@@ -393,9 +356,9 @@ mod tests {
                 if enter {
                     b.enter(Class::Idle);
                 }
-                let _h = holding.then(Holding::now);
+                let _h = holding.then(crate::store::yielding::Holding::now);
                 let t = Instant::now();
-                yield_point();
+                crate::store::yielding::point();
                 t.elapsed()
             })
             .join()

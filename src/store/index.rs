@@ -313,7 +313,7 @@ impl SessionIndex {
     }
 
     /// `update`, calling `between` after each chunk read: a caller that holds no
-    /// lock may pause there (`background::yield_point`).
+    /// lock may pause there (`yielding::point`).
     pub fn update_between(
         &mut self,
         file: &File,

@@ -245,7 +245,7 @@ impl Session {
         }
         self.adopt_renamed_copy(&mut fresh, file, stamp);
         // No lock is held: a background thread lets the mount's requests go first.
-        let result = fresh.update_between(file, stamp, &crate::background::yield_point)?;
+        let result = fresh.update_between(file, stamp, &super::yielding::point)?;
         // Saved before it is put in place: nothing is written under the lock.
         let grown = stamp.size.saturating_sub(saved.map_or(0, |s| s.size));
         if grown >= index_cache::MIN_BYTES.max(stamp.size / 8)
@@ -586,41 +586,38 @@ pub(crate) fn write_all_or_nothing(file: &File, old_size: u64, bytes: &[u8]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::background::{Background, Class};
-    use std::time::{Duration, Instant};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// A large session read first by a background thread while the mount serves a
-    /// request: the thread pauses between chunks (it holds no lock, and the request
-    /// that needs the session parses it too); a thread of the mount's never pauses.
+    /// A large session's first reading holds no lock: on a thread told how to pause
+    /// (background work, `Background::enter`), it pauses between its chunks; not on
+    /// another thread, nor under a lock a request may wait for (`Holding`).
     #[test]
-    fn a_background_threads_first_read_lets_the_mount_go_first() {
+    fn a_large_sessions_first_read_pauses_between_its_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let line = format!("{{\"type\":\"note\",\"text\":\"{}\"}}\n", "x".repeat(200));
         // Three chunks of the parse, and more.
-        let body = line.repeat(9 * (1 << 20) / line.len());
-        std::fs::write(&path, body).unwrap();
-        let bg = Background::new();
-        let _served = bg.foreground();
-        let session = |p: &Path| Session::new("ns".into(), "s".into(), p.to_path_buf(), None);
-        let b = bg.clone();
-        let background = std::thread::spawn(move || {
-            b.enter(Class::Idle);
-            let t = Instant::now();
-            assert!(session(&path).current().unwrap().parsed_len > 8 << 20);
-            t.elapsed()
-        })
-        .join()
-        .unwrap();
-        // A pause waits while the mount is busy, half of every second at most.
-        assert!(background >= Duration::from_millis(400), "{background:?}");
-        let foreground = std::thread::spawn(move || {
-            let t = Instant::now();
-            crate::background::yield_point();
-            t.elapsed()
-        })
-        .join()
-        .unwrap();
-        assert!(foreground < Duration::from_millis(300), "{foreground:?}");
+        std::fs::write(&path, line.repeat(9 * (1 << 20) / line.len())).unwrap();
+        let read = move |told: bool, holding: bool| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let pauses = Arc::new(AtomicUsize::new(0));
+                if told {
+                    let p = pauses.clone();
+                    super::super::yielding::pause_with(move || {
+                        p.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+                let _h = holding.then(super::super::yielding::Holding::now);
+                let session = Session::new("ns".into(), "s".into(), path, None);
+                assert!(session.current().unwrap().parsed_len > 8 << 20);
+                pauses.load(Ordering::Relaxed)
+            })
+            .join()
+            .unwrap()
+        };
+        assert!(read(true, false) >= 2);
+        assert_eq!(read(false, false), 0);
+        assert_eq!(read(true, true), 0);
     }
 }

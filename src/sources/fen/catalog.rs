@@ -295,7 +295,7 @@ impl Catalog {
     ) -> Result<Vec<Listing>> {
         // Every listing of the mount waits for this lock: a background thread that
         // parses sessions under it does not pause in the parse.
-        let _holding = crate::background::Holding::now();
+        let _holding = crate::store::yielding::Holding::now();
         let mut caches = self.caches.lock().unwrap();
         let cache = caches
             .entry(ns.to_string())
