@@ -68,16 +68,13 @@ pub fn read_parts(file: &File, parts: &[Part], out: &mut Vec<u8>) -> Result<()> 
     let max_span = 2 * total as u64 + GAP;
     let mut k = 0;
     while k < parts.len() {
-        let Part::File {
-            at: span_start,
-            len,
-        } = parts[k]
-        else {
-            if let Part::Bytes(b) = parts[k] {
+        let (span_start, len) = match parts[k] {
+            Part::Bytes(b) => {
                 out.extend_from_slice(b);
+                k += 1;
+                continue;
             }
-            k += 1;
-            continue;
+            Part::File { at, len } => (at, len),
         };
         let mut span_end = span_start + len as u64;
         let mut last = k;
