@@ -3,10 +3,9 @@
 //! so a large transcript's view costs an index of ranges, not a copy of its bytes.
 
 use super::span_read::{Part, read_parts};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 /// One part of a generated JSON text.
@@ -36,6 +35,17 @@ impl Piece {
         match self {
             Piece::Text(t) => t.len() as u64,
             Piece::Range { len, .. } => *len,
+        }
+    }
+
+    /// `take` bytes of it from `skip`, as a read takes them.
+    fn part(&self, skip: u64, take: u64) -> Part<'_> {
+        match self {
+            Piece::Text(t) => Part::Bytes(&t.as_bytes()[skip as usize..(skip + take) as usize]),
+            Piece::Range { start, .. } => Part::File {
+                at: start + skip,
+                len: take as usize,
+            },
         }
     }
 }
@@ -281,9 +291,8 @@ impl PieceLayout {
         Some(layout)
     }
 
-    /// The parts that cover view bytes `offset..end`, each with how much of it to
-    /// skip and to take.
-    fn covering(&self, offset: u64, end: u64) -> Vec<(&Piece, u64, u64)> {
+    /// The parts that cover view bytes `offset..end`, as a read takes them.
+    fn covering(&self, offset: u64, end: u64) -> Vec<Part<'_>> {
         let mut want = Vec::new();
         let first = self
             .chunks
@@ -300,7 +309,7 @@ impl PieceLayout {
                 }
                 let skip = pos - at;
                 let take = (piece.len() - skip).min(end - pos);
-                want.push((piece, skip, take));
+                want.push(piece.part(skip, take));
                 pos += take;
             }
         }
@@ -353,36 +362,15 @@ impl PieceSnapshot {
     pub fn read_into(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         let end = (offset.saturating_add(len as u64)).min(self.layout.size);
-        let parts: Vec<Part> = self
-            .layout
-            .covering(offset, end)
-            .into_iter()
-            .map(|(piece, skip, take)| match piece {
-                Piece::Text(t) => Part::Bytes(&t.as_bytes()[skip as usize..(skip + take) as usize]),
-                Piece::Range { start, .. } => Part::File {
-                    at: start + skip,
-                    len: take as usize,
-                },
-            })
-            .collect();
-        read_parts(&self.file, &parts, out)
+        read_parts(&self.file, &self.layout.covering(offset, end), out)
     }
 }
 
 /// Joins pieces against `file`, reading each range with `pread`.
 pub fn read_joined(file: &File, pieces: &[Piece]) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.len() as usize).sum());
-    for p in pieces {
-        match p {
-            Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
-            Piece::Range { start, len } => {
-                let at = out.len();
-                out.resize(at + *len as usize, 0);
-                file.read_exact_at(&mut out[at..], *start)
-                    .map_err(|e| Error::io("read session file", &e))?;
-            }
-        }
-    }
+    let parts: Vec<Part> = pieces.iter().map(|p| p.part(0, p.len())).collect();
+    let mut out = Vec::new();
+    read_parts(file, &parts, &mut out)?;
     Ok(out)
 }
 
