@@ -38,8 +38,14 @@ pub const RECORD_FORMAT: u32 = 1;
 const MAX_RECORD: u64 = 4 << 20;
 /// One read of the source while copying.
 const CHUNK: usize = 2 << 20;
-/// zstd's level for kept copies: fast, and JSON Lines compress well at it.
-const LEVEL: i32 = 3;
+/// zstd's settings for kept copies (`zst_sink`): its fastest match finder, with a
+/// window wide enough to reach the text a session repeats (a file read again, a
+/// prompt sent again). Measured on the bench's history against level 3 (`zstd -b`,
+/// one core, each file its own frame): 1.33x faster and 0.93x the size.
+const WINDOW_LOG: u32 = 23;
+const HASH_LOG: u32 = 17;
+/// JSON's repeated keys and quotes make short matches cost more than they save.
+const MIN_MATCH: u32 = 6;
 
 /// What a long copy asks of its caller between chunks: whether to stop (it then
 /// keeps what it copied, cut at a line's end) and a chance to let foreground work go
@@ -314,7 +320,12 @@ impl Sink {
 /// A zstd frame with its checksum (no size pledged: a copy stopped mid-way still ends
 /// its frame, and the rest comes as the next frame).
 fn zst_sink(f: File) -> std::io::Result<Sink> {
-    let mut e = zstd::stream::write::Encoder::new(f, LEVEL)?;
+    use zstd::zstd_safe::{CParameter, Strategy};
+    let mut e = zstd::stream::write::Encoder::new(f, 0)?;
+    e.set_parameter(CParameter::Strategy(Strategy::ZSTD_fast))?;
+    e.set_parameter(CParameter::WindowLog(WINDOW_LOG))?;
+    e.set_parameter(CParameter::HashLog(HASH_LOG))?;
+    e.set_parameter(CParameter::MinMatch(MIN_MATCH))?;
     e.include_checksum(true)?;
     Ok(Sink::Zst(e))
 }
