@@ -489,6 +489,14 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     }
     usage.persist();
     crate::store::atomic::remove_file(&status_file);
+    if sig != libc::SIGUSR1 {
+        // Whoever sees this unmount return may copy or mount the store: a worker that
+        // has not stopped (starved at idle priority) must not write into it after.
+        // The writes under way end first; every later one fails.
+        if !crate::store::write_gate::STORE.close(STOP_BUDGET) {
+            log::info!("a write into the store still under way after {STOP_BUDGET:?}");
+        }
+    }
     let ends = sig == libc::SIGUSR1 || unmount_own(&args.mountpoint, ours.as_ref());
     log::info!("stopped in {:?}", stopping.elapsed());
     if !ends {

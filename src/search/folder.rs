@@ -9,6 +9,7 @@
 //! few decompressed blocks), and the page cache keeps the file, as it did.
 
 use crate::store::open::Dir;
+use crate::store::write_gate;
 use std::io;
 use std::ops::Range;
 use std::path::Path;
@@ -16,8 +17,8 @@ use std::sync::Arc;
 use tantivy::HasLen;
 use tantivy::directory::error::{DeleteError, OpenDirectoryError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, OwnedBytes, WatchCallback,
-    WatchHandle, WritePtr,
+    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, OwnedBytes,
+    TerminatingWrite, WatchCallback, WatchHandle, WritePtr,
 };
 
 /// The index's folder: `mapped` for everything but the document stores, read through
@@ -76,6 +77,44 @@ impl FileHandle for ReadFile {
     }
 }
 
+/// A file Tantivy writes, each write through the store's write gate: the writer's
+/// threads (idle during a big pass) must not write after the daemon unmounted. It
+/// holds the file's own writer, unbuffered: bytes buffered below the gate would
+/// still reach the file when a refused writer is dropped.
+struct GatedWrite(Box<dyn TerminatingWrite + Send + Sync>);
+
+impl io::Write for GatedWrite {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        write_gate::pass(|| self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        write_gate::pass(|| self.0.flush())
+    }
+}
+
+impl TerminatingWrite for GatedWrite {
+    fn terminate_ref(&mut self, token: AntiCallToken) -> io::Result<()> {
+        write_gate::pass(|| self.0.terminate_ref(token))
+    }
+}
+
+/// Runs `op` inside the store's write gate; `shut` makes its error when the gate is
+/// closed.
+fn gated<T, E>(
+    op: impl FnOnce() -> Result<T, E>,
+    shut: impl FnOnce(io::Error) -> E,
+) -> Result<T, E> {
+    let mut out = None;
+    match write_gate::pass(|| {
+        out = Some(op());
+        Ok(())
+    }) {
+        Ok(()) => out.expect("ran inside the gate"),
+        Err(e) => Err(shut(e)),
+    }
+}
+
 impl Directory for IndexFolder {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
         if !is_document_store(path) {
@@ -96,7 +135,13 @@ impl Directory for IndexFolder {
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
-        self.mapped.delete(path)
+        gated(
+            || self.mapped.delete(path),
+            |e| DeleteError::IoError {
+                io_error: Arc::new(e),
+                filepath: path.to_path_buf(),
+            },
+        )
     }
 
     fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
@@ -104,7 +149,15 @@ impl Directory for IndexFolder {
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        self.mapped.open_write(path)
+        let buffered = gated(
+            || self.mapped.open_write(path),
+            |e| OpenWriteError::wrap_io_error(e, path.to_path_buf()),
+        )?;
+        // Nothing written yet: taking its writer out writes nothing.
+        let inner = buffered
+            .into_inner()
+            .map_err(|e| OpenWriteError::wrap_io_error(e.into_error(), path.to_path_buf()))?;
+        Ok(io::BufWriter::new(Box::new(GatedWrite(inner))))
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -112,7 +165,7 @@ impl Directory for IndexFolder {
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.mapped.atomic_write(path, data)
+        write_gate::pass(|| self.mapped.atomic_write(path, data))
     }
 
     fn sync_directory(&self) -> io::Result<()> {
@@ -123,7 +176,10 @@ impl Directory for IndexFolder {
         &self,
         lock: &Lock,
     ) -> Result<DirectoryLock, tantivy::directory::error::LockError> {
-        self.mapped.acquire_lock(lock)
+        gated(
+            || self.mapped.acquire_lock(lock),
+            tantivy::directory::error::LockError::wrap_io_error,
+        )
     }
 
     fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {

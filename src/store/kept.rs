@@ -301,19 +301,21 @@ enum Sink {
     Zst(zstd::stream::write::Encoder<'static, File>),
 }
 
+/// A copy's writes pass the store's write gate: a keeper that did not stop in time
+/// must not write after the daemon unmounted.
 impl Sink {
     fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
-        match self {
+        super::write_gate::pass(|| match self {
             Sink::Plain(f) => f.write_all(b),
             Sink::Zst(e) => e.write_all(b),
-        }
+        })
     }
 
     fn finish(self) -> std::io::Result<File> {
-        match self {
+        super::write_gate::pass(|| match self {
             Sink::Plain(f) => Ok(f),
             Sink::Zst(e) => e.finish(),
-        }
+        })
     }
 }
 
@@ -502,7 +504,7 @@ impl KeptStore {
                         if let Ok((f, meta)) = folder.open_file_with(file, libc::O_WRONLY, 0)
                             && meta.len() > g.stored
                         {
-                            let _ = f.set_len(g.stored);
+                            let _ = super::write_gate::pass(|| f.set_len(g.stored));
                         }
                     }
                     None => {
@@ -605,7 +607,7 @@ impl KeptStore {
         }
         // A torn append of an earlier run: cut it off first.
         if meta.len() > g.stored {
-            f.set_len(g.stored).map_err(|e| io(&g.file, e))?;
+            super::write_gate::pass(|| f.set_len(g.stored)).map_err(|e| io(&g.file, e))?;
         }
         let seek = |f: &File| -> std::io::Result<File> {
             let mut f = f.try_clone()?;
@@ -619,13 +621,13 @@ impl KeptStore {
             Sink::Plain(out)
         };
         let undo = |e: Error| {
-            let _ = f.set_len(g.stored);
+            let _ = super::write_gate::pass(|| f.set_len(g.stored));
             e
         };
         let (copied, crc) = copy_range(src, g.len, to, &mut sink, g.crc32, ctl)
             .map_err(|e| undo(io(&g.file, e)))?;
         if copied == 0 {
-            let _ = f.set_len(g.stored);
+            let _ = super::write_gate::pass(|| f.set_len(g.stored));
             return Ok(None);
         }
         sink.finish().map_err(|e| undo(io(&g.file, e)))?;

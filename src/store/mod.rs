@@ -20,6 +20,7 @@ pub mod open;
 pub mod projection;
 pub mod session;
 pub mod trash;
+pub mod write_gate;
 pub mod yielding;
 
 use crate::error::{Error, Result};

@@ -4,6 +4,7 @@
 //! says is a regular file or a folder. A store can be changed by anyone while we
 //! look at it; a name swapped between a check and an open is refused, not followed.
 
+use super::write_gate;
 use crate::error::{Error, Result};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{File, Metadata};
@@ -93,14 +94,17 @@ impl Dir {
     pub fn create_dir(&self, name: impl AsRef<OsStr>) -> std::io::Result<Dir> {
         let name = name.as_ref();
         let c = component(name)?;
-        // SAFETY: valid fd and C string.
-        let rc = unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o700) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(e);
+        write_gate::pass(|| {
+            // SAFETY: valid fd and C string.
+            let rc = unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o700) };
+            if rc != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(e);
+                }
             }
-        }
+            Ok(())
+        })?;
         self.open_dir(name)
     }
 
@@ -113,15 +117,23 @@ impl Dir {
         mode: libc::mode_t,
     ) -> std::io::Result<(File, Metadata)> {
         let c = component(name.as_ref())?;
-        // SAFETY: valid fd and C string.
-        let fd = check(unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-                mode as libc::c_uint,
-            )
-        })?;
+        let open = || {
+            // SAFETY: valid fd and C string.
+            check(unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+                    mode as libc::c_uint,
+                )
+            })
+        };
+        // Creating or truncating changes the store (opening to write alone does not).
+        let fd = if flags & (libc::O_CREAT | libc::O_TRUNC) != 0 {
+            write_gate::pass(open)?
+        } else {
+            open()?
+        };
         regular_file(fd)
     }
 
@@ -151,13 +163,15 @@ impl Dir {
         let (a, b) = (component(from.as_ref())?, component(to.as_ref())?);
         let fd = self.fd.as_raw_fd();
         // SAFETY: valid fds and C strings.
-        check(unsafe { libc::renameat(fd, a.as_ptr(), fd, b.as_ptr()) }).map(|_| ())
+        write_gate::pass(|| check(unsafe { libc::renameat(fd, a.as_ptr(), fd, b.as_ptr()) }))
+            .map(|_| ())
     }
 
     pub fn unlink(&self, name: impl AsRef<OsStr>) -> std::io::Result<()> {
         let c = component(name.as_ref())?;
         // SAFETY: valid fd and C string.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }).map(|_| ())
+        write_gate::pass(|| check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }))
+            .map(|_| ())
     }
 
     /// The names in this folder with their `d_type`-based kind (links not followed).
@@ -190,13 +204,15 @@ impl Dir {
     fn tmpfile_with(&self, access: i32) -> std::io::Result<File> {
         let dot = c".";
         // SAFETY: valid fd and C string.
-        let fd = check(unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                dot.as_ptr(),
-                libc::O_TMPFILE | access | libc::O_CLOEXEC,
-                0o600 as libc::c_uint,
-            )
+        let fd = write_gate::pass(|| {
+            check(unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    dot.as_ptr(),
+                    libc::O_TMPFILE | access | libc::O_CLOEXEC,
+                    0o600 as libc::c_uint,
+                )
+            })
         })?;
         // SAFETY: a descriptor we just opened.
         Ok(unsafe { File::from_raw_fd(fd) })
@@ -206,8 +222,10 @@ impl Dir {
     pub fn rmdir(&self, name: impl AsRef<OsStr>) -> std::io::Result<()> {
         let c = component(name.as_ref())?;
         // SAFETY: valid fd and C string.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
-            .map(|_| ())
+        write_gate::pass(|| {
+            check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+        })
+        .map(|_| ())
     }
 
     /// Gives the unnamed `file` the name `name` here; EEXIST if taken.
@@ -215,14 +233,16 @@ impl Dir {
         let c = component(name.as_ref())?;
         let proc = cstr(OsStr::new(&format!("/proc/self/fd/{}", file.as_raw_fd())))?;
         // SAFETY: valid fds and C strings.
-        check(unsafe {
-            libc::linkat(
-                libc::AT_FDCWD,
-                proc.as_ptr(),
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                libc::AT_SYMLINK_FOLLOW,
-            )
+        write_gate::pass(|| {
+            check(unsafe {
+                libc::linkat(
+                    libc::AT_FDCWD,
+                    proc.as_ptr(),
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::AT_SYMLINK_FOLLOW,
+                )
+            })
         })
         .map(|_| ())
     }
@@ -232,7 +252,8 @@ impl Dir {
         let (a, b) = (component(from.as_ref())?, component(to.as_ref())?);
         let fd = self.fd.as_raw_fd();
         // SAFETY: valid fds and C strings.
-        check(unsafe { libc::linkat(fd, a.as_ptr(), fd, b.as_ptr(), 0) }).map(|_| ())
+        write_gate::pass(|| check(unsafe { libc::linkat(fd, a.as_ptr(), fd, b.as_ptr(), 0) }))
+            .map(|_| ())
     }
 
     /// This folder's descriptor, duplicated, as a file (for `syncfs`, `renameat2`).
@@ -287,12 +308,13 @@ impl Dir {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = format!(".{name}.{}.{seq}.tmp", std::process::id());
-        let written = (|| {
+        // Whole inside the gate: a temp file is part of the store too.
+        let written = write_gate::pass(|| {
             let (mut f, _) =
                 self.open_file_with(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)?;
             write(&mut f)?;
             self.rename(&tmp, name)
-        })();
+        });
         if written.is_err() {
             let _ = self.unlink(&tmp);
         }
