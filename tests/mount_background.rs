@@ -546,6 +546,18 @@ fn threads_of(pid: i32) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// The threads Tantivy's writer starts (their names, cut to 15 bytes by the kernel).
+fn is_tantivy(name: &str) -> bool {
+    [
+        "thrd-tantivy-in",
+        "docstore-compre",
+        "merge_thread_",
+        "segment_updater",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
 #[test]
 fn background_work_runs_idle_and_the_mounts_requests_do_not() {
     use fen_fs::background::priority::of_thread;
@@ -635,6 +647,36 @@ fn background_work_runs_idle_and_the_mounts_requests_do_not() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Until the big pass ends: while its reading threads run, every thread of the
+    // writer it feeds is idle too, including those Tantivy starts anew at each of the
+    // pass's commits (they inherit the committing thread's class).
+    let (mut looks, mut last_build) = (0, Instant::now());
+    while last_build.elapsed() < Duration::from_secs(2)
+        && start.elapsed() < Duration::from_secs(120)
+    {
+        let threads: Vec<_> = threads_of(pid)
+            .into_iter()
+            .filter_map(|(tid, name)| Some((tid, name, of_thread(pid as u32, tid)?)))
+            .collect();
+        if threads
+            .iter()
+            .any(|(_, name, s)| name == "fen-search" && s.policy == 5)
+        {
+            last_build = Instant::now();
+            looks += 1;
+            for (tid, name, s) in &threads {
+                if is_tantivy(name) {
+                    assert!(
+                        s.policy == 5,
+                        "{name} {tid} runs at {s:?} during a big pass ({looks} looks in)\n{}",
+                        m.daemon_log()
+                    );
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(looks > 0, "no look during the big pass");
     let took = timed_umount(&m);
     assert!(
         took <= umount_limit(),

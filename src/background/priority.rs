@@ -72,6 +72,21 @@ impl Observed {
     }
 }
 
+/// Runs `work` on a new thread in `class`, and waits for it: for a call whose own
+/// threads must start in that class (Tantivy starts its writer's threads from the
+/// thread that makes the writer or commits it), made from a thread of a higher one.
+pub fn run_in<T: Send>(class: Class, work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                enter(class);
+                work()
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
 /// Puts the calling thread (and the threads it starts from now on) in `class`.
 /// Best effort: a refused call leaves the thread as it was, and says so in the log.
 pub fn enter(class: Class) {

@@ -23,7 +23,7 @@ pub mod snippet;
 pub mod storage;
 pub mod sync;
 
-use crate::background::{Background, Class};
+use crate::background::{Background, Class, priority};
 use crate::error::{Error, Result};
 use crate::sources::set::SourceSet;
 use engine::{Engine, Filters, Known};
@@ -635,12 +635,7 @@ impl Search {
         let mut effort = sync::Effort::default();
         if background {
             engine.release_writer();
-            std::thread::scope(|scope| {
-                scope.spawn(|| {
-                    crate::background::priority::enter(Class::Idle);
-                    engine.with_writer(|_| Ok(()))
-                });
-            });
+            priority::run_in(Class::Idle, || engine.with_writer(|_| Ok(())))?;
         }
         let queue = Mutex::new(std::collections::VecDeque::from(todo));
         let mut every = COMMIT_FIRST;
@@ -769,7 +764,16 @@ impl Search {
             progress.complete = empty && !stopping;
             // Said once searchable: the commit waits for the index to take every
             // document, and a search until then sees the last commit.
-            engine.commit(&self.stamp_now(engine, progress))?;
+            let stamp = self.stamp_now(engine, progress);
+            if background {
+                // Tantivy starts the writer's indexing threads anew at each commit,
+                // from the committing thread, whose class they inherit: committed
+                // from here, the rest of the pass would index at nice 10, ahead of
+                // everything idle and beside the mount's requests.
+                priority::run_in(Class::Idle, || engine.commit(&stamp))?;
+            } else {
+                engine.commit(&stamp)?;
+            }
             engine.trim();
             // What the last batches wrote (and merged) is checked again as soon as it
             // may be: readers stop reading it whole during a long build too.
