@@ -304,3 +304,49 @@ fn an_append_is_seen_without_walking_the_folders_and_a_new_file_with_one() {
     assert_eq!(source.session_dirs("--w--").unwrap().len(), 7);
     assert!(source.walks() > walks);
 }
+
+/// A session its agent writes to while the first index is still reading other
+/// projects' sessions: once its own project is listed, the next read of its listing
+/// and index.json show the write (the build's walk is its own until it ends, but what
+/// it already read is checked again).
+#[test]
+fn a_write_during_the_first_index_shows_on_the_next_read_of_its_project() {
+    let store = Store::new();
+    let first = store.project.join(format!("{ID1}.jsonl"));
+    std::fs::write(&first, claude_line("a", None, "one")).unwrap();
+    // Another project, big enough that its first index is still being read.
+    let big = store.root.join("projects/-big");
+    std::fs::create_dir_all(&big).unwrap();
+    let (text, _) = claude_session(2 << 20);
+    let text = text.replace("\"cwd\":\"/w\"", "\"cwd\":\"/big\"");
+    for k in 0..60 {
+        let id = format!("44444444-4444-4444-8444-{k:012}");
+        std::fs::write(big.join(format!("{id}.jsonl")), &text).unwrap();
+    }
+    let source = std::sync::Arc::new(ForeignSource::watching(
+        &store.agent_root(),
+        Some(&store.fen),
+    ));
+    let build = {
+        let s = source.clone();
+        std::thread::spawn(move || s.build_index())
+    };
+    let dir = dir_of(&source, ID1);
+    assert_eq!(conversation(&source, &dir).len(), 1);
+    append(&first, &claude_line("b", Some("a"), "two"));
+    let building = !source.is_indexed();
+    // The project's listing (index.json) first: a session's own views stat its file.
+    let listed = source.listings("--w--").unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].messages, 2, "the write is not in the listing");
+    let index: serde_json::Value =
+        serde_json::from_slice(&source.index("--w--").unwrap().index_json).unwrap();
+    assert_eq!(index[0]["messages"], 2, "the write is not in index.json");
+    assert_eq!(conversation(&source, &dir).len(), 2);
+    assert!(
+        building,
+        "the first index ended before the write: nothing was tested"
+    );
+    build.join().unwrap();
+    assert_eq!(conversation(&source, &dir).len(), 2);
+}

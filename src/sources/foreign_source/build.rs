@@ -184,11 +184,20 @@ impl ForeignSource {
     /// dropped; with `ns`, every file of that namespace is also re-`stat`ed (and
     /// re-read if it changed).
     pub(super) fn sync(&self, ns: Option<&str>) {
-        if !self.wait_for(ns).ready {
+        let idx = self.wait_for(ns);
+        if !idx.ready {
             // The first index is still being built and has what `ns` needs; the walk
-            // is the indexer's until it is done.
+            // (and the watches' events) are the indexer's until it is done. What it
+            // already read of `ns` may have been written to since: the next read must
+            // show a write that returned before it, so those files are stat'ed.
+            let stale = ns.map(|ns| self.changed_in(&idx, ns)).unwrap_or_default();
+            drop(idx);
+            for path in stale {
+                self.refresh_file(&path);
+            }
             return;
         }
+        drop(idx);
         let _one_at_a_time = self.syncing.lock().unwrap();
         let mut walk = true;
         if let Some(watch) = &self.watch {
@@ -262,23 +271,8 @@ impl ForeignSource {
         };
         if let Some(ns) = ns
             && (idx.dirty.remove(ns) || (self.watch.is_none() && !idx.fresh.remove(ns)))
-            && let Some(dirs) = idx.by_ns.get(ns)
         {
-            for path in dirs.values() {
-                // With the files it hides: one of them may now be preferred.
-                let twins = idx
-                    .files
-                    .get(path)
-                    .and_then(|e| idx.by_id.get(&e.summary.id))
-                    .into_iter()
-                    .flatten()
-                    .filter(|p| *p != path);
-                for p in std::iter::once(path).chain(twins) {
-                    if self.stamp_of(p) != idx.files.get(p).map(|e| e.stamp) {
-                        stale.push(p.clone());
-                    }
-                }
-            }
+            stale.extend(self.changed_in(&idx, ns));
         }
         self.refresh_renames(&mut idx);
         let units = self.changed_units(&idx);
@@ -289,6 +283,27 @@ impl ForeignSource {
         for path in stale {
             self.refresh_file(&path);
         }
+    }
+
+    /// The files of `ns` in `idx` whose stamp changed since they were read, with the
+    /// files each hides (one of them may now be preferred).
+    fn changed_in(&self, idx: &Index, ns: &str) -> Vec<PathBuf> {
+        let mut stale = Vec::new();
+        for path in idx.by_ns.get(ns).into_iter().flat_map(|dirs| dirs.values()) {
+            let twins = idx
+                .files
+                .get(path)
+                .and_then(|e| idx.by_id.get(&e.summary.id))
+                .into_iter()
+                .flatten()
+                .filter(|p| *p != path);
+            for p in std::iter::once(path).chain(twins) {
+                if self.stamp_of(p) != idx.files.get(p).map(|e| e.stamp) {
+                    stale.push(p.clone());
+                }
+            }
+        }
+        stale
     }
 
     /// Re-reads one file into the index (or drops it if it is gone).
