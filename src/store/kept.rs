@@ -319,6 +319,12 @@ impl Sink {
     }
 }
 
+/// Cuts a copy's file back to `len` (a torn or undone append), through the store's
+/// write gate as every write of a copy.
+fn cut(f: &File, len: u64) -> std::io::Result<()> {
+    super::write_gate::pass(|| f.set_len(len))
+}
+
 /// A zstd frame with its checksum (no size pledged: a copy stopped mid-way still ends
 /// its frame, and the rest comes as the next frame).
 fn zst_sink(f: File) -> std::io::Result<Sink> {
@@ -504,7 +510,7 @@ impl KeptStore {
                         if let Ok((f, meta)) = folder.open_file_with(file, libc::O_WRONLY, 0)
                             && meta.len() > g.stored
                         {
-                            let _ = super::write_gate::pass(|| f.set_len(g.stored));
+                            let _ = cut(&f, g.stored);
                         }
                     }
                     None => {
@@ -607,7 +613,7 @@ impl KeptStore {
         }
         // A torn append of an earlier run: cut it off first.
         if meta.len() > g.stored {
-            super::write_gate::pass(|| f.set_len(g.stored)).map_err(|e| io(&g.file, e))?;
+            cut(&f, g.stored).map_err(|e| io(&g.file, e))?;
         }
         let seek = |f: &File| -> std::io::Result<File> {
             let mut f = f.try_clone()?;
@@ -621,13 +627,13 @@ impl KeptStore {
             Sink::Plain(out)
         };
         let undo = |e: Error| {
-            let _ = super::write_gate::pass(|| f.set_len(g.stored));
+            let _ = cut(&f, g.stored);
             e
         };
         let (copied, crc) = copy_range(src, g.len, to, &mut sink, g.crc32, ctl)
             .map_err(|e| undo(io(&g.file, e)))?;
         if copied == 0 {
-            let _ = super::write_gate::pass(|| f.set_len(g.stored));
+            let _ = cut(&f, g.stored);
             return Ok(None);
         }
         sink.finish().map_err(|e| undo(io(&g.file, e)))?;
