@@ -74,7 +74,19 @@ struct RawKey<'a> {
     escaped: bool,
 }
 
+/// The key serde_json's `raw_value` feature gives a meaning of its own: an object
+/// whose first key it is becomes, in a `Value`, the JSON text of its string value.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 impl<'a> RawKey<'a> {
+    fn is_raw_value_token(&self) -> bool {
+        if self.escaped {
+            unescape(self.raw) == RAW_VALUE_TOKEN
+        } else {
+            self.raw == RAW_VALUE_TOKEN
+        }
+    }
+
     fn decode(self) -> Cow<'a, str> {
         if self.escaped {
             Cow::Owned(unescape(self.raw))
@@ -144,6 +156,8 @@ impl<'a> Scanner<'a> {
         let mut depth: u32 = 0;
         let mut key: Cow<'a, str> = Cow::Borrowed("");
         let mut value_start = 0;
+        // After serde_json's raw value token and its string: only `}` may follow.
+        let mut must_close = false;
         loop {
             // A value starts here (whitespace already skipped).
             if depth == 1 {
@@ -164,10 +178,20 @@ impl<'a> Scanner<'a> {
                         objects &= !(1 << depth);
                     } else {
                         let k = self.key()?;
+                        let token = k.is_raw_value_token();
                         if depth == 1 && fields.is_some() {
                             key = k.decode();
                         }
-                        continue;
+                        if !token {
+                            continue;
+                        }
+                        // serde_json's `Value` takes such an object as the JSON text
+                        // inside its one string value (its `raw_value` feature).
+                        if depth == 1 {
+                            value_start = self.i;
+                        }
+                        self.raw_value_text()?;
+                        must_close = true;
                     }
                 }
                 Some(b'[') => {
@@ -205,6 +229,9 @@ impl<'a> Scanner<'a> {
                     f.push((std::mem::take(&mut key), &self.text[value_start..self.i]));
                 }
                 self.ws();
+                if std::mem::take(&mut must_close) && self.peek() != Some(b'}') {
+                    return Err(self.eof_or("expected '}' after serde_json's raw value token"));
+                }
                 let in_object = objects & (1 << (depth - 1)) != 0;
                 match self.peek() {
                     Some(b',') => {
@@ -232,6 +259,27 @@ impl<'a> Scanner<'a> {
                 }
             }
         }
+    }
+
+    /// The value of serde_json's raw value token: a string whose text is itself one
+    /// JSON value (validated as a document of its own, as serde_json does).
+    fn raw_value_text(&mut self) -> Result<(), Error> {
+        if self.peek() != Some(b'"') {
+            return Err(self.eof_or("expected a string after serde_json's raw value token"));
+        }
+        self.i += 1;
+        let start = self.i;
+        let escaped = self.string()?;
+        let raw = &self.text[start..self.i - 1];
+        let text = if escaped {
+            Cow::Owned(unescape(raw))
+        } else {
+            Cow::Borrowed(raw)
+        };
+        validate(&text).map_err(|_| Error {
+            pos: start,
+            what: "not JSON inside serde_json's raw value token",
+        })
     }
 
     /// `"key"`, whitespace, `:`, whitespace.
@@ -659,6 +707,35 @@ mod tests {
                     nested.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
                 assert_eq!(nested, theirs, "{v:?}");
             }
+        }
+    }
+
+    /// serde_json's `raw_value` feature reads an object whose first key is its token
+    /// as the JSON text inside the string value (a case the fuzz target found).
+    #[test]
+    fn serde_jsons_raw_value_token_is_read_as_serde_json_does() {
+        let t = RAW_VALUE_TOKEN;
+        for text in [
+            format!("{{\"{t}\":\"1\"}}"),
+            format!("{{ \"{t}\" : \" [1, {{}}] \" }}"),
+            format!("{{\"{t}\":1}}"),
+            format!("{{\"{t}\":[1,{{\"a\":\"x\\\\\"}}]}}"),
+            format!("{{\"{t}\":\"[1,\"}}"),
+            format!("{{\"{t}\":\"1\",\"a\":2}}"),
+            format!("{{\"{t}\":\"1\" 2}}"),
+            format!("{{\"{t}\":\"1\""),
+            format!("{{\"{t}\""),
+            format!("{{\"a\":1,\"{t}\":2}}"),
+            format!("[{{\"{t}\":\"{{}}\"}},{{\"{t}\":\"x\"}}]"),
+            format!("[{{\"{t}\":\"{{}}\"}},3]"),
+            format!("{{\"b\":{{\"{t}\":\"null\"}}}}"),
+            "{\"\\u0024serde_json::private::RawValue\":\"x\"}".to_string(),
+            "{\"\\u0024serde_json::private::RawValue\":\"true\"}".to_string(),
+            format!("{{\"{t}\":\"{{\\\"{t}\\\":\\\"2\\\"}}\"}}"),
+            format!("{{\"{t}\":\"{{\\\"{t}\\\":2}}\"}}"),
+            format!("{{\"{t}x\":1}}"),
+        ] {
+            check(&text);
         }
     }
 
