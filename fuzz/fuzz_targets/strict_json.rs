@@ -1,6 +1,7 @@
 //! The strict JSON scanner against serde_json on arbitrary bytes: the same verdict
 //! as `serde_json::Value`, and for an object the same fields as `RawObject` (also
-//! through the non-validating splitter, and for nested objects). The first byte, when
+//! through the non-validating splitter, for nested objects, and through
+//! `json::object_fields`, with RawObject's own verdict). The first byte, when
 //! odd, also wraps the rest in that many arrays, to reach the nesting limit.
 #![no_main]
 use fen_fs::json::{RawObject, strict};
@@ -16,6 +17,11 @@ fn raw_fields(text: &str) -> Vec<(String, &str)> {
 }
 
 fn check(text: &str) {
+    // What the readers take a line's fields from: RawObject's verdict and fields.
+    let raw = RawObject::parse(text)
+        .ok()
+        .map(|o| o.fields.into_iter().map(|(k, v)| (k, v.get())).collect());
+    assert_eq!(fen_fs::json::object_fields(text), raw, "{text:?}");
     let ours = strict::scan(text);
     let theirs = serde_json::from_str::<serde_json::Value>(text);
     assert_eq!(

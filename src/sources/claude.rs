@@ -14,8 +14,8 @@ mod neutral;
 pub mod usage;
 pub use neutral::{is_injected_text, to_neutral};
 
+use crate::json::offset_in;
 use crate::json::strict::{valid_array_items, valid_object_fields};
-use crate::json::{RawObject, offset_in};
 use crate::sources::foreign::{
     ConversationMark, ConversationUpdate, ForeignReader, ForeignSummary, MessagePieces, MessageRef,
     Piece, Spawned, SubagentFacts,
@@ -745,7 +745,7 @@ fn string(v: Option<&str>) -> Option<String> {
 /// An object's fields in order, values as raw JSON text.
 type Fields<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
-/// The fields of `value`, an object inside a line that `RawObject::parse` accepted,
+/// The fields of `value`, an object inside a line that `json::object_fields` accepted,
 /// read without validating again (`None` if it is not an object): most of a tool
 /// result's bytes are in its message, and a second validating pass over them was a
 /// fifth of a first index.
@@ -802,11 +802,10 @@ fn offset_of(outer: &[u8], inner: &[u8]) -> u64 {
 
 /// `exact` is false for a lossy-decoded line, whose offsets do not match the file.
 fn read_object(list: &mut Listing, start: u64, text: &str, exact: bool) -> Option<Entry> {
-    let Ok(obj) = RawObject::parse(text) else {
+    let Some(obj) = crate::json::object_fields(text) else {
         list.malformed += 1;
         return None;
     };
-    let obj: Fields = obj.fields.into_iter().map(|(k, v)| (k, v.get())).collect();
     list.entries += 1;
     let end_of = |v: &str| start + (offset_in(text, v) + v.len()) as u64;
     let seen = |key: &str| {
