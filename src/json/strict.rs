@@ -68,8 +68,9 @@ fn document<'a>(text: &'a str, fields: Option<&mut Vec<Field<'a>>>) -> Result<bo
     Ok(is_object)
 }
 
-/// A key as written, decoded only when it is kept (top-level keys).
-struct RawKey<'a> {
+/// A string as written (a key, or the text under serde_json's raw value token),
+/// decoded only when it is needed (top-level keys, that text).
+struct RawString<'a> {
     raw: &'a str,
     escaped: bool,
 }
@@ -78,7 +79,7 @@ struct RawKey<'a> {
 /// whose first key it is becomes, in a `Value`, the JSON text of its string value.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-impl<'a> RawKey<'a> {
+impl<'a> RawString<'a> {
     fn is_raw_value_token(&self) -> bool {
         if self.escaped {
             unescape(self.raw) == RAW_VALUE_TOKEN
@@ -340,37 +341,37 @@ impl<'a> Scanner<'a> {
     /// The value of serde_json's raw value token: a string whose text is itself one
     /// JSON value (validated as a document of its own, as serde_json does).
     fn raw_value_text(&mut self) -> Result<(), Error> {
-        if self.peek() != Some(b'"') {
-            return Err(self.eof_or("expected a string after serde_json's raw value token"));
-        }
-        self.i += 1;
-        let start = self.i;
-        let escaped = self.string()?;
-        let raw = &self.text[start..self.i - 1];
-        let text = if escaped {
-            Cow::Owned(unescape(raw))
-        } else {
-            Cow::Borrowed(raw)
-        };
+        let start = self.i + 1;
+        let text = self
+            .quoted("expected a string after serde_json's raw value token")?
+            .decode();
         validate(&text).map_err(|_| Error {
             pos: start,
             what: "not JSON inside serde_json's raw value token",
         })
     }
 
-    /// `"key"`, whitespace, `:`, whitespace.
-    fn key(&mut self) -> Result<RawKey<'a>, Error> {
+    /// A string (`what` if there is none), as written.
+    fn quoted(&mut self, what: &'static str) -> Result<RawString<'a>, Error> {
         if self.peek() != Some(b'"') {
-            return Err(self.eof_or("expected a string key"));
+            return Err(self.eof_or(what));
         }
         self.i += 1;
         let start = self.i;
         let escaped = self.string()?;
-        let raw = &self.text[start..self.i - 1];
+        Ok(RawString {
+            raw: &self.text[start..self.i - 1],
+            escaped,
+        })
+    }
+
+    /// `"key"`, whitespace, `:`, whitespace.
+    fn key(&mut self) -> Result<RawString<'a>, Error> {
+        let key = self.quoted("expected a string key")?;
         self.ws();
         self.expect(b':', "expected ':'")?;
         self.ws();
-        Ok(RawKey { raw, escaped })
+        Ok(key)
     }
 
     /// The rest of a string after its opening quote; returns whether it had escapes.
