@@ -829,8 +829,20 @@ fn umount_is_quick_and_a_kill_9_loses_nothing_while_keeping() {
         v.sort();
         v
     };
-    // (What the kill -9 left is not this keep's work.)
-    let left = making(&m.store);
+    // What the kill -9 left is not this keep's work, even where this keep makes a
+    // copy of the same name again (all that was left to do can be what was under
+    // way): its own folders are the ones changed since it started. (Less a margin
+    // for the coarse clock of file times.)
+    let since = (std::time::SystemTime::now() - Duration::from_millis(10))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i128;
+    let made_here = |store: &Path| {
+        making(store).iter().any(|n| {
+            std::fs::symlink_metadata(store.join(".kept/claude").join(n))
+                .is_ok_and(|m| m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128 >= since)
+        })
+    };
     let mut child = fen_fs()
         .args([
             "keep",
@@ -860,8 +872,12 @@ fn umount_is_quick_and_a_kill_9_loses_nothing_while_keeping() {
             .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
     };
     wait(30, "fen-fs keep under way", || {
-        let now = making(&m.store);
-        (!now.is_empty() && now != left && takes_sigterm(child.id())).then_some(())
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("fen-fs keep ended before it was caught at work ({status}): {err}");
+        }
+        (made_here(&m.store) && takes_sigterm(child.id())).then_some(())
     });
     let signalled = Instant::now();
     // SAFETY: a signal to the child this test started.

@@ -233,12 +233,17 @@ impl Mount {
         let pid = self.daemon_pid().expect("daemon running");
         // SAFETY: signalling a process we started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Gone once reaped, or a zombie with no thread left: a thread of an idle
+        // class, starved on a loaded machine, can still be leaving (with the store's
+        // files, and its keeper's lock, open) after the first thread is a zombie.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while Path::new(&format!("/proc/{pid}/status")).exists()
-            && std::fs::read_to_string(format!("/proc/{pid}/status"))
-                .is_ok_and(|s| !s.contains("State:\tZ"))
-            && Instant::now() < deadline
-        {
+        let leaving = || {
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .is_ok_and(|s| s.contains("State:\tZ"));
+            let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+            threads > 0 && !(zombie && threads == 1)
+        };
+        while leaving() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
