@@ -105,14 +105,8 @@ fn gated<T, E>(
     op: impl FnOnce() -> Result<T, E>,
     shut: impl FnOnce(io::Error) -> E,
 ) -> Result<T, E> {
-    let mut out = None;
-    match write_gate::pass(|| {
-        out = Some(op());
-        Ok(())
-    }) {
-        Ok(()) => out.expect("ran inside the gate"),
-        Err(e) => Err(shut(e)),
-    }
+    let _passing = write_gate::enter().map_err(shut)?;
+    op()
 }
 
 impl Directory for IndexFolder {

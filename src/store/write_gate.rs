@@ -33,6 +33,13 @@ impl WriteGate {
     /// Runs `write` unless the gate is closed (then `ESHUTDOWN`). Nested calls are
     /// fine: a count, not a lock.
     pub fn pass<T>(&self, write: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+        let _passing = self.enter()?;
+        write()
+    }
+
+    /// Counts a write under way until the returned guard drops; `ESHUTDOWN` if the
+    /// gate is closed. For a write whose error is not an `io::Error`.
+    pub fn enter(&self) -> std::io::Result<Passing<'_>> {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             if s & CLOSED != 0 {
@@ -42,18 +49,10 @@ impl WriteGate {
                 .state
                 .compare_exchange_weak(s, s + 1, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => break,
+                Ok(_) => return Ok(Passing(&self.state)),
                 Err(now) => s = now,
             }
         }
-        struct Done<'a>(&'a AtomicU64);
-        impl Drop for Done<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        let _done = Done(&self.state);
-        write()
     }
 
     /// Closes the gate and waits (up to `budget`) for the writes under way to end.
@@ -75,12 +74,27 @@ impl WriteGate {
     }
 }
 
+/// A write under way through a gate, until dropped.
+#[must_use = "the write is counted only while this lives"]
+pub struct Passing<'a>(&'a AtomicU64);
+
+impl Drop for Passing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The store's gate: the daemon closes it before it unmounts on a signal.
 pub static STORE: WriteGate = WriteGate::new();
 
 /// `STORE.pass(write)`.
 pub fn pass<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
     STORE.pass(write)
+}
+
+/// `STORE.enter()`.
+pub fn enter() -> std::io::Result<Passing<'static>> {
+    STORE.enter()
 }
 
 #[cfg(test)]
