@@ -325,17 +325,29 @@ fn cut(f: &File, len: u64) -> std::io::Result<()> {
     super::write_gate::pass(|| f.set_len(len))
 }
 
-/// A zstd frame with its checksum (no size pledged: a copy stopped mid-way still ends
-/// its frame, and the rest comes as the next frame).
-fn zst_sink(f: File) -> std::io::Result<Sink> {
+/// A zstd frame with its checksum, for about `len` bytes (no size pledged: a copy
+/// stopped mid-way still ends its frame, and the rest comes as the next frame).
+fn zst_sink(f: File, len: u64) -> std::io::Result<Sink> {
     use zstd::zstd_safe::{CParameter, Strategy};
+    let (window_log, hash_log) = zst_logs(len);
     let mut e = zstd::stream::write::Encoder::new(f, 0)?;
     e.set_parameter(CParameter::Strategy(Strategy::ZSTD_fast))?;
-    e.set_parameter(CParameter::WindowLog(WINDOW_LOG))?;
-    e.set_parameter(CParameter::HashLog(HASH_LOG))?;
+    e.set_parameter(CParameter::WindowLog(window_log))?;
+    e.set_parameter(CParameter::HashLog(hash_log))?;
     e.set_parameter(CParameter::MinMatch(MIN_MATCH))?;
     e.include_checksum(true)?;
     Ok(Sink::Zst(e))
+}
+
+/// The window and hash table for a frame of `len` bytes: no wider than the bytes
+/// (the same frame, byte for byte, for a copy that fits), as zstd itself narrows them
+/// when it knows the size. Without a pledged size it does not, and each encoder took
+/// an 8 MiB window and a 512 KiB table however small the session: about 9.7 MB per
+/// copying worker, held while it copies (row 11's peak, docs/performance.md).
+fn zst_logs(len: u64) -> (u32, u32) {
+    // ZSTD_WINDOWLOG_MIN; the smallest window that holds `len` bytes.
+    let window_log = (u64::BITS - len.saturating_sub(1).leading_zeros()).clamp(10, WINDOW_LOG);
+    (window_log, HASH_LOG.min(window_log + 1))
 }
 
 /// Copies `src[from..to]` into `sink`, a chunk at a time; on `stop`, ends after the
@@ -545,7 +557,7 @@ impl KeptStore {
                 .open_file_with(&file, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600)
                 .map_err(|e| io(&file, e))?;
             let mut sink = if compress {
-                zst_sink(f).map_err(|e| io(&file, e))?
+                zst_sink(f, len).map_err(|e| io(&file, e))?
             } else {
                 Sink::Plain(f)
             };
@@ -622,7 +634,7 @@ impl KeptStore {
         };
         let out = seek(&f).map_err(|e| io(&g.file, e))?;
         let mut sink = if g.compressed() {
-            zst_sink(out).map_err(|e| io(&g.file, e))?
+            zst_sink(out, to.saturating_sub(g.len)).map_err(|e| io(&g.file, e))?
         } else {
             Sink::Plain(out)
         };
@@ -678,7 +690,7 @@ impl KeptStore {
             .open_file_with(&file, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600)
             .map_err(|e| io(&file, e))?;
         let mut sink = if compress {
-            zst_sink(f).map_err(|e| io(&file, e))?
+            zst_sink(f, len).map_err(|e| io(&file, e))?
         } else {
             Sink::Plain(f)
         };
@@ -766,7 +778,7 @@ impl KeptStore {
         let (f, _) = folder
             .open_file_with(&name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o600)
             .map_err(|e| io(&name, e))?;
-        let mut sink = zst_sink(f).map_err(|e| io(&name, e))?;
+        let mut sink = zst_sink(f, g.len).map_err(|e| io(&name, e))?;
         let whole = Control {
             stop: &|| false,
             pause: ctl.pause,
@@ -1206,5 +1218,38 @@ mod tests {
         let folder = store.dir().walk(&["claude", "s1-x"]).unwrap();
         std::fs::write(folder.path().join(&g.file), b"{\"a\":2}\n").unwrap();
         assert!(verify_generation(&folder, &g).is_err());
+    }
+
+    /// A frame's window holds what it is made for and never more than `WINDOW_LOG`;
+    /// small and large copies both decode to their bytes.
+    #[test]
+    fn a_frame_is_sized_to_its_copy() {
+        assert_eq!(zst_logs(0), (10, 11));
+        assert_eq!(zst_logs(1024), (10, 11));
+        assert_eq!(zst_logs(1025), (11, 12));
+        assert_eq!(zst_logs(20_000), (15, 16));
+        assert_eq!(zst_logs(1 << 23), (WINDOW_LOG, HASH_LOG));
+        assert_eq!(zst_logs(u64::MAX), (WINDOW_LOG, HASH_LOG));
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0usize, 100, 5_000, 300_000] {
+            let line = b"{\"type\":\"message\",\"text\":\"a line the session repeats\"}\n";
+            let bytes: Vec<u8> = line.iter().copied().cycle().take(len).collect();
+            let path = dir.path().join(format!("z{len}"));
+            let mut sink = zst_sink(File::create(&path).unwrap(), len as u64).unwrap();
+            sink.write(&bytes).unwrap();
+            sink.finish().unwrap();
+            let back = zstd::stream::decode_all(File::open(&path).unwrap()).unwrap();
+            assert_eq!(back, bytes, "{len} bytes");
+        }
+        // A copy that grew past what its frame was sized for still decodes whole.
+        let path = dir.path().join("grew");
+        let bytes: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut sink = zst_sink(File::create(&path).unwrap(), 1000).unwrap();
+        sink.write(&bytes).unwrap();
+        sink.finish().unwrap();
+        assert_eq!(
+            zstd::stream::decode_all(File::open(&path).unwrap()).unwrap(),
+            bytes
+        );
     }
 }
