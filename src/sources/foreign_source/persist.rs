@@ -42,7 +42,7 @@ impl ForeignSource {
             let idx = self.index.lock().unwrap();
             idx.files
                 .iter()
-                .map(|(p, e)| (p.clone(), e.clone()))
+                .map(|(p, e)| (p.clone(), (**e).clone()))
                 .collect()
         };
         let p = Persisted {
