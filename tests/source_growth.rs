@@ -32,7 +32,7 @@ fn fresh(agent: Agent, name: &str, file: &[u8]) -> Seen {
 
 /// The bytes of a layout against the file.
 fn bytes_of(layout: &PieceLayout, file: &[u8]) -> Vec<u8> {
-    let pieces: Vec<Piece> = layout.parts().map(|(_, p)| p.clone()).collect();
+    let pieces: Vec<Piece> = layout.parts().map(|(_, p)| p.to_piece()).collect();
     render(&pieces, file)
 }
 

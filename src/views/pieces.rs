@@ -31,6 +31,16 @@ pub enum Piece {
 pub type MessagePieces = Vec<Piece>;
 
 impl Piece {
+    pub fn as_ref(&self) -> PieceRef<'_> {
+        match self {
+            Piece::Text(t) => PieceRef::Text(t),
+            Piece::Range { start, len } => PieceRef::Range {
+                start: *start,
+                len: *len,
+            },
+        }
+    }
+
     fn len(&self) -> u64 {
         match self {
             Piece::Text(t) => t.len() as u64,
@@ -59,9 +69,8 @@ impl Piece {
 /// finding where two of them differ skips the chunks they share.
 #[derive(Debug, Clone)]
 pub struct PieceLayout {
-    /// (offset in the view, piece), in order, in chunks of at most `CHUNK` parts;
-    /// none is empty.
-    chunks: Vec<Arc<Vec<(u64, Piece)>>>,
+    /// In order, each of at most `CHUNK` parts; none is empty.
+    chunks: Vec<Arc<Chunk>>,
     size: u64,
 }
 
@@ -70,6 +79,116 @@ const CHUNK: usize = 512;
 
 /// How the last message of `conversation.json` ends, and the array with it.
 const CLOSE: &str = "\n]\n";
+
+/// Up to `CHUNK` parts of a layout. Their texts are spans of one string per chunk,
+/// not a string each: a persisted layout of a 100 MB transcript has 113,000 texts
+/// (most of them `,\n`), and loading it was mostly allocating them.
+#[derive(Debug, Clone, Default)]
+pub struct Chunk {
+    /// (offset in the view, part), in order; none is empty.
+    parts: Vec<(u64, Stored)>,
+    /// The chunk's texts, one after the other.
+    text: String,
+}
+
+/// A part as a chunk keeps it: a text is a span of the chunk's `text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    Text { at: usize, len: usize },
+    Range { start: u64, len: u64 },
+}
+
+/// A part of a layout, as its readers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PieceRef<'a> {
+    Text(&'a str),
+    Range { start: u64, len: u64 },
+}
+
+impl<'a> PieceRef<'a> {
+    fn len(&self) -> u64 {
+        match self {
+            PieceRef::Text(t) => t.len() as u64,
+            PieceRef::Range { len, .. } => *len,
+        }
+    }
+
+    /// `take` bytes of it from `skip`, as a read takes them.
+    fn part(self, skip: u64, take: u64) -> Part<'a> {
+        match self {
+            PieceRef::Text(t) => Part::Bytes(&t.as_bytes()[skip as usize..(skip + take) as usize]),
+            PieceRef::Range { start, .. } => Part::File {
+                at: start + skip,
+                len: take as usize,
+            },
+        }
+    }
+
+    pub fn to_piece(self) -> Piece {
+        match self {
+            PieceRef::Text(t) => Piece::Text(t.to_string()),
+            PieceRef::Range { start, len } => Piece::Range { start, len },
+        }
+    }
+}
+
+impl Chunk {
+    fn with_capacity() -> Self {
+        Chunk {
+            parts: Vec::with_capacity(CHUNK),
+            text: String::new(),
+        }
+    }
+
+    fn get(&self, s: Stored) -> PieceRef<'_> {
+        match s {
+            Stored::Text { at, len } => PieceRef::Text(&self.text[at..at + len]),
+            Stored::Range { start, len } => PieceRef::Range { start, len },
+        }
+    }
+
+    /// (offset in the view, part), in order.
+    pub fn parts(&self) -> impl Iterator<Item = (u64, PieceRef<'_>)> + '_ {
+        self.parts.iter().map(|&(at, s)| (at, self.get(s)))
+    }
+
+    /// Where its first part is in the view.
+    pub fn start(&self) -> u64 {
+        self.parts.first().map_or(0, |p| p.0)
+    }
+
+    fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    fn ends_with_text(&self) -> bool {
+        matches!(self.parts.last(), Some((_, Stored::Text { .. })))
+    }
+
+    /// Adds text to its last part, a text that ends its `text`.
+    fn extend_last_text(&mut self, t: &str) {
+        if let Some((_, Stored::Text { len, .. })) = self.parts.last_mut() {
+            *len += t.len();
+            self.text.push_str(t);
+        }
+    }
+
+    /// Adds a part at view offset `at`.
+    fn push(&mut self, at: u64, p: PieceRef) {
+        let stored = match p {
+            PieceRef::Text(t) => {
+                let s = Stored::Text {
+                    at: self.text.len(),
+                    len: t.len(),
+                };
+                self.text.push_str(t);
+                s
+            }
+            PieceRef::Range { start, len } => Stored::Range { start, len },
+        };
+        self.parts.push((at, stored));
+    }
+}
 
 impl PartialEq for PieceLayout {
     fn eq(&self, other: &Self) -> bool {
@@ -95,9 +214,9 @@ impl PieceLayout {
             size: 0,
         };
         if messages.is_empty() {
-            layout.push(Piece::Text("[]\n".into()));
+            layout.push(PieceRef::Text("[]\n"));
         } else {
-            layout.push(Piece::Text("[\n".into()));
+            layout.push(PieceRef::Text("[\n"));
             layout.push_messages(messages);
         }
         layout
@@ -110,28 +229,29 @@ impl PieceLayout {
         if messages.is_empty() {
             return Some(self.clone());
         }
-        let empty = Piece::Text("[]\n".into());
-        if self.parts().eq([(0, &empty)]) {
+        if self.parts().eq([(0, PieceRef::Text("[]\n"))]) {
             return Some(Self::conversation(messages));
         }
         let mut grown = self.clone();
         // The closing `\n]\n` is the end of the last text part (texts are merged):
         // taken off, the parts are those of the messages so far, still open.
         let last = grown.chunks.last_mut()?;
-        let (_, Piece::Text(t)) = Arc::make_mut(last).last_mut()? else {
+        if !last.ends_with_text() || !last.text.ends_with(CLOSE) {
             return None;
-        };
-        t.strip_suffix(CLOSE)?;
-        t.truncate(t.len() - CLOSE.len());
-        if t.is_empty() {
-            let chunk = Arc::make_mut(last);
-            chunk.pop();
-            if chunk.is_empty() {
-                grown.chunks.pop();
+        }
+        let chunk = Arc::make_mut(last);
+        chunk.text.truncate(chunk.text.len() - CLOSE.len());
+        if let Some((_, Stored::Text { len, .. })) = chunk.parts.last_mut() {
+            *len -= CLOSE.len();
+            if *len == 0 {
+                chunk.parts.pop();
             }
         }
+        if chunk.parts.is_empty() {
+            grown.chunks.pop();
+        }
         grown.size -= CLOSE.len() as u64;
-        grown.push(Piece::Text(",\n".into()));
+        grown.push(PieceRef::Text(",\n"));
         grown.push_messages(messages);
         Some(grown)
     }
@@ -140,10 +260,10 @@ impl PieceLayout {
     fn push_messages(&mut self, messages: Vec<Vec<Piece>>) {
         let n = messages.len();
         for (i, m) in messages.into_iter().enumerate() {
-            for p in m {
-                self.push(p);
+            for p in &m {
+                self.push(p.as_ref());
             }
-            self.push(Piece::Text(if i + 1 == n { CLOSE } else { ",\n" }.into()));
+            self.push(PieceRef::Text(if i + 1 == n { CLOSE } else { ",\n" }));
         }
     }
 
@@ -152,13 +272,13 @@ impl PieceLayout {
             chunks: Vec::new(),
             size: 0,
         };
-        for p in pieces {
-            layout.push(p);
+        for p in &pieces {
+            layout.push(p.as_ref());
         }
         layout
     }
 
-    fn push(&mut self, p: Piece) {
+    fn push(&mut self, p: PieceRef) {
         let len = p.len();
         if len == 0 {
             return;
@@ -166,18 +286,17 @@ impl PieceLayout {
         let size = self.size;
         self.size += len;
         // Neighbouring texts are merged: fewer parts to search.
-        if let (Piece::Text(t), Some(last)) = (&p, self.chunks.last_mut())
-            && matches!(last.last(), Some((_, Piece::Text(_))))
-            && let Some((_, Piece::Text(prev))) = Arc::make_mut(last).last_mut()
+        if let (PieceRef::Text(t), Some(last)) = (p, self.chunks.last_mut())
+            && last.ends_with_text()
         {
-            prev.push_str(t);
+            Arc::make_mut(last).extend_last_text(t);
             return;
         }
         match self.chunks.last_mut() {
-            Some(last) if last.len() < CHUNK => Arc::make_mut(last).push((size, p)),
+            Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(size, p),
             _ => {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                chunk.push((size, p));
+                let mut chunk = Chunk::with_capacity();
+                chunk.push(size, p);
                 self.chunks.push(Arc::new(chunk));
             }
         }
@@ -188,23 +307,24 @@ impl PieceLayout {
     }
 
     /// (offset in the view, piece), in order.
-    pub fn parts(&self) -> impl Iterator<Item = (u64, &Piece)> + '_ {
-        self.chunks
-            .iter()
-            .flat_map(|c| c.iter().map(|(at, p)| (*at, p)))
+    pub fn parts(&self) -> impl Iterator<Item = (u64, PieceRef<'_>)> + '_ {
+        self.chunks.iter().flat_map(|c| c.parts())
     }
 
     /// The parts in their shared chunks (see [`grown`](Self::grown)).
-    pub fn chunks(&self) -> &[Arc<Vec<(u64, Piece)>>] {
+    pub fn chunks(&self) -> &[Arc<Chunk>] {
         &self.chunks
     }
 
     /// Whether every range lies within a file of `size` bytes.
     pub fn fits(&self, size: u64) -> bool {
-        self.parts().all(|(_, p)| match p {
-            Piece::Range { start, len } => start.checked_add(*len).is_some_and(|e| e <= size),
-            Piece::Text(_) => true,
-        })
+        self.chunks
+            .iter()
+            .flat_map(|c| &c.parts)
+            .all(|(_, p)| match *p {
+                Stored::Range { start, len } => start.checked_add(len).is_some_and(|e| e <= size),
+                Stored::Text { .. } => true,
+            })
     }
 
     /// A compact binary form (for a persisted cache): per piece a tag, then a range's
@@ -213,12 +333,12 @@ impl PieceLayout {
         let mut out = Vec::new();
         for (_, p) in self.parts() {
             match p {
-                Piece::Range { start, len } => {
+                PieceRef::Range { start, len } => {
                     out.push(0);
                     out.extend_from_slice(&start.to_le_bytes());
                     out.extend_from_slice(&len.to_le_bytes());
                 }
-                Piece::Text(t) => {
+                PieceRef::Text(t) => {
                     out.push(1);
                     out.extend_from_slice(&(t.len() as u64).to_le_bytes());
                     out.extend_from_slice(t.as_bytes());
@@ -228,15 +348,14 @@ impl PieceLayout {
         out
     }
 
-    /// The inverse of `to_bytes`; `None` for anything malformed. Built straight into
-    /// its chunks: this is what opening a large transcript's view after a remount
-    /// waits for.
+    /// The inverse of `to_bytes`; `None` for anything malformed. This is what
+    /// opening a large transcript's view after a remount waits for: each text is
+    /// checked and copied into its chunk's string, nothing is allocated per part.
     pub fn from_bytes(mut b: &[u8]) -> Option<Self> {
         let mut layout = PieceLayout {
             chunks: Vec::new(),
             size: 0,
         };
-        let mut chunk: Vec<(u64, Piece)> = Vec::with_capacity(CHUNK);
         let num = |b: &mut &[u8]| -> Option<u64> {
             let (n, rest) = b.split_first_chunk::<8>()?;
             *b = rest;
@@ -248,45 +367,19 @@ impl PieceLayout {
                 0 => {
                     let start = num(&mut b)?;
                     let len = num(&mut b)?;
-                    Piece::Range { start, len }
+                    PieceRef::Range { start, len }
                 }
                 1 => {
                     let n = usize::try_from(num(&mut b)?).ok()?;
                     let text = b.get(..n)?;
                     b = &b[n..];
-                    Piece::Text(std::str::from_utf8(text).ok()?.to_owned())
+                    PieceRef::Text(std::str::from_utf8(text).ok()?)
                 }
                 _ => return None,
             };
-            let len = piece.len();
-            if len == 0 {
-                continue;
-            }
-            // What `to_bytes` wrote is already merged; anything else goes through
-            // `push`, which merges it.
-            let last = chunk
-                .last()
-                .or_else(|| layout.chunks.last().and_then(|c| c.last()));
-            let text_after_text =
-                matches!(piece, Piece::Text(_)) && matches!(last, Some((_, Piece::Text(_))));
-            if text_after_text {
-                if !chunk.is_empty() {
-                    layout.chunks.push(Arc::new(std::mem::take(&mut chunk)));
-                }
-                layout.push(piece);
-                continue;
-            }
-            if chunk.len() == CHUNK {
-                layout.chunks.push(Arc::new(std::mem::replace(
-                    &mut chunk,
-                    Vec::with_capacity(CHUNK),
-                )));
-            }
-            chunk.push((layout.size, piece));
-            layout.size += len;
-        }
-        if !chunk.is_empty() {
-            layout.chunks.push(Arc::new(chunk));
+            // What `to_bytes` wrote is already merged; anything else is merged here
+            // as `push` merges it.
+            layout.push(piece);
         }
         Some(layout)
     }
@@ -296,17 +389,19 @@ impl PieceLayout {
         let mut want = Vec::new();
         let first = self
             .chunks
-            .partition_point(|c| c[0].0 <= offset)
+            .partition_point(|c| c.start() <= offset)
             .saturating_sub(1);
         let mut pos = offset;
         for chunk in self.chunks.iter().skip(first) {
             let from = chunk
+                .parts
                 .partition_point(|(at, _)| *at <= pos)
                 .saturating_sub(1);
-            for (at, piece) in &chunk[from..] {
+            for &(at, stored) in &chunk.parts[from..] {
                 if pos >= end {
                     return want;
                 }
+                let piece = chunk.get(stored);
                 let skip = pos - at;
                 let take = (piece.len() - skip).min(end - pos);
                 want.push(piece.part(skip, take));
@@ -468,12 +563,12 @@ mod tests {
             }
         }
         assert!(layout.chunks().len() > 3);
-        let pieces: Vec<Piece> = layout.parts().map(|(_, p)| p.clone()).collect();
+        let pieces: Vec<Piece> = layout.parts().map(|(_, p)| p.to_piece()).collect();
         let want = render(&pieces, &file);
         let snap = PieceSnapshot::new(f, Arc::new(layout));
         assert_eq!(snap.read_at(0, want.len() + 10).unwrap(), want);
         // Reads that start and end anywhere, chunk boundaries included.
-        let starts = snap.layout().chunks().iter().map(|c| c[0].0);
+        let starts = snap.layout().chunks().iter().map(|c| c.start());
         for start in starts.chain([1, 17, want.len() as u64 - 1]) {
             for len in [1, 2, 100, 5000] {
                 let end = (start as usize + len).min(want.len());

@@ -11,7 +11,7 @@
 //! fails the answer is 0: everything changed.
 
 use super::Snapshot;
-use super::pieces::{Piece, PieceLayout};
+use super::pieces::{Chunk, PieceLayout, PieceRef};
 use crate::store::index::{MessageRec, content_check};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -233,8 +233,8 @@ fn layouts_differ_at(old: &PieceLayout, new: &PieceLayout) -> Option<u64> {
         .zip(b.iter())
         .take_while(|(x, y)| Arc::ptr_eq(x, y))
         .count();
-    fn rest(chunks: &[Arc<Vec<(u64, Piece)>>]) -> impl Iterator<Item = (u64, &Piece)> {
-        chunks.iter().flat_map(|c| c.iter().map(|(at, p)| (*at, p)))
+    fn rest(chunks: &[Arc<Chunk>]) -> impl Iterator<Item = (u64, PieceRef<'_>)> {
+        chunks.iter().flat_map(|c| c.parts())
     }
     let (mut a, mut b) = (rest(&a[shared..]), rest(&b[shared..]));
     loop {
@@ -248,11 +248,13 @@ fn layouts_differ_at(old: &PieceLayout, new: &PieceLayout) -> Option<u64> {
             continue;
         }
         let common = match (p, q) {
-            (Piece::Text(x), Piece::Text(y)) => {
+            (PieceRef::Text(x), PieceRef::Text(y)) => {
                 x.bytes().zip(y.bytes()).take_while(|(c, d)| c == d).count() as u64
             }
-            (Piece::Range { start: s, len: l }, Piece::Range { start: t, len: m }) if s == t => {
-                (*l).min(*m)
+            (PieceRef::Range { start: s, len: l }, PieceRef::Range { start: t, len: m })
+                if s == t =>
+            {
+                l.min(m)
             }
             _ => 0,
         };
@@ -263,7 +265,7 @@ fn layouts_differ_at(old: &PieceLayout, new: &PieceLayout) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::views::pieces::PieceSnapshot;
+    use crate::views::pieces::{Piece, PieceSnapshot};
     use std::io::Write;
 
     fn bytes(s: &[u8]) -> Snapshot {
