@@ -80,23 +80,32 @@ const CHUNK: usize = 512;
 /// How the last message of `conversation.json` ends, and the array with it.
 const CLOSE: &str = "\n]\n";
 
-/// Up to `CHUNK` parts of a layout. Their texts are spans of one string per chunk,
-/// not a string each: a persisted layout of a 100 MB transcript has 113,000 texts
-/// (most of them `,\n`), and loading it was mostly allocating them.
+/// Up to `CHUNK` parts of a layout, 16 bytes each. Their texts are spans of one
+/// string per chunk, not a string each (a persisted layout of a 100 MB transcript
+/// has 113,000 texts, most of them `,\n`, and loading it was mostly allocating
+/// them), and only the chunk knows where it starts in the view (a read finds its
+/// part by adding at most `CHUNK` lengths). The 300 MB session's layout has about a
+/// million parts: 32 bytes each and a string per text before.
 #[derive(Debug, Clone, Default)]
 pub struct Chunk {
-    /// (offset in the view, part), in order; none is empty.
-    parts: Vec<(u64, Stored)>,
-    /// The chunk's texts, one after the other.
+    /// Where its first part is in the view.
+    start: u64,
+    /// In order; none is empty.
+    parts: Vec<Stored>,
+    /// The chunk's texts, one after the other (at most `SPAN` bytes).
     text: String,
 }
 
-/// A part as a chunk keeps it: a text is a span of the chunk's `text`.
+/// A part as a chunk keeps it: a text is a span of the chunk's `text`. A range or a
+/// text longer than `SPAN` is kept as several parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stored {
-    Text { at: usize, len: usize },
-    Range { start: u64, len: u64 },
+    Text { at: u32, len: u32 },
+    Range { start: u64, len: u32 },
 }
+
+/// The longest part, and the most text one chunk holds.
+const SPAN: usize = u32::MAX as usize;
 
 /// A part of a layout, as its readers see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +142,9 @@ impl<'a> PieceRef<'a> {
 }
 
 impl Chunk {
-    fn with_capacity() -> Self {
+    fn starting_at(start: u64) -> Self {
         Chunk {
+            start,
             parts: Vec::with_capacity(CHUNK),
             text: String::new(),
         }
@@ -142,52 +152,98 @@ impl Chunk {
 
     fn get(&self, s: Stored) -> PieceRef<'_> {
         match s {
-            Stored::Text { at, len } => PieceRef::Text(&self.text[at..at + len]),
-            Stored::Range { start, len } => PieceRef::Range { start, len },
+            Stored::Text { at, len } => {
+                PieceRef::Text(&self.text[at as usize..(at as usize + len as usize)])
+            }
+            Stored::Range { start, len } => PieceRef::Range {
+                start,
+                len: len as u64,
+            },
         }
     }
 
     /// (offset in the view, part), in order.
     pub fn parts(&self) -> impl Iterator<Item = (u64, PieceRef<'_>)> + '_ {
-        self.parts.iter().map(|&(at, s)| (at, self.get(s)))
+        let mut at = self.start;
+        self.parts.iter().map(move |&s| {
+            let p = self.get(s);
+            let here = at;
+            at += p.len();
+            (here, p)
+        })
     }
 
     /// Where its first part is in the view.
     pub fn start(&self) -> u64 {
-        self.parts.first().map_or(0, |p| p.0)
+        self.start
     }
 
-    fn len(&self) -> usize {
-        self.parts.len()
+    /// Whether `t` can be added to its last part, a text (which ends its `text`).
+    fn can_extend_text(&self, t: &str) -> bool {
+        matches!(self.parts.last(), Some(Stored::Text { len, .. })
+            if *len as usize + t.len() <= SPAN && self.text.len() + t.len() <= SPAN)
     }
 
-    fn ends_with_text(&self) -> bool {
-        matches!(self.parts.last(), Some((_, Stored::Text { .. })))
-    }
-
-    /// Adds text to its last part, a text that ends its `text`.
     fn extend_last_text(&mut self, t: &str) {
-        if let Some((_, Stored::Text { len, .. })) = self.parts.last_mut() {
-            *len += t.len();
+        if let Some(Stored::Text { len, .. }) = self.parts.last_mut() {
+            *len += t.len() as u32;
             self.text.push_str(t);
         }
     }
 
-    /// Adds a part at view offset `at`.
-    fn push(&mut self, at: u64, p: PieceRef) {
+    /// Whether a part `p` (at most `SPAN` long) fits.
+    fn has_room(&self, p: PieceRef) -> bool {
+        self.parts.len() < CHUNK
+            && match p {
+                PieceRef::Text(t) => self.text.len() + t.len() <= SPAN,
+                PieceRef::Range { .. } => true,
+            }
+    }
+
+    /// Adds a part of at most `SPAN` bytes.
+    fn push(&mut self, p: PieceRef) {
         let stored = match p {
             PieceRef::Text(t) => {
                 let s = Stored::Text {
-                    at: self.text.len(),
-                    len: t.len(),
+                    at: self.text.len() as u32,
+                    len: t.len() as u32,
                 };
                 self.text.push_str(t);
                 s
             }
-            PieceRef::Range { start, len } => Stored::Range { start, len },
+            PieceRef::Range { start, len } => Stored::Range {
+                start,
+                len: len as u32,
+            },
         };
-        self.parts.push((at, stored));
+        self.parts.push(stored);
     }
+}
+
+/// `p` in parts of at most `SPAN` bytes (a text cut between characters).
+fn spans(p: PieceRef<'_>) -> impl Iterator<Item = PieceRef<'_>> {
+    let mut rest = Some(p);
+    std::iter::from_fn(move || {
+        let p = rest.take()?;
+        match p {
+            PieceRef::Range { start, len } if len > SPAN as u64 => {
+                rest = Some(PieceRef::Range {
+                    start: start + SPAN as u64,
+                    len: len - SPAN as u64,
+                });
+                Some(PieceRef::Range {
+                    start,
+                    len: SPAN as u64,
+                })
+            }
+            PieceRef::Text(t) if t.len() > SPAN => {
+                let cut = (0..=SPAN).rev().find(|&i| t.is_char_boundary(i))?;
+                rest = Some(PieceRef::Text(&t[cut..]));
+                Some(PieceRef::Text(&t[..cut]))
+            }
+            p => Some(p),
+        }
+    })
 }
 
 impl PartialEq for PieceLayout {
@@ -236,13 +292,13 @@ impl PieceLayout {
         // The closing `\n]\n` is the end of the last text part (texts are merged):
         // taken off, the parts are those of the messages so far, still open.
         let last = grown.chunks.last_mut()?;
-        if !last.ends_with_text() || !last.text.ends_with(CLOSE) {
+        if !matches!(last.parts.last(), Some(Stored::Text { .. })) || !last.text.ends_with(CLOSE) {
             return None;
         }
         let chunk = Arc::make_mut(last);
         chunk.text.truncate(chunk.text.len() - CLOSE.len());
-        if let Some((_, Stored::Text { len, .. })) = chunk.parts.last_mut() {
-            *len -= CLOSE.len();
+        if let Some(Stored::Text { len, .. }) = chunk.parts.last_mut() {
+            *len -= CLOSE.len() as u32;
             if *len == 0 {
                 chunk.parts.pop();
             }
@@ -279,25 +335,26 @@ impl PieceLayout {
     }
 
     fn push(&mut self, p: PieceRef) {
-        let len = p.len();
-        if len == 0 {
+        if p.len() == 0 {
             return;
         }
-        let size = self.size;
-        self.size += len;
-        // Neighbouring texts are merged: fewer parts to search.
-        if let (PieceRef::Text(t), Some(last)) = (p, self.chunks.last_mut())
-            && last.ends_with_text()
-        {
-            Arc::make_mut(last).extend_last_text(t);
-            return;
-        }
-        match self.chunks.last_mut() {
-            Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(size, p),
-            _ => {
-                let mut chunk = Chunk::with_capacity();
-                chunk.push(size, p);
-                self.chunks.push(Arc::new(chunk));
+        for p in spans(p) {
+            let size = self.size;
+            self.size += p.len();
+            // Neighbouring texts are merged: fewer parts to search.
+            if let (PieceRef::Text(t), Some(last)) = (p, self.chunks.last_mut())
+                && last.can_extend_text(t)
+            {
+                Arc::make_mut(last).extend_last_text(t);
+                continue;
+            }
+            match self.chunks.last_mut() {
+                Some(last) if last.has_room(p) => Arc::make_mut(last).push(p),
+                _ => {
+                    let mut chunk = Chunk::starting_at(size);
+                    chunk.push(p);
+                    self.chunks.push(Arc::new(chunk));
+                }
             }
         }
     }
@@ -318,13 +375,12 @@ impl PieceLayout {
 
     /// Whether every range lies within a file of `size` bytes.
     pub fn fits(&self, size: u64) -> bool {
-        self.chunks
-            .iter()
-            .flat_map(|c| &c.parts)
-            .all(|(_, p)| match *p {
-                Stored::Range { start, len } => start.checked_add(len).is_some_and(|e| e <= size),
-                Stored::Text { .. } => true,
-            })
+        self.chunks.iter().flat_map(|c| &c.parts).all(|p| match *p {
+            Stored::Range { start, len } => {
+                start.checked_add(len as u64).is_some_and(|e| e <= size)
+            }
+            Stored::Text { .. } => true,
+        })
     }
 
     /// A compact binary form (for a persisted cache): per piece a tag, then a range's
@@ -393,15 +449,13 @@ impl PieceLayout {
             .saturating_sub(1);
         let mut pos = offset;
         for chunk in self.chunks.iter().skip(first) {
-            let from = chunk
-                .parts
-                .partition_point(|(at, _)| *at <= pos)
-                .saturating_sub(1);
-            for &(at, stored) in &chunk.parts[from..] {
+            for (at, piece) in chunk.parts() {
                 if pos >= end {
                     return want;
                 }
-                let piece = chunk.get(stored);
+                if at + piece.len() <= pos {
+                    continue;
+                }
                 let skip = pos - at;
                 let take = (piece.len() - skip).min(end - pos);
                 want.push(piece.part(skip, take));
@@ -641,5 +695,53 @@ mod tests {
             largest <= 2 * 100 + 64 * 1024 + 1,
             "a span of {largest} bytes"
         );
+    }
+
+    /// A range longer than a part holds is kept as several, and reads and persists
+    /// as the one it was.
+    #[test]
+    fn a_range_longer_than_a_part_is_split() {
+        let len = SPAN as u64 * 2 + 10;
+        let layout = PieceLayout::new(vec![
+            Piece::Text("[".into()),
+            Piece::Range { start: 7, len },
+            Piece::Text("]".into()),
+        ]);
+        assert_eq!(layout.size(), len + 2);
+        let parts: Vec<_> = layout.parts().collect();
+        assert_eq!(
+            parts,
+            [
+                (0, PieceRef::Text("[")),
+                (
+                    1,
+                    PieceRef::Range {
+                        start: 7,
+                        len: SPAN as u64
+                    }
+                ),
+                (
+                    1 + SPAN as u64,
+                    PieceRef::Range {
+                        start: 7 + SPAN as u64,
+                        len: SPAN as u64
+                    }
+                ),
+                (
+                    1 + 2 * SPAN as u64,
+                    PieceRef::Range {
+                        start: 7 + 2 * SPAN as u64,
+                        len: 10
+                    }
+                ),
+                (len + 1, PieceRef::Text("]")),
+            ]
+        );
+        assert_eq!(PieceLayout::from_bytes(&layout.to_bytes()).unwrap(), layout);
+        assert!(layout.fits(len + 7) && !layout.fits(len + 6));
+        let tail = layout.covering(len - 1, len + 2);
+        assert_eq!(tail.len(), 2);
+        assert!(matches!(tail[0], Part::File { at, len: 2 } if at == 7 + len - 2));
+        assert!(matches!(tail[1], Part::Bytes(b"]")));
     }
 }
