@@ -40,24 +40,6 @@ impl Piece {
             },
         }
     }
-
-    fn len(&self) -> u64 {
-        match self {
-            Piece::Text(t) => t.len() as u64,
-            Piece::Range { len, .. } => *len,
-        }
-    }
-
-    /// `take` bytes of it from `skip`, as a read takes them.
-    fn part(&self, skip: u64, take: u64) -> Part<'_> {
-        match self {
-            Piece::Text(t) => Part::Bytes(&t.as_bytes()[skip as usize..(skip + take) as usize]),
-            Piece::Range { start, .. } => Part::File {
-                at: start + skip,
-                len: take as usize,
-            },
-        }
-    }
 }
 
 /// Where each piece of a generated view goes: shared by every open of the same file
@@ -292,7 +274,10 @@ impl PieceLayout {
         // The closing `\n]\n` is the end of the last text part (texts are merged):
         // taken off, the parts are those of the messages so far, still open.
         let last = grown.chunks.last_mut()?;
-        if !matches!(last.parts.last(), Some(Stored::Text { .. })) || !last.text.ends_with(CLOSE) {
+        let (_, PieceRef::Text(t)) = last.parts().last()? else {
+            return None;
+        };
+        if !t.ends_with(CLOSE) {
             return None;
         }
         let chunk = Arc::make_mut(last);
@@ -517,7 +502,11 @@ impl PieceSnapshot {
 
 /// Joins pieces against `file`, reading each range with `pread`.
 pub fn read_joined(file: &File, pieces: &[Piece]) -> Result<Vec<u8>> {
-    let parts: Vec<Part> = pieces.iter().map(|p| p.part(0, p.len())).collect();
+    let parts: Vec<Part> = pieces
+        .iter()
+        .map(|p| p.as_ref())
+        .map(|p| p.part(0, p.len()))
+        .collect();
     let mut out = Vec::new();
     read_parts(file, &parts, &mut out)?;
     Ok(out)
@@ -617,6 +606,14 @@ mod tests {
             }
         }
         assert!(layout.chunks().len() > 3);
+        // Only a last text that itself ends as a conversation does is one: here the
+        // chunk's texts end with `\n]\n`, its last part with `]\n`.
+        let odd = PieceLayout::new(vec![
+            Piece::Text("[\n".into()),
+            Piece::Range { start: 0, len: 1 },
+            Piece::Text("]\n".into()),
+        ]);
+        assert!(odd.grown(all[..1].to_vec()).is_none());
         let pieces: Vec<Piece> = layout.parts().map(|(_, p)| p.to_piece()).collect();
         let want = render(&pieces, &file);
         let snap = PieceSnapshot::new(f, Arc::new(layout));
