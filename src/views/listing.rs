@@ -76,10 +76,17 @@ impl Listing {
 /// Newest first by `updated_at` (RFC 3339 UTC strings sort as times), then by folder.
 pub fn sort_newest_first(list: &mut [Listing]) {
     list.sort_by(|a, b| {
-        b.updated_at
-            .cmp(&a.updated_at)
-            .then_with(|| b.dir.cmp(&a.dir))
+        newest_first(
+            (a.updated_at.as_deref(), &a.dir),
+            (b.updated_at.as_deref(), &b.dir),
+        )
     });
+}
+
+/// The order of `sort_newest_first` of two sessions by (last updated, folder): for
+/// a caller that sorts before it makes the listings.
+pub fn newest_first(a: (Option<&str>, &str), b: (Option<&str>, &str)) -> std::cmp::Ordering {
+    b.0.cmp(&a.0).then_with(|| b.1.cmp(a.1))
 }
 
 /// A JSON array with one object per line (grep- and jq-friendly), like conversation.json.
@@ -103,15 +110,14 @@ pub fn render_json_each<T: Serialize>(
     for l in items {
         if any {
             out.extend_from_slice(b",\n");
-        } else {
-            serde_json::to_writer(&mut out, &l).expect("listing serializes");
+        }
+        serde_json::to_writer(&mut out, &l).expect("listing serializes");
+        if !any {
             // Without a guess, the first line's length times the count, and an eighth.
             let want = if bytes > 0 { bytes } else { out.len() * count };
             out.reserve_exact((want + want / 8).saturating_sub(out.len()));
             any = true;
-            continue;
         }
-        serde_json::to_writer(&mut out, &l).expect("listing serializes");
     }
     if !any {
         return b"[]\n".to_vec();

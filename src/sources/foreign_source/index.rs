@@ -11,7 +11,7 @@ use crate::sources::agents;
 use crate::sources::foreign::ForeignSummary;
 use crate::store::index::FileStamp;
 use crate::store::naming;
-use crate::views::listing::{Listing, render_json_each};
+use crate::views::listing::{Listing, newest_first, render_json_each};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
@@ -564,16 +564,15 @@ impl ForeignSource {
     }
 
     fn listings_in(&self, idx: &Index, ns: &str) -> Vec<Listing> {
-        self.newest_first(idx, ns)
+        self.files_newest_first(idx, ns)
             .into_iter()
             .filter_map(|p| self.listing(idx, p, idx.files.get(p)?))
             .collect()
     }
 
-    /// The files of `ns` in the order of `sort_newest_first` (last updated, then
-    /// folder, both descending), sorted by those two alone: a listing is made only
-    /// when it is used.
-    fn newest_first<'a>(&self, idx: &'a Index, ns: &str) -> Vec<&'a Path> {
+    /// The files of `ns` in the order of `sort_newest_first`, sorted by its two keys
+    /// alone: a listing is made only when it is used.
+    fn files_newest_first<'a>(&self, idx: &'a Index, ns: &str) -> Vec<&'a Path> {
         let mut keyed: Vec<(String, &str, &Path)> = idx
             .by_ns
             .get(ns)
@@ -584,7 +583,7 @@ impl ForeignSource {
                 Some((updated_at(idx.files.get(p)?), dir.as_str(), p.as_path()))
             })
             .collect();
-        keyed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(a.1)));
+        keyed.sort_by(|a, b| newest_first((Some(&a.0), a.1), (Some(&b.0), b.1)));
         keyed.into_iter().map(|(_, _, p)| p).collect()
     }
 
@@ -602,7 +601,7 @@ impl ForeignSource {
         };
         // The old render goes first (a reader that holds it keeps it).
         idx.rendered.remove(ns);
-        let order = self.newest_first(&idx, ns);
+        let order = self.files_newest_first(&idx, ns);
         let listings = order
             .iter()
             .filter_map(|p| self.listing(&idx, p, idx.files.get(*p)?));
