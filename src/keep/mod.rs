@@ -17,6 +17,7 @@
 //! end inside a long copy) when asked, committing what it has. Only one keeper per
 //! store writes (`.fen-cache/keep.lock`).
 
+mod queue;
 pub mod restore;
 
 use crate::agent::Agent;
@@ -30,6 +31,7 @@ use crate::store::kept::{self, Control, KeptRecord, KeptStore, SourceProof, Stag
 use crate::store::lock::HeldFile;
 use crate::store::naming;
 use crate::store::open::Dir;
+use queue::ReadQueue;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -441,7 +443,7 @@ impl Keeper {
             .map_or(2, |n| n.get())
             .clamp(1, KEEP_WORKERS)
             .min(todo.len().max(1));
-        let queue = Mutex::new(todo.into_iter());
+        let queue = ReadQueue::new(todo);
         let shared = Mutex::new((std::mem::take(batch), std::mem::take(report)));
         let work = || {
             loop {
@@ -453,9 +455,14 @@ impl Keeper {
                     return;
                 }
                 (ctl.pause)();
-                let Some(item) = queue.lock().unwrap().next() else {
+                let Some((item, ahead)) = queue.take() else {
                     return;
                 };
+                for next in ahead {
+                    if let Ok((f, _)) = source.open_to_keep(&next.key) {
+                        crate::store::open::will_need(&f, 0, next.stamp.size);
+                    }
+                }
                 let copy = self
                     .copy_of(agent, &item.key)
                     .or_else(|| self.moved_here(agent, item, &present));
