@@ -737,6 +737,105 @@ fn fen_fs_keep_keeps_without_a_mount_appends_and_compresses() {
 }
 
 /// Mounts `m` with `env` in the daemon's environment.
+/// How much of `path` is in the page cache (`mincore` over a read-only map), 0 to 1.
+fn cached_fraction(path: &Path) -> f64 {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a shared read-only map of a file this test owns, unmapped below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(map, libc::MAP_FAILED);
+    let page = 4096;
+    let mut v = vec![0u8; len.div_ceil(page)];
+    // SAFETY: `v` has one byte per page of the map.
+    assert_eq!(unsafe { libc::mincore(map, len, v.as_mut_ptr()) }, 0);
+    // SAFETY: the map made above.
+    unsafe { libc::munmap(map, len) };
+    v.iter().filter(|b| **b & 1 == 1).count() as f64 / v.len() as f64
+}
+
+/// Drops `path`'s pages from the page cache (written back first, so that none stay).
+fn evict(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: a valid descriptor.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(r, 0);
+}
+
+/// A session that grew is read from where its copy ends: keeping its new line does
+/// not read (nor ask the disk to read ahead) the bytes already kept.
+#[test]
+fn keeping_a_grown_session_reads_its_new_bytes_not_the_whole_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("claude");
+    let store = tmp.path().join("store");
+    // Two sessions (the keeper's workers read ahead the ones after the one they
+    // take), about 24 and 20 MB.
+    let ids = [
+        "33333333-3333-4333-8333-333333333333",
+        "44444444-4444-4444-8444-444444444444",
+    ];
+    let files: Vec<PathBuf> = ids
+        .iter()
+        .map(|id| root.join(format!("projects/-work-big/{id}.jsonl")))
+        .collect();
+    for ((id, path), turns) in ids.iter().zip(&files).zip([24_000, 20_000]) {
+        claude_file(path, id, turns, "grownword");
+        age(path, 3 * 3600);
+    }
+    let source = format!("claude={}", root.display());
+    let keep = || {
+        let out = run(fen_fs()
+            .args(["keep", "--no-detect", "--source", &source, "--store"])
+            .arg(&store));
+        assert!(out.status.success(), "{}", out_text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(keep().contains("2 new"));
+    for (id, path) in ids.iter().zip(&files) {
+        evict(path);
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(
+            f,
+            "{}",
+            serde_json::json!({"type": "user", "uuid": "00000000-0000-4000-8000-999999999999",
+                "parentUuid": "00000000-0000-4000-8000-000000019999", "sessionId": id,
+                "cwd": "/work/big", "timestamp": "2026-01-02T00:00:00.000Z",
+                "message": {"role": "user", "content": "one more"}})
+        )
+        .unwrap();
+        let before = cached_fraction(path);
+        assert!(
+            before < 0.05,
+            "{:.0} % cached before the keep",
+            before * 100.0
+        );
+    }
+    let said = keep();
+    assert!(said.contains("2 grew"), "{said}");
+    for path in &files {
+        let after = cached_fraction(path);
+        assert!(
+            after < 0.1,
+            "keeping one new line read {:.0} % of {}",
+            after * 100.0,
+            path.display()
+        );
+    }
+}
+
 fn mount_with_env(m: &Mount, env: &[(&str, &str)]) {
     let mut cmd = fen_fs();
     cmd.arg("mount")

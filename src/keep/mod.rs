@@ -443,7 +443,9 @@ impl Keeper {
             .map_or(2, |n| n.get())
             .clamp(1, KEEP_WORKERS)
             .min(todo.len().max(1));
-        let queue = ReadQueue::new(todo);
+        // A session without a copy is read whole; the others from where their copy
+        // ends (or not at all), which is no reason to read them ahead.
+        let queue = ReadQueue::new(todo, |i| self.copy_of(agent, &i.key).is_none());
         let shared = Mutex::new((std::mem::take(batch), std::mem::take(report)));
         let work = || {
             loop {
