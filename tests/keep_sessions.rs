@@ -476,6 +476,16 @@ fn run(cmd: &mut std::process::Command) -> std::process::Output {
     cmd.output().expect("run fen-fs")
 }
 
+/// `fen-fs keep` of the Claude Code folder `root` into `store`: what it said.
+fn keep_claude(root: &Path, store: &Path) -> String {
+    let source = format!("claude={}", root.display());
+    let out = run(fen_fs()
+        .args(["keep", "--no-detect", "--source", &source, "--store"])
+        .arg(store));
+    assert!(out.status.success(), "{}", out_text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn fen_fs_keep_keeps_without_a_mount_appends_and_compresses() {
     let tmp = tempfile::tempdir().unwrap();
@@ -498,13 +508,7 @@ fn fen_fs_keep_keeps_without_a_mount_appends_and_compresses() {
     age(&old, 3 * 3600);
     let before = state(&root);
     let source = format!("claude={}", root.display());
-    let keep = || {
-        let out = run(fen_fs()
-            .args(["keep", "--no-detect", "--source", &source, "--store"])
-            .arg(&store));
-        assert!(out.status.success(), "{}", out_text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let keep = || keep_claude(&root, &store);
     // A missing store is created; the quiet session is written compressed at once
     // (the first keep never needs room for its bytes whole), the one still being
     // written to as it is.
@@ -794,14 +798,7 @@ fn keeping_a_grown_session_reads_its_new_bytes_not_the_whole_file() {
         claude_file(path, id, turns, "grownword");
         age(path, 3 * 3600);
     }
-    let source = format!("claude={}", root.display());
-    let keep = || {
-        let out = run(fen_fs()
-            .args(["keep", "--no-detect", "--source", &source, "--store"])
-            .arg(&store));
-        assert!(out.status.success(), "{}", out_text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let keep = || keep_claude(&root, &store);
     assert!(keep().contains("2 new"));
     for (id, path) in ids.iter().zip(&files) {
         evict(path);
