@@ -402,6 +402,9 @@ fn copy_range(
             continue;
         }
         for part in [&held[..], &read[..cut]] {
+            if part.is_empty() {
+                continue;
+            }
             sink.write(part)?;
             hasher.update(part);
             copied += part.len() as u64;
