@@ -462,7 +462,12 @@ impl Keeper {
                 };
                 for next in ahead {
                     if let Ok((f, _)) = source.open_to_keep(&next.key) {
-                        crate::store::open::will_need(&f, 0, next.stamp.size);
+                        crate::store::open::advise(
+                            &f,
+                            0,
+                            next.stamp.size,
+                            libc::POSIX_FADV_WILLNEED,
+                        );
                     }
                 }
                 let copy = self

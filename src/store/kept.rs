@@ -381,7 +381,7 @@ fn copy_range(
         (ctl.pause)();
         if ahead < (pos + AHEAD as u64).min(to) {
             let end = (pos + 2 * AHEAD as u64).min(to);
-            super::open::will_need(src, ahead, end - ahead);
+            super::open::advise(src, ahead, end - ahead, libc::POSIX_FADV_WILLNEED);
             ahead = end;
         }
         let want = ((to - pos) as usize).min(CHUNK);

@@ -337,23 +337,16 @@ impl Dir {
     }
 }
 
+/// Gives the kernel `advice` (`POSIX_FADV_*`) about how `f[at..at + len]` will be
+/// read (`len` 0: to the end). Advice only: an error just means none was taken.
+pub fn advise(f: &File, at: u64, len: u64, advice: libc::c_int) {
+    // SAFETY: a valid descriptor; the call only changes how the kernel reads ahead.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), at as libc::off_t, len as libc::off_t, advice) };
+}
+
 /// Opens `path` read-only if it is a regular file (checked on the descriptor, so a
 /// file swapped for something else between a `stat` and the open is refused too).
 /// For a file named by the user (outside a store); store files use `Dir`.
-/// Asks the kernel to start reading `f[at..at + len]` now, so that the reads that
-/// follow find it in memory (a hint: an error only means no head start).
-pub fn will_need(f: &File, at: u64, len: u64) {
-    // SAFETY: a valid descriptor; the call only starts reads.
-    unsafe {
-        libc::posix_fadvise(
-            f.as_raw_fd(),
-            at as libc::off_t,
-            len as libc::off_t,
-            libc::POSIX_FADV_WILLNEED,
-        )
-    };
-}
-
 pub fn open_regular(path: &Path) -> Result<(File, Metadata)> {
     open_path(path, libc::O_RDONLY).map_err(|e| match e.raw_os_error() {
         // What `regular_file` answers for anything but a regular file.

@@ -454,15 +454,7 @@ impl PieceLayout {
 impl PieceSnapshot {
     pub fn new(file: File, layout: Arc<PieceLayout>) -> Self {
         // Readers go front to back: let the kernel read ahead further.
-        // SAFETY: a valid descriptor; advice only.
-        unsafe {
-            libc::posix_fadvise(
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                0,
-                0,
-                libc::POSIX_FADV_SEQUENTIAL,
-            )
-        };
+        crate::store::open::advise(&file, 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         PieceSnapshot { file, layout }
     }
 
