@@ -407,8 +407,11 @@ impl UnitSource for CursorStoreUnits {
     }
 
     fn dump(&self, key: &Path) -> Option<Dump> {
-        let store = self.state.lock().unwrap().stores.get(key).cloned()?;
+        // The signature first: it looks the store up too, and a listing between the
+        // two (one that found the cwd) would otherwise give a header made from the
+        // older store the newer store's signature, kept until the store changes.
         let signature = self.signature(key)?;
+        let store = self.state.lock().unwrap().stores.get(key).cloned()?;
         let mut bytes = header(&store, key);
         let (rows, transient) = match sqlite_ro::read(key, read_store) {
             Ok(Ok(rows)) => (rows, false),

@@ -276,6 +276,10 @@ impl<R: SessionRows> DbUnits<R> {
                 transient: false,
             });
         }
+        // The listing's entry as it is before the read: a listing read again meanwhile
+        // (another access) would give rows newer than the ones that failed, and the
+        // failure would be kept as their dump until the session changes again.
+        let listed = self.entry(&id);
         match sqlite_ro::read(&self.db, |c| self.rows.dump(c, &id)) {
             Ok(Ok(found)) => found.map(|(bytes, signature)| Dump {
                 bytes,
@@ -283,7 +287,7 @@ impl<R: SessionRows> DbUnits<R> {
                 transient: false,
             }),
             Ok(Err(why)) => {
-                let entry = self.entry(&id)?;
+                let entry = listed?;
                 let mut bytes = self.rows.identity_line(&entry).into_bytes();
                 bytes.push(b'\n');
                 bytes.extend_from_slice(&unreadable_line(&why, &self.db));
@@ -302,7 +306,7 @@ impl<R: SessionRows> DbUnits<R> {
                 // Said with the session's identity (so its folder stays where it
                 // is); a made-up signature differs from the listing's, so the next
                 // access reads it again.
-                let entry = self.entry(&id)?;
+                let entry = listed?;
                 let mut bytes = self.rows.identity_line(&entry).into_bytes();
                 bytes.push(b'\n');
                 bytes.extend_from_slice(&unreadable_line(&e.to_string(), &self.db));
@@ -403,6 +407,92 @@ pub fn rfc3339_ms(ms: i64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// One session whose rows are a generation number, whose dump cannot read them,
+    /// and something to do while a dump reads.
+    #[derive(Default)]
+    struct Shared {
+        generation: AtomicU64,
+        during_dump: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    }
+
+    struct Failing(Arc<Shared>);
+
+    impl Failing {
+        fn entry(&self, generation: u64) -> RowEntry {
+            RowEntry {
+                id: "s1".into(),
+                cwd: None,
+                signature: Signature {
+                    hash: generation,
+                    updated_ms: 0,
+                },
+            }
+        }
+    }
+
+    impl SessionRows for Failing {
+        fn agent(&self) -> &'static str {
+            "test"
+        }
+
+        fn list(&self, _: &Connection) -> rusqlite::Result<Result<Vec<RowEntry>, String>> {
+            Ok(Ok(vec![
+                self.entry(self.0.generation.load(Ordering::SeqCst)),
+            ]))
+        }
+
+        fn dump(
+            &self,
+            _: &Connection,
+            _: &str,
+        ) -> rusqlite::Result<Result<Option<RowDump>, String>> {
+            let generation = self.0.generation.load(Ordering::SeqCst);
+            let during = self.0.during_dump.lock().unwrap().take();
+            if let Some(f) = during {
+                f();
+            }
+            Ok(Err(format!("generation {generation} cannot be read")))
+        }
+    }
+
+    #[test]
+    fn a_failed_dump_has_the_signature_listed_before_it_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("s.db");
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x)")
+            .unwrap();
+        let shared = Arc::new(Shared::default());
+        let units = Arc::new(DbUnits::new(&db, Failing(shared.clone())));
+        let key = db.join("s1");
+        assert_eq!(units.list().len(), 1);
+        let before = units.signature(&key).unwrap();
+
+        // While the dump reads generation 0, the rows change and another access reads
+        // the listing again.
+        let (u, k, s) = (units.clone(), key.clone(), shared.clone());
+        *shared.during_dump.lock().unwrap() = Some(Box::new(move || {
+            s.generation.store(1, Ordering::SeqCst);
+            u.invalidate();
+            assert_eq!(u.signature(&k).map(|s| s.hash), Some(1));
+        }));
+        let d = units.dump(&key).unwrap();
+        assert!(
+            String::from_utf8_lossy(&d.bytes).contains("generation 0"),
+            "{}",
+            String::from_utf8_lossy(&d.bytes)
+        );
+        assert_eq!(d.signature, before, "the signature of what was read");
+        assert_ne!(
+            units.signature(&key),
+            Some(d.signature),
+            "so the next access dumps again"
+        );
+    }
 
     #[test]
     fn sqlite_times_read_as_utc() {

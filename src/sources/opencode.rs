@@ -376,13 +376,16 @@ impl UnitSource for OpencodeUnits {
             let why = d.error.clone()?;
             return Some(error(&why, Self::unreadable_signature(d, &path), false));
         }
+        // A failed read is said with the signature from before it: one taken after
+        // could name a change made meanwhile, and the error would be served as current.
+        let before = self.signature(key);
         match sqlite_ro::read(&path, |c| db::dump(c, &id, v2)) {
             Ok(Ok(found)) => found.map(|(bytes, signature)| Dump {
                 bytes,
                 signature,
                 transient: false,
             }),
-            Ok(Err(why)) => Some(error(&why, self.signature(key)?, false)),
+            Ok(Err(why)) => Some(error(&why, before?, false)),
             Err(e) => {
                 log::warn!(
                     "{}: {}: session {id}: {e}",

@@ -146,11 +146,13 @@ const PAUSE: std::time::Duration = std::time::Duration::from_millis(15);
 /// `fen_unreadable` line saying which. `None`: the session file is gone.
 pub fn dump(root: &Path, s: &StorageSession) -> Option<Dump> {
     let mut last = String::new();
+    let mut read_at = None;
     for attempt in 0..TRIES {
         if attempt > 0 {
             std::thread::sleep(PAUSE);
         }
         let before = signature(root, s)?;
+        read_at = Some(before);
         match read_all(root, s) {
             Ok(bytes) if signature(root, s) == Some(before) => {
                 return Some(Dump {
@@ -163,7 +165,10 @@ pub fn dump(root: &Path, s: &StorageSession) -> Option<Dump> {
             Err(why) => last = why,
         }
     }
-    let signature = signature(root, s)?;
+    // The signature from before the last read, never one taken after it: a rewrite
+    // finished since then must not be named as the state these bytes show (it would
+    // be served as current until the next change).
+    let signature = read_at?;
     log::warn!("opencode: {}: {last}", s.file.display());
     // The session's own file when it is whole (its id and directory place it), then
     // why the rest is not shown.
@@ -200,4 +205,70 @@ fn read_all(root: &Path, s: &StorageSession) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A dump's signature must describe a state no newer than its bytes. Taken after
+    /// a failed read, it could name the rewrite that came next: the half file was then
+    /// served as current until the next change (a CI run read `[]` after the rewrite).
+    #[test]
+    fn a_dump_that_names_the_current_state_shows_that_state() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let write = |rel: &str, text: &str| {
+            let p = root.join("storage").join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let file = write("session/global/ses_a.json", r#"{"id":"ses_a"}"#);
+        write("part/msg_1/prt_1.json", r#"{"id":"prt_1","text":"hi"}"#);
+        let whole = r#"{"id":"msg_1","role":"user","time":{"created":1}}"#;
+        let half = r#"{"id":"msg_1","role":"#;
+        let msg = write("message/ses_a/msg_1.json", half);
+        let s = StorageSession {
+            id: "ses_a".into(),
+            file,
+        };
+        // OpenCode rewriting the message in place, mostly caught half.
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (msg, stop) = (msg.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    std::fs::write(&msg, if n % 3 == 2 { whole } else { half }).unwrap();
+                    n += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(3));
+                }
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(4);
+        let (mut dumps, mut named_current) = (0, 0);
+        while std::time::Instant::now() < deadline {
+            let d = dump(&root, &s).unwrap();
+            dumps += 1;
+            // The state now, when it held still while being looked at.
+            let now = signature(&root, &s).unwrap();
+            let text = std::fs::read_to_string(&msg).unwrap();
+            if d.signature != now || signature(&root, &s) != Some(now) {
+                continue;
+            }
+            named_current += 1;
+            let shown_whole = !String::from_utf8_lossy(&d.bytes).contains("fen_unreadable");
+            assert_eq!(
+                shown_whole,
+                text == whole,
+                "dump {dumps} names the current state but shows another"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        assert!(named_current > 0, "no dump named the current state");
+    }
 }
