@@ -289,7 +289,7 @@ fn serve(args: MountOptions, root: PathBuf, mut ready: Option<std::fs::File>) ->
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
     raise_open_file_limit();
-    limit_malloc_arenas();
+    crate::workers::limit_malloc_arenas();
     let store = match Store::open(&root, args.fsync) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&mut ready, e),
@@ -782,25 +782,6 @@ fn sd_notify(state: &str) {
     };
     if let Err(e) = send() {
         log::warn!("sd_notify {state} to {}: {e}", socket.to_string_lossy());
-    }
-}
-
-/// Two malloc arenas, not glibc's eight per core: the search index's build spreads its
-/// allocations over several threads, and each thread's arena kept what it freed (the
-/// daemon's peak RSS over a 2.5 GB build: 254 MB with the default, 190 MB with two;
-/// the build took as long).
-///
-/// And large blocks (1 MiB and more) always mapped on their own, given back when
-/// freed: glibc otherwise raises that threshold to the size of the largest block
-/// freed (up to 32 MiB), and the first pass's transient buffers (a copy's chunk and
-/// zstd context, a reader's feed, a batch of documents) then stayed in the arenas
-/// (peak RSS over a first pass of 10,000 pi sessions, debug build, here: 264 MB
-/// before, 197 MB with this, 189 MB with the trimmer as well).
-fn limit_malloc_arenas() {
-    // SAFETY: glibc calls, before the daemon starts its threads.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 

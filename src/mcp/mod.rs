@@ -18,12 +18,8 @@ use rmcp::ServiceExt;
 
 /// Serves the tools over `history` on stdin/stdout until the client closes stdin.
 pub fn serve(history: crate::history::History) -> Result<()> {
-    // Two malloc arenas, not eight per core (as the daemon): a first build of the
-    // search index allocates from several threads, and each arena kept what it freed
-    // (the idle RSS after building a 2.5 GB history's index: 56 MB with glibc's
-    // default, 30 MB with two, 23 MB with one; the build took as long).
-    // SAFETY: glibc call, before any thread of the server starts.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    // Before any thread of the server starts.
+    crate::workers::limit_malloc_arenas();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -53,10 +53,8 @@ impl Default for Options {
 /// Serves the pages over `history` until SIGINT or SIGTERM. Prints the address with
 /// its token on stdout once the socket answers.
 pub fn serve(history: History, options: Options) -> Result<()> {
-    // Two malloc arenas, as the MCP server and the daemon (RSS stays small while the
-    // index and the usage counter build from several threads).
-    // SAFETY: glibc call, before any thread of the server starts.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    // Before any thread of the server starts.
+    crate::workers::limit_malloc_arenas();
     if !options.listen.is_loopback() {
         eprintln!(
             "fen-fs web: warning: listening on {}, not on this machine only: anyone who can reach it and has the token reads every session (the token still guards every request)",
