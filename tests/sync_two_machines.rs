@@ -142,6 +142,30 @@ fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) -> Duration {
     panic!("{what}: not within {secs} s");
 }
 
+/// The files under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => todo.push(p),
+                Ok(t)
+                    if t.is_file()
+                        && std::fs::read(&p).is_ok_and(|b| {
+                            b.windows(needle.len()).any(|w| w == needle.as_bytes())
+                        }) =>
+                {
+                    out.push(p)
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// Every file and folder under `dir`: its kind, size, mtime and bytes' hash.
 fn tree_state(dir: &Path) -> BTreeMap<PathBuf, (bool, u64, SystemTime, u64)> {
     let mut out = BTreeMap::new();
@@ -459,9 +483,23 @@ fn two_machines_share_their_history_through_syncthing() {
         r#"{"role":"assistant","content":"the quokka rendezvous"}"#,
     );
     let hits_file = a.mnt.join("search/quokka/hits.jsonl");
-    wait_for(30, "the append in alpha's search", || {
-        std::fs::read_to_string(&hits_file).is_ok_and(|t| t.contains("\"host\":\"beta\""))
-    });
+    let in_search =
+        || std::fs::read_to_string(&hits_file).is_ok_and(|t| t.contains("\"host\":\"beta\""));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !in_search() {
+        // Which side lagged, when it fails: Syncthing (the file under peers/) or
+        // fen-fs (the mount's transcript, then its search).
+        assert!(
+            Instant::now() < deadline,
+            "the append in alpha's search: not within 30 s; under peers/: {}; in the mount's \
+             transcript: {}; hits: {:?}",
+            files_containing(&a.peers(), "quokka").len(),
+            std::fs::read_to_string(on_alpha.join("transcript.jsonl"))
+                .is_ok_and(|t| t.contains("quokka")),
+            std::fs::read_to_string(&hits_file)
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
     let transcript = std::fs::read_to_string(on_alpha.join("transcript.jsonl")).unwrap();
     let took = t0.elapsed();
     assert!(transcript.contains("quokka"));
