@@ -663,6 +663,65 @@ fn bad_input_is_refused_before_anything_changes() {
     assert!(!m.store.exists() && !m.peers().exists());
 }
 
+/// A store Syncthing does not watch sends its changes only at the next full rescan
+/// (an hour): `sync status` says so, in both of its forms, and how to mend it; `init`
+/// turns the watcher back on.
+#[test]
+fn status_says_when_syncthing_does_not_watch_this_store() {
+    let test = "status_says_when_syncthing_does_not_watch_this_store";
+    if !syncthing::available(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = Machine::new(tmp.path(), "solo");
+    m.st = Some(Syncthing::start(&m.dir.join("syncthing")));
+    let out = m.sync(&["init"]);
+    assert!(out.status.success(), "{}", out_text(&out));
+    let id = fen_fs::sync::folder_id(&m.st().device_id);
+    let folder = format!("/rest/config/folders/{id}");
+    let watched = |m: &Machine| {
+        for args in [vec!["status"], vec!["status", "--json"]] {
+            let out = m.sync(&args);
+            assert!(out.status.success(), "{}", out_text(&out));
+            assert!(
+                !String::from_utf8_lossy(&out.stderr).contains("watch"),
+                "{}",
+                out_text(&out)
+            );
+        }
+    };
+    watched(&m);
+
+    assert!(
+        m.st()
+            .patch(&folder, &serde_json::json!({"fsWatcherEnabled": false}))
+    );
+    for args in [vec!["status"], vec!["status", "--json"]] {
+        let out = m.sync(&args);
+        assert!(out.status.success(), "{}", out_text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("Syncthing does not watch this store")
+                && err.contains("every 1 h")
+                && err.contains("fen-fs sync init"),
+            "{}",
+            out_text(&out)
+        );
+        // stdout stays what it was: no peers (the table's line, or no JSON line).
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("watch"), "{stdout}");
+    }
+
+    let out = m.sync(&["init"]);
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(
+        m.st().get(&folder).unwrap()["fsWatcherEnabled"],
+        true,
+        "init turned the watcher back on"
+    );
+    watched(&m);
+}
+
 /// The mounts run first, as they do all day; then `sync add` on both machines: each
 /// one's sessions show in the other's mount (`meta.json` with `host`), `search` and
 /// `list` within Syncthing's delay + 3 s of their files arriving, with no remount.

@@ -95,6 +95,10 @@ pub fn remove(
 pub fn status(syncthing_home: Option<&Path>, json: bool) -> Result<ExitCode> {
     let c = client(syncthing_home)?;
     let peers = setup::status(&c)?;
+    // On stderr, in both forms: `--json` keeps one object per peer on stdout.
+    if let Some(problem) = setup::own_watch_problem(&c)? {
+        eprintln!("fen-fs: {problem}");
+    }
     let mut out = std::io::stdout().lock();
     if json {
         for p in &peers {

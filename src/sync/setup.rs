@@ -417,6 +417,34 @@ pub fn status(client: &Client) -> Result<Vec<PeerStatus>> {
     Ok(out)
 }
 
+/// Why Syncthing would send this store's changes late, if it would: the folder's
+/// watcher is turned off, so a change waits for the folder's next full rescan (an
+/// hour by default) while peers expect it within the watcher's delay (§12). `None`
+/// when the watcher is on, or the store is not shared (`init` not run). A watcher
+/// that is on but failed (the system's inotify limits) is not in the REST answers of
+/// the Syncthing this is tested with (1.19): it shows in Syncthing's own log and GUI.
+pub fn own_watch_problem(client: &Client) -> Result<Option<String>> {
+    let id = folder_id(&client.my_id()?);
+    let Some(f) = client.folder(&id)? else {
+        return Ok(None);
+    };
+    if f["fsWatcherEnabled"].as_bool() != Some(false) {
+        return Ok(None);
+    }
+    let rescan = match f["rescanIntervalS"].as_u64() {
+        Some(0) => "only when Syncthing restarts (its full rescan is off too)".to_string(),
+        Some(s) if s % 3600 == 0 => format!("only at its next full rescan (every {} h)", s / 3600),
+        Some(s) if s % 60 == 0 => format!("only at its next full rescan (every {} min)", s / 60),
+        Some(s) => format!("only at its next full rescan (every {s} s)"),
+        None => "only at its next full rescan".to_string(),
+    };
+    Ok(Some(format!(
+        "Syncthing does not watch this store (folder {id}: \"watch for changes\" is off), \
+         so a new session or append reaches the peers {rescan}; `fen-fs sync init` turns \
+         the watcher back on"
+    )))
+}
+
 /// Session files in a peer's store (read only; nothing is created there).
 fn count_sessions(root: &Path) -> u64 {
     let store = Store::open_read_only(root.to_path_buf(), PathBuf::from("/nonexistent"));

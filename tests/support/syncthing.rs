@@ -269,6 +269,18 @@ impl Syncthing {
             .is_ok()
     }
 
+    /// `PATCH path` of its REST API with `body`; whether it answered 200.
+    pub fn patch(&self, path: &str, body: &serde_json::Value) -> bool {
+        ureq::request(
+            "PATCH",
+            &format!("http://127.0.0.1:{}{path}", self.gui_port),
+        )
+        .set("X-API-Key", &self.api_key)
+        .timeout(Duration::from_secs(5))
+        .send_string(&body.to_string())
+        .is_ok()
+    }
+
     /// Whether every folder it has is idle (scanned, its watcher started after).
     pub fn folders_idle(&self) -> bool {
         let Some(folders) = self.get("/rest/config/folders") else {
