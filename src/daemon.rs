@@ -850,6 +850,9 @@ fn alive(pid: i32) -> bool {
 /// written, nothing more to touch). Refuses what is not a fen-fs mount, and a busy
 /// one (naming who uses it) unless `lazy`; a stale mount of a killed daemon is
 /// cleared even while busy (there is nothing left to serve).
+/// How long `umount` asks again while the mount is busy before it says so.
+const BUSY_PATIENCE: Duration = Duration::from_secs(1);
+
 pub fn umount(mp: &Path, lazy: bool) -> Result<()> {
     let norm = mount_table::normalize(mp);
     let Some(entry) = mount_table::entry_at(&norm) else {
@@ -869,12 +872,26 @@ pub fn umount(mp: &Path, lazy: bool) -> Result<()> {
     let path = std::ffi::CString::new(norm.as_os_str().as_encoded_bytes())
         .map_err(|_| Error::invalid("mount point contains NUL"))?;
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
-    // SAFETY: valid C string.
-    let first = if unsafe { libc::umount2(path.as_ptr(), flags) } == 0 {
-        None
-    } else {
-        Some(std::io::Error::last_os_error())
+    let try_umount = || {
+        // SAFETY: valid C string.
+        if unsafe { libc::umount2(path.as_ptr(), flags) } == 0 {
+            None
+        } else {
+            Some(std::io::Error::last_os_error())
+        }
     };
+    let mut first = try_umount();
+    // Busy may be a reference that goes by itself (a `cat` ending, a child process
+    // between fork and exec that still holds its parent's open file): asked again for
+    // a moment before it is said, with who holds it then.
+    let busy_until = std::time::Instant::now() + BUSY_PATIENCE;
+    while first.as_ref().and_then(|e| e.raw_os_error()) == Some(libc::EBUSY)
+        && !daemons.is_empty()
+        && std::time::Instant::now() < busy_until
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        first = try_umount();
+    }
     match first.as_ref().and_then(|e| e.raw_os_error()) {
         None => {}
         Some(libc::EPERM) => fusermount_u(&norm, lazy)?,

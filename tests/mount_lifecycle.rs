@@ -263,6 +263,28 @@ fn umount_of_a_busy_mount_names_its_users_and_lazy_detaches_it() {
     });
 }
 
+/// A reference that goes by itself within a moment (a file closed, a child process
+/// that still held its parent's open file until its exec) does not fail `umount`.
+#[test]
+fn umount_waits_out_a_reference_that_goes_by_itself() {
+    let Some(m) = Mount::new("umount_waits_out_a_reference_that_goes_by_itself") else {
+        return;
+    };
+    let daemon = m.daemon_pid().unwrap();
+    let held = std::fs::File::open(m.mp.join("ctl")).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        drop(held);
+    });
+    let out = umount(&m.mp, false);
+    closer.join().unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert!(!fen_mounted(&m.mp));
+    assert!(!alive(daemon), "umount returned before its daemon exited");
+    m.mount();
+    assert!(serving(&m.mp));
+}
+
 /// A killed daemon's stale mount is cleared even while a process still sits in it.
 #[test]
 fn umount_clears_a_stale_mount_even_while_busy() {
