@@ -846,13 +846,13 @@ fn alive(pid: i32) -> bool {
     })
 }
 
-/// Unmounts the fen-fs mount at `mp` and returns once its daemon has exited (caches
-/// written, nothing more to touch). Refuses what is not a fen-fs mount, and a busy
-/// one (naming who uses it) unless `lazy`; a stale mount of a killed daemon is
-/// cleared even while busy (there is nothing left to serve).
 /// How long `umount` asks again while the mount is busy before it says so.
 const BUSY_PATIENCE: Duration = Duration::from_secs(1);
 
+/// Unmounts the fen-fs mount at `mp` and returns once its daemon has exited (caches
+/// written, nothing more to touch). Refuses what is not a fen-fs mount, and a busy
+/// one (naming who uses it, after `BUSY_PATIENCE`) unless `lazy`; a stale mount of a
+/// killed daemon is cleared even while busy (there is nothing left to serve).
 pub fn umount(mp: &Path, lazy: bool) -> Result<()> {
     let norm = mount_table::normalize(mp);
     let Some(entry) = mount_table::entry_at(&norm) else {
